@@ -1,0 +1,63 @@
+import type { Command } from "commander";
+import { MmError } from "../../errors.js";
+import { resolveStorePath } from "../../storage/paths.js";
+import { withContext } from "../context.js";
+import type { CliApp } from "../main.js";
+
+export function registerStore(program: Command, app: CliApp): void {
+  const store = program.command("store").description("inspect and maintain the store");
+
+  store
+    .command("path")
+    .description("print the store directory in use")
+    .action((_opts: unknown, cmd: Command) => {
+      const dir = resolveStorePath((cmd.optsWithGlobals() as { store?: string }).store, app.io.env);
+      return app.output.result({ path: dir }, () => dir);
+    });
+
+  store
+    .command("stats")
+    .description("rows, fragments, versions and size on disk")
+    .action((_opts: unknown, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const s = await ctx.store.stats();
+        await app.output.result(s, (t) =>
+          t.record([
+            ["path", s.path],
+            ["embedder", `${s.embedder.provider}:${s.embedder.model} (${s.embedder.dims} dims)`],
+            ["memories", s.memories.rows],
+            ["fragments", `${s.memories.fragments} (${s.memories.smallFragments} small)`],
+            ["versions", s.memories.versions],
+            ["indices", s.memories.indices],
+            ["table bytes", s.memories.bytes],
+            ["disk bytes", s.diskBytes],
+          ]),
+        );
+      }),
+    );
+
+  store
+    .command("optimize")
+    .description("compact small fragments and delete old versions (this also runs on its own every few dozen writes)")
+    .option("--keep-minutes <n>", "keep versions younger than this, for readers still using them", "10")
+    .action((opts: { keepMinutes: string }, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const minutes = Number(opts.keepMinutes);
+        if (!Number.isFinite(minutes) || minutes < 0) {
+          throw new MmError("VALIDATION_ERROR", "--keep-minutes must be a number of at least 0.", {
+            details: [{ field: "keep-minutes", message: "must be a number of at least 0" }],
+          });
+        }
+        const r = await ctx.store.optimize({ keepVersionsMs: minutes * 60_000 });
+        await app.output.result(r, (t) =>
+          t.record([
+            ["fragments removed", r.fragmentsRemoved],
+            ["fragments added", r.fragmentsAdded],
+            ["old versions removed", r.oldVersionsRemoved],
+            ["bytes removed", r.bytesRemoved],
+            ["orphan temp files removed", r.tempFilesRemoved],
+          ]),
+        );
+      }),
+    );
+}

@@ -1,0 +1,101 @@
+import type { Readable } from "node:stream";
+import { Command, CommanderError } from "commander";
+import { EXIT, MmError, toMmError } from "../errors.js";
+import type { Embedder, Env } from "../embedder/index.js";
+import { Output, type OutputStreams } from "./output.js";
+import { registerInit } from "./commands/init.js";
+import { registerMemories } from "./commands/memories.js";
+import { registerStore } from "./commands/store.js";
+import { VERSION } from "./version.js";
+
+export interface CliIO extends OutputStreams {
+  stdin: Readable & { isTTY?: boolean };
+  env: Env;
+  /** Tests inject an embedder in place of the store's model. */
+  embedder?: Embedder;
+  clock?: () => Date;
+  /** Aborted on the first Ctrl-C: long batch adds commit the batch in hand, then stop. */
+  interrupt?: AbortSignal;
+}
+
+/** What every command gets: the process's streams and the output chosen from the global flags. */
+export interface CliApp {
+  io: CliIO;
+  output: Output;
+}
+
+/**
+ * The process boundary: parses argv, runs one command, and is the only place that turns errors
+ * into exit codes (see EXIT in errors.ts). Returns the code instead of exiting, so tests can run
+ * the whole CLI in-process.
+ */
+export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise<number> {
+  const io = realIO(partial);
+  let output: Output;
+  try {
+    output = Output.create(io, scanOutputFlags(argv));
+  } catch (err) {
+    output = Output.create(io, { json: true });
+    output.error(toMmError(err));
+    return EXIT.usage;
+  }
+  const app: CliApp = { io, output };
+  let usageMessage = "";
+  const program = new Command("mm")
+    .description("mm: local-first semantic memory (memories, entities, relations) on an embedded LanceDB store")
+    .version(VERSION, "-V, --version")
+    .option("--store <dir>", "store directory (default: $MM_STORE, else ~/.local/share/mm)")
+    .option("--json", "print JSON (the HTTP API's response body); the default when stdout is not a terminal")
+    .option("--format <format>", "table | json | ndjson (ndjson: one list item per line)")
+    .exitOverride()
+    .showSuggestionAfterError(true)
+    .configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(s),
+      outputError: (s) => (usageMessage = s.replace(/^error: /, "").trim()),
+    });
+  registerInit(program, app);
+  registerMemories(program, app);
+  registerStore(program, app);
+
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (["commander.helpDisplayed", "commander.version", "commander.help"].includes(err.code)) return EXIT.ok;
+      if (err.code === "commander.executeSubCommandAsync") return EXIT.ok;
+      output.error(new MmError("VALIDATION_ERROR", usageMessage || err.message, { details: [{ field: "command", message: usageMessage || err.message }] }));
+      return EXIT.usage;
+    }
+    const mmErr = toMmError(err);
+    if (mmErr.code === "INTERNAL_ERROR") io.stderr.write(`mm: internal error: ${(mmErr.cause as Error)?.stack ?? String(mmErr.cause)}\n`);
+    output.error(mmErr);
+    return mmErr.exitCode;
+  }
+}
+
+/** Output flags must be known before parsing, so even a usage error is printed in the right form. */
+function scanOutputFlags(argv: string[]): { json?: boolean; format?: string } {
+  const out: { json?: boolean; format?: string } = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--") break;
+    if (a === "--json") out.json = true;
+    else if (a === "--format") out.format = argv[i + 1];
+    else if (a.startsWith("--format=")) out.format = a.slice("--format=".length);
+  }
+  return out;
+}
+
+function realIO(partial: Partial<CliIO>): CliIO {
+  return {
+    stdout: partial.stdout ?? process.stdout,
+    stderr: partial.stderr ?? process.stderr,
+    stdin: partial.stdin ?? process.stdin,
+    env: partial.env ?? process.env,
+    embedder: partial.embedder,
+    clock: partial.clock,
+    interrupt: partial.interrupt,
+  };
+}

@@ -1,0 +1,72 @@
+import { MmError } from "../errors.js";
+import { createEmbedder, DEFAULT_EMBEDDER, type Embedder, type EmbedderConfig, type Env } from "../embedder/index.js";
+import { Store } from "../storage/store.js";
+
+export const DEFAULT_ACCOUNT_ID = "acct_default";
+
+/** Everything a service needs, passed explicitly: no module-level singletons. */
+export interface Context {
+  readonly store: Store;
+  /** The account every read and write is scoped to. */
+  readonly accountId: string;
+  readonly clock: () => Date;
+  /** The store's embedder, created on first call so commands that never embed never load a model. */
+  embedder(): Promise<Embedder>;
+  close(): Promise<void>;
+}
+
+export interface ContextOptions {
+  storeDir: string;
+  env?: Env;
+  /** Inject an embedder (tests, library use); it must match the store's recorded embedder. */
+  embedder?: Embedder;
+  clock?: () => Date;
+  accountId?: string;
+  /** The embedder a missing store is created with (default: use-lite, or the injected one's). */
+  createWith?: EmbedderConfig;
+  /** Create the store if missing (default true: first use creates it). */
+  create?: boolean;
+}
+
+export async function openContext(options: ContextOptions): Promise<Context> {
+  const injected = options.embedder;
+  const createWith =
+    options.createWith ?? (injected ? { provider: injected.provider, model: injected.model, dims: injected.dims } : DEFAULT_EMBEDDER);
+  const store = await Store.open(options.storeDir, { create: options.create === false ? undefined : createWith, now: options.clock });
+  if (injected) store.assertEmbedder(injected);
+  let embedder: Promise<Embedder> | undefined = injected ? Promise.resolve(injected) : undefined;
+  return {
+    store,
+    accountId: options.accountId ?? DEFAULT_ACCOUNT_ID,
+    clock: options.clock ?? (() => new Date()),
+    embedder() {
+      embedder ??= (async () => {
+        const e = await createEmbedder(store.config.embedder, options.env ?? {});
+        store.assertEmbedder(e);
+        return e;
+      })();
+      embedder.catch(() => (embedder = undefined));
+      return embedder;
+    },
+    async close() {
+      if (embedder && !injected) await (await embedder.catch(() => undefined))?.close?.();
+      store.close();
+    },
+  };
+}
+
+/** Embeds and checks each vector: right length and not all zeros (a zero vector would vanish from search). */
+export async function embedChecked(ctx: Context, texts: string[]): Promise<Float32Array[]> {
+  const embedder = await ctx.embedder();
+  const vectors = await embedder.embed(texts);
+  if (vectors.length !== texts.length) {
+    throw new MmError("INTERNAL_ERROR", `The embedder returned ${vectors.length} vectors for ${texts.length} texts.`);
+  }
+  const dims = ctx.store.config.embedder.dims;
+  for (const v of vectors) {
+    if (v.length !== dims) {
+      throw new MmError("EMBEDDER_MISMATCH", `The embedder returned ${v.length}-dim vectors; the store holds ${dims}-dim vectors.`);
+    }
+  }
+  return vectors;
+}

@@ -1,0 +1,40 @@
+import { randomBytes } from "node:crypto";
+
+const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"; // Crockford base32: sortable, no I L O U
+const TIME_CHARS = 10; // 50 bits of milliseconds: good until the year 37,000
+const RANDOM_CHARS = 14; // 70 bits
+
+let lastTime = -1;
+let lastRandom: number[] = [];
+
+/**
+ * `<prefix>_` + 24 characters: 10 of time, 14 of randomness, in an alphabet whose order matches
+ * byte order. Ids sort by creation time, and within one millisecond the random part is
+ * incremented (ULID-style monotonicity), so ids from one process are strictly increasing.
+ */
+export function newId(prefix: "mem" | "ent" | "rel" | "key" | "acct", now = Date.now()): string {
+  let random: number[];
+  if (now <= lastTime) {
+    random = increment(lastRandom);
+    now = lastTime;
+  } else {
+    random = Array.from(randomBytes(RANDOM_CHARS), (b) => b & 31);
+  }
+  lastTime = now;
+  lastRandom = random;
+  let time = "";
+  for (let i = TIME_CHARS - 1, t = now; i >= 0; i--, t = Math.floor(t / 32)) time = ALPHABET[t % 32] + time;
+  return `${prefix}_${time}${random.map((d) => ALPHABET[d]).join("")}`;
+}
+
+function increment(digits: number[]): number[] {
+  const out = [...digits];
+  for (let i = out.length - 1; i >= 0; i--) {
+    if (out[i] < 31) {
+      out[i]++;
+      return out;
+    }
+    out[i] = 0;
+  }
+  return out; // 2^70 ids in one millisecond: wraps, still unique in practice
+}

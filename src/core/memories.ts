@@ -1,0 +1,277 @@
+import { MmError, toMmError } from "../errors.js";
+import {
+  parseCreateMemory,
+  parseListMemories,
+  parseSearchMemories,
+  parseUpdateMemory,
+  type CreateMemoryInput,
+} from "../schemas/memory.js";
+import type { MemoryRecord, MemoryRow } from "../storage/store.js";
+import { embedChecked, type Context } from "./context.js";
+import { newId } from "./ids.js";
+
+/** Create and get shape (spec §2.1): optional fields only when supplied; tags only when non-empty. */
+export interface Memory {
+  id: string;
+  content: string;
+  userId: string;
+  agentId?: string;
+  tags?: string[];
+  metadata?: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type MemoryListItem = Omit<Memory, "metadata">;
+
+export interface MemorySearchHit {
+  id: string;
+  content: string;
+  score: number;
+  userId: string;
+  agentId?: string;
+  tags?: string[];
+  createdAt: string;
+}
+
+export interface Pagination {
+  page: number;
+  limit: number;
+  total: number;
+  totalPages: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  pagination: Pagination;
+}
+
+export async function createMemory(ctx: Context, raw: unknown): Promise<Memory> {
+  const input = parseCreateMemory(raw);
+  const [vector] = await embedChecked(ctx, [input.content]);
+  const row = newRow(ctx, input, vector);
+  await ctx.store.write((w) => w.insertMemories([row]));
+  return toMemory(row);
+}
+
+export async function getMemory(ctx: Context, id: string): Promise<Memory> {
+  const record = await ctx.store.getMemory(ctx.accountId, id);
+  if (!record) throw notFound(id);
+  return toMemory(record);
+}
+
+export async function listMemories(ctx: Context, rawQuery: unknown): Promise<Page<MemoryListItem>> {
+  const q = parseListMemories(rawQuery);
+  const { records, total } = await ctx.store.listMemories(
+    { accountId: ctx.accountId, userId: q.userId, agentId: q.agentId, tags: q.tags },
+    { offset: (q.page - 1) * q.limit, limit: q.limit },
+  );
+  return {
+    items: records.map(toListItem),
+    pagination: { page: q.page, limit: q.limit, total, totalPages: Math.ceil(total / q.limit) },
+  };
+}
+
+/**
+ * Semantic search. `score` is the cosine similarity of the unit-normalised query and memory
+ * vectors, clamped to [0, 1] (decisions.md), so the default threshold 0.5 excludes unrelated text.
+ */
+export async function searchMemories(ctx: Context, raw: unknown): Promise<{ results: MemorySearchHit[] }> {
+  const input = parseSearchMemories(raw);
+  const [vector] = await embedChecked(ctx, [input.query]);
+  const found = await ctx.store.searchMemories(
+    vector,
+    { accountId: ctx.accountId, userId: input.userId, agentId: input.agentId, tags: input.tags },
+    input.limit,
+  );
+  const results = found
+    .map(({ record, distance }) => ({ record, score: clamp01(1 - distance) }))
+    .filter((h) => Number.isFinite(h.score) && h.score >= input.threshold)
+    .sort((a, b) => b.score - a.score || cmp(b.record.createdAt, a.record.createdAt))
+    .map(({ record, score }) => toSearchHit(record, score));
+  return { results };
+}
+
+/**
+ * PATCH semantics: absent fields stay, given fields replace (metadata and tags are replaced
+ * whole, not merged), `null` clears an optional field. Changing content re-embeds it.
+ * `updatedAt` moves; `createdAt`, `userId` and the id never do.
+ */
+export async function updateMemory(ctx: Context, id: string, raw: unknown): Promise<Memory> {
+  const patch = parseUpdateMemory(raw);
+  const vector = patch.content !== undefined ? (await embedChecked(ctx, [patch.content]))[0] : undefined;
+  const updated = await ctx.store.write(async (w) => {
+    const current = await w.getMemoryRow(ctx.accountId, id);
+    if (!current) throw notFound(id);
+    const next: MemoryRow = { ...current };
+    if (patch.content !== undefined && vector) {
+      next.content = patch.content;
+      next.vector = vector;
+    }
+    if (patch.agentId !== undefined) next.agentId = patch.agentId;
+    if (patch.tags !== undefined) next.tags = patch.tags ?? [];
+    if (patch.metadata !== undefined) next.metadata = patch.metadata === null ? null : JSON.stringify(patch.metadata);
+    next.updatedAt = laterTimestamp(ctx.clock(), current.updatedAt);
+    await w.replaceMemory(next);
+    return next;
+  });
+  return toMemory(updated);
+}
+
+export async function deleteMemory(ctx: Context, id: string): Promise<{ success: boolean; id: string }> {
+  const deleted = await ctx.store.write((w) => w.deleteMemory(ctx.accountId, id));
+  if (!deleted) throw notFound(id);
+  return { success: true, id };
+}
+
+export interface BatchLineResult {
+  line: number;
+  memory?: Memory;
+  error?: MmError;
+}
+
+export interface BatchOptions {
+  /** Fields a line may leave out (from CLI flags): userId, agentId, tags, metadata. */
+  defaults?: Record<string, unknown>;
+  /** Lines embedded and committed together. Larger batches make fewer table versions. */
+  batchSize?: number;
+  /** Called once per input line, in line order, after its batch is committed (or it failed). */
+  onResult?: (result: BatchLineResult) => void;
+  /** Stop reading after the current batch (Ctrl-C). Lines already read are still committed. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Adds memories from JSON lines: each line an object with the create fields, or a JSON string
+ * (the content). Bad lines are reported with their line number and never block good ones. A line
+ * is reported as added only after the commit holding it, so an acknowledged memory survives a
+ * crash; a crash mid-batch loses only the unacknowledged batch.
+ */
+export async function addMemoriesFromLines(
+  ctx: Context,
+  lines: AsyncIterable<string> | Iterable<string>,
+  options: BatchOptions = {},
+): Promise<{ added: number; failed: number; stopped: boolean }> {
+  const batchSize = options.batchSize ?? 64;
+  const defaults = options.defaults ?? {};
+  let pending: { line: number; input?: CreateMemoryInput; error?: MmError }[] = [];
+  let added = 0;
+  let failed = 0;
+  let lineNo = 0;
+
+  const flush = async () => {
+    const valid = pending.filter((p) => p.input);
+    if (valid.length) {
+      try {
+        const vectors = await embedChecked(ctx, valid.map((p) => p.input!.content));
+        const rows = valid.map((p, i) => newRow(ctx, p.input!, vectors[i]));
+        await ctx.store.write((w) => w.insertMemories(rows));
+        valid.forEach((p, i) => ((p as { row?: MemoryRow }).row = rows[i]));
+      } catch (err) {
+        const error = toMmError(err);
+        for (const p of valid) p.error = error;
+      }
+    }
+    for (const p of pending) {
+      const row = (p as { row?: MemoryRow }).row;
+      if (row) {
+        added++;
+        options.onResult?.({ line: p.line, memory: toMemory(row) });
+      } else {
+        failed++;
+        options.onResult?.({ line: p.line, error: p.error });
+      }
+    }
+    pending = [];
+  };
+
+  for await (const text of lines) {
+    lineNo++;
+    if (text.trim() === "") continue;
+    try {
+      pending.push({ line: lineNo, input: parseCreateMemory(withDefaults(parseLine(text), defaults)) });
+    } catch (err) {
+      pending.push({ line: lineNo, error: toMmError(err) });
+    }
+    if (pending.length >= batchSize) await flush();
+    if (options.signal?.aborted) break;
+  }
+  await flush();
+  return { added, failed, stopped: options.signal?.aborted ?? false };
+}
+
+function parseLine(text: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new MmError("VALIDATION_ERROR", "Line is not valid JSON.", { details: [{ field: "line", message: "not valid JSON" }] });
+  }
+  return typeof value === "string" ? { content: value } : value;
+}
+
+function withDefaults(value: unknown, defaults: Record<string, unknown>): unknown {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = { ...value };
+  for (const [k, v] of Object.entries(defaults)) if (v !== undefined && out[k] === undefined) out[k] = v;
+  return out;
+}
+
+function newRow(ctx: Context, input: CreateMemoryInput, vector: Float32Array): MemoryRow {
+  const now = ctx.clock();
+  const at = now.toISOString();
+  return {
+    id: newId("mem", now.getTime()),
+    accountId: ctx.accountId,
+    content: input.content,
+    userId: input.userId,
+    agentId: input.agentId ?? null,
+    tags: input.tags ?? [],
+    metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+    entityIds: [],
+    createdAt: at,
+    updatedAt: at,
+    vector,
+  };
+}
+
+export function toMemory(r: MemoryRecord): Memory {
+  const m: Memory = { id: r.id, content: r.content, userId: r.userId } as Memory;
+  if (r.agentId !== null) m.agentId = r.agentId;
+  if (r.tags.length) m.tags = r.tags;
+  if (r.metadata !== null) m.metadata = JSON.parse(r.metadata) as Record<string, unknown>;
+  m.createdAt = r.createdAt;
+  m.updatedAt = r.updatedAt;
+  return m;
+}
+
+function toListItem(r: MemoryRecord): MemoryListItem {
+  const { metadata: _omit, ...item } = toMemory(r);
+  return item;
+}
+
+function toSearchHit(r: MemoryRecord, score: number): MemorySearchHit {
+  const hit: MemorySearchHit = { id: r.id, content: r.content, score, userId: r.userId } as MemorySearchHit;
+  if (r.agentId !== null) hit.agentId = r.agentId;
+  if (r.tags.length) hit.tags = r.tags;
+  hit.createdAt = r.createdAt;
+  return hit;
+}
+
+function notFound(id: string): MmError {
+  return new MmError("MEMORY_NOT_FOUND", `Memory ${id} does not exist.`);
+}
+
+function clamp01(x: number): number {
+  return Math.min(1, Math.max(0, x));
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** A clock that went backwards must not make updatedAt precede the previous value. */
+function laterTimestamp(now: Date, previous: string): string {
+  const at = now.toISOString();
+  return at > previous ? at : previous;
+}

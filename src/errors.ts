@@ -1,0 +1,105 @@
+/**
+ * The one error type of `mm`. Core code throws it with a code from the spec (or decisions.md);
+ * the CLI and the HTTP layer map the code to an exit code or an HTTP status through `ERROR_TABLE`,
+ * so the two transports can never disagree on what an error means.
+ */
+export type ErrorCode =
+  | "VALIDATION_ERROR"
+  | "INVALID_USER_ID"
+  | "CONTENT_TOO_LONG"
+  | "NAME_REQUIRED"
+  | "INVALID_ENTITY_TYPE"
+  | "INVALID_RELATION_TYPE"
+  | "MEMORY_NOT_FOUND"
+  | "ENTITY_NOT_FOUND"
+  | "RELATION_NOT_FOUND"
+  | "SOURCE_ENTITY_NOT_FOUND"
+  | "TARGET_ENTITY_NOT_FOUND"
+  | "NOT_FOUND"
+  | "METHOD_NOT_ALLOWED"
+  | "PAYLOAD_TOO_LARGE"
+  | "UNAUTHORIZED"
+  | "FORBIDDEN"
+  | "RATE_LIMIT_EXCEEDED"
+  | "QUOTA_EXCEEDED"
+  | "EMBEDDER_MISMATCH"
+  | "EMBEDDER_UNAVAILABLE"
+  | "STORE_ERROR"
+  | "INTERNAL_ERROR";
+
+/** Exit codes by error class. Documented in the README; scripts may rely on them. */
+export const EXIT = {
+  ok: 0,
+  internal: 1,
+  usage: 2,
+  notFound: 3,
+  limited: 4,
+  auth: 5,
+  config: 6,
+} as const;
+
+interface ErrorClass {
+  status: number;
+  exit: number;
+}
+
+export const ERROR_TABLE: Record<ErrorCode, ErrorClass> = {
+  VALIDATION_ERROR: { status: 400, exit: EXIT.usage },
+  INVALID_USER_ID: { status: 400, exit: EXIT.usage },
+  CONTENT_TOO_LONG: { status: 400, exit: EXIT.usage },
+  NAME_REQUIRED: { status: 400, exit: EXIT.usage },
+  INVALID_ENTITY_TYPE: { status: 400, exit: EXIT.usage },
+  INVALID_RELATION_TYPE: { status: 400, exit: EXIT.usage },
+  MEMORY_NOT_FOUND: { status: 404, exit: EXIT.notFound },
+  ENTITY_NOT_FOUND: { status: 404, exit: EXIT.notFound },
+  RELATION_NOT_FOUND: { status: 404, exit: EXIT.notFound },
+  SOURCE_ENTITY_NOT_FOUND: { status: 404, exit: EXIT.notFound },
+  TARGET_ENTITY_NOT_FOUND: { status: 404, exit: EXIT.notFound },
+  NOT_FOUND: { status: 404, exit: EXIT.notFound },
+  METHOD_NOT_ALLOWED: { status: 405, exit: EXIT.usage },
+  PAYLOAD_TOO_LARGE: { status: 413, exit: EXIT.usage },
+  UNAUTHORIZED: { status: 401, exit: EXIT.auth },
+  FORBIDDEN: { status: 403, exit: EXIT.auth },
+  RATE_LIMIT_EXCEEDED: { status: 429, exit: EXIT.limited },
+  QUOTA_EXCEEDED: { status: 403, exit: EXIT.limited },
+  EMBEDDER_MISMATCH: { status: 409, exit: EXIT.config },
+  EMBEDDER_UNAVAILABLE: { status: 503, exit: EXIT.config },
+  STORE_ERROR: { status: 500, exit: EXIT.config },
+  INTERNAL_ERROR: { status: 500, exit: EXIT.internal },
+};
+
+export type ErrorExtra = Record<string, unknown>;
+
+export class MmError extends Error {
+  readonly code: ErrorCode;
+  readonly extra: ErrorExtra;
+
+  constructor(code: ErrorCode, message: string, extra: ErrorExtra = {}, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "MmError";
+    this.code = code;
+    this.extra = extra;
+  }
+
+  get status(): number {
+    return ERROR_TABLE[this.code].status;
+  }
+
+  get exitCode(): number {
+    return ERROR_TABLE[this.code].exit;
+  }
+
+  /** The spec's error envelope: `{error: {code, message, ...extra}}`. */
+  toBody(): { error: { code: ErrorCode; message: string } & ErrorExtra } {
+    return { error: { code: this.code, message: this.message, ...this.extra } };
+  }
+}
+
+/**
+ * Turns anything thrown into an MmError. Unknown errors become INTERNAL_ERROR with a generic
+ * message, so no stack or internals reach a user; the original stays on `cause` for logging.
+ */
+export function toMmError(err: unknown): MmError {
+  if (err instanceof MmError) return err;
+  return new MmError("INTERNAL_ERROR", "An internal error occurred.", {}, { cause: err });
+}

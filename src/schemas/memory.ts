@@ -1,0 +1,106 @@
+import { z } from "zod";
+import { MmError } from "../errors.js";
+import { charLength, isWellFormed, clampedLimit, identifier, metadataObject, parseWith, positiveInt, requireObject, tagList } from "./validate.js";
+
+export const MAX_CONTENT_LENGTH = 10_000;
+export const MAX_QUERY_LENGTH = 10_000;
+export const MAX_PAGE_LIMIT = 100;
+export const DEFAULT_LIST_LIMIT = 20;
+export const DEFAULT_SEARCH_LIMIT = 10;
+export const DEFAULT_THRESHOLD = 0.5;
+
+const content = z
+  .string()
+  .refine((s) => s.trim().length > 0, "must not be empty")
+  .refine(isWellFormed, "must be valid Unicode");
+
+export const CreateMemoryInput = z.strictObject({
+  content,
+  userId: identifier,
+  agentId: identifier.optional(),
+  tags: tagList.optional(),
+  metadata: metadataObject.optional(),
+});
+export type CreateMemoryInput = z.output<typeof CreateMemoryInput>;
+
+export const UpdateMemoryInput = z
+  .strictObject({
+    content: content.optional(),
+    agentId: identifier.nullable().optional(),
+    tags: tagList.nullable().optional(),
+    metadata: metadataObject.nullable().optional(),
+  })
+  .refine((v) => Object.keys(v).length > 0, "give at least one of content, agentId, tags, metadata");
+export type UpdateMemoryInput = z.output<typeof UpdateMemoryInput>;
+
+export const SearchMemoriesInput = z.strictObject({
+  query: z
+    .string()
+    .refine((s) => s.trim().length > 0, "must not be empty")
+    .refine((s) => charLength(s) <= MAX_QUERY_LENGTH, `must be at most ${MAX_QUERY_LENGTH} characters`)
+    .refine(isWellFormed, "must be valid Unicode"),
+  userId: identifier.optional(),
+  agentId: identifier.optional(),
+  tags: tagList.optional(),
+  limit: clampedLimit(MAX_PAGE_LIMIT).default(DEFAULT_SEARCH_LIMIT),
+  threshold: z.number().min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").default(DEFAULT_THRESHOLD),
+});
+export type SearchMemoriesInput = z.output<typeof SearchMemoriesInput>;
+
+/** GET /v1/memories query: tags arrive comma-separated; empty items are ignored. */
+export const ListMemoriesQuery = z.strictObject({
+  userId: identifier.optional(),
+  agentId: identifier.optional(),
+  tags: z
+    .union([z.string(), z.array(z.string())])
+    .transform((v) => (Array.isArray(v) ? v : v.split(",")).map((t) => t.trim()).filter(Boolean))
+    .optional(),
+  page: positiveInt.default(1),
+  limit: clampedLimit(MAX_PAGE_LIMIT).default(DEFAULT_LIST_LIMIT),
+});
+export type ListMemoriesQuery = z.output<typeof ListMemoriesQuery>;
+
+/**
+ * Memory create follows the spec's codes before the generic ones: a missing or blank userId is
+ * INVALID_USER_ID, content over 10,000 characters is CONTENT_TOO_LONG (counted in code points),
+ * and any other problem is VALIDATION_ERROR with details.
+ */
+export function parseCreateMemory(raw: unknown): CreateMemoryInput {
+  const body = requireObject(raw);
+  const userId = body.userId;
+  if (userId === undefined || userId === null || (typeof userId === "string" && userId.trim() === "")) {
+    throw new MmError("INVALID_USER_ID", "userId is required and must not be empty.");
+  }
+  checkContentLength(body.content);
+  return parseWith(CreateMemoryInput, body, "memory");
+}
+
+export function parseUpdateMemory(raw: unknown): UpdateMemoryInput {
+  const body = requireObject(raw);
+  if ("userId" in body) {
+    throw new MmError("VALIDATION_ERROR", "Invalid memory update: userId cannot be changed.", {
+      details: [{ field: "userId", message: "cannot be changed; create a new memory instead" }],
+    });
+  }
+  checkContentLength(body.content);
+  return parseWith(UpdateMemoryInput, body, "memory update");
+}
+
+export function parseSearchMemories(raw: unknown): SearchMemoriesInput {
+  return parseWith(SearchMemoriesInput, requireObject(raw), "search");
+}
+
+export function parseListMemories(raw: unknown): ListMemoriesQuery {
+  return parseWith(ListMemoriesQuery, requireObject(raw, "query"), "list query");
+}
+
+function checkContentLength(value: unknown): void {
+  if (typeof value !== "string") return;
+  const length = charLength(value);
+  if (length > MAX_CONTENT_LENGTH) {
+    throw new MmError("CONTENT_TOO_LONG", `content is ${length} characters; the maximum is ${MAX_CONTENT_LENGTH}.`, {
+      maxLength: MAX_CONTENT_LENGTH,
+      length,
+    });
+  }
+}

@@ -1,0 +1,145 @@
+import { randomUUID } from "node:crypto";
+import { mkdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { MmError } from "../errors.js";
+
+interface Owner {
+  pid: number;
+  host: string;
+  token: string;
+  at: number;
+}
+
+export interface LockOptions {
+  /** How long to wait for another writer before giving up. */
+  timeoutMs?: number;
+  /** A lock whose owner stopped refreshing it for this long is taken over (owner hung, or on another host). */
+  staleMs?: number;
+}
+
+const HEARTBEAT_MS = 2_000;
+const DEFAULT_STALE_MS = 30_000;
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+/** Same-process waiters queue here, so they don't poll the file lock against themselves. */
+const localQueues = new Map<string, Promise<unknown>>();
+
+/**
+ * Runs `fn` while holding the store's write lock, shared by every `mm` process on the machine.
+ *
+ * The lock is a directory (`mkdir` is atomic on every local filesystem) holding the owner's
+ * pid. A lock whose owner process is dead (kill -9, power loss) is taken over at once rather than
+ * after a timeout, so a crashed writer doesn't stall the next command. Known gap: two waiters
+ * breaking the same dead lock at the same instant could both proceed; the window is a few
+ * microseconds after a crash and LanceDB's own commit protocol still keeps data consistent.
+ */
+export async function withWriteLock<T>(storeDir: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
+  const lockDir = join(storeDir, ".write-lock");
+  const previous = localQueues.get(lockDir) ?? Promise.resolve();
+  let release!: () => void;
+  const mine = new Promise<void>((r) => (release = r));
+  const tail = previous.then(() => mine);
+  localQueues.set(lockDir, tail);
+  await previous;
+  try {
+    const handle = await acquire(lockDir, options);
+    try {
+      return await fn();
+    } finally {
+      await handle.release();
+    }
+  } finally {
+    release();
+    if (localQueues.get(lockDir) === tail) localQueues.delete(lockDir);
+  }
+}
+
+async function acquire(lockDir: string, options: LockOptions): Promise<{ release(): Promise<void> }> {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const staleMs = options.staleMs ?? DEFAULT_STALE_MS;
+  const owner: Owner = { pid: process.pid, host: hostname(), token: randomUUID(), at: Date.now() };
+  const ownerFile = join(lockDir, "owner.json");
+  const deadline = Date.now() + timeoutMs;
+  let wait = 5;
+  for (;;) {
+    try {
+      await mkdir(lockDir);
+      await writeFile(ownerFile, JSON.stringify(owner));
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") {
+        throw new MmError("STORE_ERROR", `Cannot take the store's write lock at ${lockDir}: ${(err as Error).message}`, {}, { cause: err });
+      }
+    }
+    if (await isStale(lockDir, staleMs)) {
+      await breakLock(lockDir);
+      continue;
+    }
+    if (Date.now() > deadline) {
+      const holder = await readOwner(lockDir);
+      throw new MmError(
+        "STORE_ERROR",
+        `The store is busy: another mm process${holder ? ` (pid ${holder.pid})` : ""} has held its write lock for over ${Math.round(timeoutMs / 1000)} s.`,
+      );
+    }
+    await sleep(wait);
+    wait = Math.min(wait * 2, 100);
+  }
+  const heartbeat = setInterval(() => {
+    const now = new Date();
+    utimes(ownerFile, now, now).catch(() => undefined);
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
+  return {
+    async release() {
+      clearInterval(heartbeat);
+      const current = await readOwner(lockDir);
+      if (current?.token === owner.token) await rm(lockDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function readOwner(lockDir: string): Promise<Owner | undefined> {
+  try {
+    return JSON.parse(await readFile(join(lockDir, "owner.json"), "utf8")) as Owner;
+  } catch {
+    return undefined;
+  }
+}
+
+async function isStale(lockDir: string, staleMs: number): Promise<boolean> {
+  const owner = await readOwner(lockDir);
+  if (owner && owner.host === hostname() && !isAlive(owner.pid)) return true;
+  // Without an owner file the holder may be between mkdir and writeFile; judge by age only.
+  const path = owner ? join(lockDir, "owner.json") : lockDir;
+  try {
+    const { mtimeMs } = await stat(path);
+    return Date.now() - mtimeMs > staleMs;
+  } catch {
+    return false;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+async function breakLock(lockDir: string): Promise<void> {
+  const aside = `${lockDir}.stale-${randomUUID()}`;
+  try {
+    await rename(lockDir, aside);
+  } catch {
+    return; // someone else broke it first
+  }
+  await rm(aside, { recursive: true, force: true });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
