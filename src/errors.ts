@@ -25,6 +25,7 @@ export type ErrorCode =
   | "EMBEDDER_MISMATCH"
   | "EMBEDDER_UNAVAILABLE"
   | "STORE_ERROR"
+  | "INTERRUPTED"
   | "INTERNAL_ERROR";
 
 /** Exit codes by error class. Documented in the README; scripts may rely on them. */
@@ -36,6 +37,7 @@ export const EXIT = {
   limited: 4,
   auth: 5,
   config: 6,
+  interrupted: 130,
 } as const;
 
 interface ErrorClass {
@@ -65,6 +67,7 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorClass> = {
   EMBEDDER_MISMATCH: { status: 409, exit: EXIT.config },
   EMBEDDER_UNAVAILABLE: { status: 503, exit: EXIT.config },
   STORE_ERROR: { status: 500, exit: EXIT.config },
+  INTERRUPTED: { status: 499, exit: EXIT.interrupted },
   INTERNAL_ERROR: { status: 500, exit: EXIT.internal },
 };
 

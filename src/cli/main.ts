@@ -14,8 +14,11 @@ export interface CliIO extends OutputStreams {
   /** Tests inject an embedder in place of the store's model. */
   embedder?: Embedder;
   clock?: () => Date;
-  /** Aborted on the first Ctrl-C: long batch adds commit the batch in hand, then stop. */
-  interrupt?: AbortSignal;
+  /**
+   * Lets a long command take over Ctrl-C: the first one calls `handler` (a batch add commits the
+   * batch in hand, then stops); the default hard stop applies again after `release()`.
+   */
+  onInterrupt?: (handler: () => void) => () => void;
 }
 
 /** What every command gets: the process's streams and the output chosen from the global flags. */
@@ -96,6 +99,18 @@ function realIO(partial: Partial<CliIO>): CliIO {
     env: partial.env ?? process.env,
     embedder: partial.embedder,
     clock: partial.clock,
-    interrupt: partial.interrupt,
+    onInterrupt: partial.onInterrupt ?? (partial.stdout ? undefined : processInterrupts),
   };
+}
+
+/** First SIGINT goes to the handler; a second one exits at once with 130, as a shell expects. */
+function processInterrupts(handler: () => void): () => void {
+  let seen = false;
+  const listener = () => {
+    if (seen) process.exit(EXIT.interrupted);
+    seen = true;
+    handler();
+  };
+  process.on("SIGINT", listener);
+  return () => process.off("SIGINT", listener);
 }

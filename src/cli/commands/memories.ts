@@ -165,7 +165,7 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
   const openError = new Promise<never>((_, reject) =>
     source.once("error", (err: Error) => reject(new MmError("VALIDATION_ERROR", `Cannot read ${opts.batch}: ${err.message}`, { details: [{ field: "batch", message: err.message }] }))),
   );
-  const lines = createInterface({ input: source, crlfDelay: Infinity });
+  const lines = readLines(source);
   const progress = output.isTable && io.stderr.isTTY ? await startProgress(io.stderr) : undefined;
   let firstError: MmError | undefined;
   const onResult = (r: BatchLineResult) => {
@@ -178,19 +178,40 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
     }
     progress?.tick();
   };
+  const stop = new AbortController();
+  const release = io.onInterrupt?.(() => {
+    output.note("Interrupted: committing the lines already read, then stopping (Ctrl-C again to quit at once).");
+    stop.abort();
+  });
   const summary = await withContext(app, cmd, async (ctx) =>
-    Promise.race([openError, (await core()).addMemoriesFromLines(ctx, lines, { defaults, batchSize, onResult, signal: io.interrupt })]),
-  );
-  progress?.stop();
+    Promise.race([openError, (await core()).addMemoriesFromLines(ctx, lines, { defaults, batchSize, onResult, signal: stop.signal })]),
+  ).finally(() => {
+    release?.();
+    progress?.stop();
+  });
   const text = `Added ${summary.added} memor${summary.added === 1 ? "y" : "ies"}${summary.failed ? `; ${summary.failed} line${summary.failed === 1 ? "" : "s"} failed` : ""}${summary.stopped ? " (stopped by interrupt)" : ""}.`;
   if (output.isTable) output.out(text);
   else output.note(text);
+  if (summary.stopped) {
+    throw new MmError("INTERRUPTED", `Stopped by interrupt after ${summary.added + summary.failed} lines; every line reported as added is stored.`, {
+      added: summary.added,
+      failed: summary.failed,
+    });
+  }
   if (firstError) {
     throw new MmError(firstError.code, `${summary.failed} line${summary.failed === 1 ? "" : "s"} failed (the other lines were added); first failure: ${firstError.message}`, {
       added: summary.added,
       failed: summary.failed,
     });
   }
+}
+
+/**
+ * Lines of a stream, read only once iteration starts: a readline interface created earlier would
+ * emit lines while the store opens, and a later `for await` would never see them.
+ */
+async function* readLines(source: NodeJS.ReadableStream): AsyncGenerator<string> {
+  yield* createInterface({ input: source, crlfDelay: Infinity });
 }
 
 async function startProgress(stream: NodeJS.WritableStream): Promise<{ tick(): void; log(s: string): void; stop(): void }> {
