@@ -1,0 +1,165 @@
+import { mkdir, readdir, writeFile, utimes } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { openContext } from "../../src/core/context.js";
+import { createMemory, listMemories } from "../../src/core/memories.js";
+import { withWriteLock } from "../../src/storage/lock.js";
+import { resolveStorePath } from "../../src/storage/paths.js";
+import { Store } from "../../src/storage/store.js";
+import { createTestEmbedder } from "../helpers/test-embedder.js";
+import { useTempDirs } from "../helpers/temp.js";
+
+const tempDir = useTempDirs();
+
+describe("store location", () => {
+  it("prefers --store, then MM_STORE, then the XDG data dir", () => {
+    expect(resolveStorePath("/a/b", { MM_STORE: "/c" })).toBe("/a/b");
+    expect(resolveStorePath(undefined, { MM_STORE: "/c" })).toBe("/c");
+    expect(resolveStorePath(undefined, { XDG_DATA_HOME: "/x" })).toBe("/x/mm");
+    expect(resolveStorePath(undefined, { HOME: "/home/u" })).toBe("/home/u/.local/share/mm");
+    expect(resolveStorePath("  ", { MM_STORE: "" , HOME: "/h"})).toBe("/h/.local/share/mm");
+  });
+});
+
+describe("store", () => {
+  it("is created on first use and records its embedder", async () => {
+    const dir = join(await tempDir(), "nested", "store");
+    const ctx = await openContext({ storeDir: dir, embedder: createTestEmbedder(32, "m1") });
+    expect(ctx.store.config.embedder).toEqual({ provider: "test", model: "m1", dims: 32 });
+    await ctx.close();
+    expect(await Store.exists(dir)).toBe(true);
+  });
+
+  it("refuses an embedder other than the one that made its vectors, naming both", async () => {
+    const dir = await tempDir();
+    const first = await openContext({ storeDir: dir, embedder: createTestEmbedder(32, "m1") });
+    await createMemory(first, { content: "hello", userId: "u" });
+    await first.close();
+    for (const other of [createTestEmbedder(32, "m2"), createTestEmbedder(64, "m1")]) {
+      const err = await openContext({ storeDir: dir, embedder: other }).catch((e) => e);
+      expect(err.code).toBe("EMBEDDER_MISMATCH");
+      expect(err.message).toContain("test:m1 (32 dims)");
+      expect(err.message).toContain(`test:${other.model} (${other.dims} dims)`);
+    }
+    const again = await openContext({ storeDir: dir, embedder: createTestEmbedder(32, "m1") });
+    expect((await listMemories(again, {})).pagination.total).toBe(1);
+    await again.close();
+  });
+
+  it("switches embedder only while empty", async () => {
+    const dir = await tempDir();
+    const store = await Store.open(dir, { create: { provider: "test", model: "a", dims: 8 } });
+    const switched = await store.resetEmbedder({ provider: "test", model: "b", dims: 16 });
+    expect(switched.config.embedder).toEqual({ provider: "test", model: "b", dims: 16 });
+    store.close();
+    switched.close();
+    const ctx = await openContext({ storeDir: dir, embedder: createTestEmbedder(16, "b") });
+    await createMemory(ctx, { content: "x", userId: "u" });
+    const err = await ctx.store.resetEmbedder({ provider: "test", model: "c", dims: 16 }).catch((e) => e);
+    expect(err.code).toBe("EMBEDDER_MISMATCH");
+    expect(err.message).toContain("holds 1 memories");
+    await ctx.close();
+  });
+
+  it("refuses to create a store in a non-empty directory that is not one", async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, "thesis.txt"), "precious");
+    const err = await openContext({ storeDir: dir, embedder: createTestEmbedder() }).catch((e) => e);
+    expect(err.code).toBe("STORE_ERROR");
+    expect(await readdir(dir)).toEqual(["thesis.txt"]);
+  });
+
+  it("refuses to open a missing store when creation is off", async () => {
+    const err = await openContext({ storeDir: join(await tempDir(), "none"), create: false }).catch((e) => e);
+    expect(err.code).toBe("STORE_ERROR");
+    expect(err.message).toContain("mm init");
+  });
+
+  it("compacts itself: many single writes do not pile up fragments and versions", async () => {
+    const ctx = await openContext({ storeDir: await tempDir(), embedder: createTestEmbedder() });
+    for (let i = 0; i < 70; i++) await createMemory(ctx, { content: `memory ${i}`, userId: "u" });
+    const stats = await ctx.store.stats();
+    expect(stats.memories.rows).toBe(70);
+    // 70 writes make 70 fragments without maintenance; it runs every 32 versions.
+    expect(stats.memories.fragments).toBeLessThan(40);
+    const r = await ctx.store.optimize({ keepVersionsMs: 0 });
+    expect(r.fragmentsRemoved).toBeGreaterThan(1);
+    const after = await ctx.store.stats();
+    expect(after.memories.fragments).toBe(1);
+    expect(after.memories.versions).toBeLessThanOrEqual(2);
+    expect((await listMemories(ctx, { limit: 100 })).items).toHaveLength(70);
+    await ctx.close();
+  });
+
+  it("removes orphaned temp files a killed writer left, but only old ones", async () => {
+    const dir = await tempDir();
+    const ctx = await openContext({ storeDir: dir, embedder: createTestEmbedder() });
+    await createMemory(ctx, { content: "x", userId: "u" });
+    const data = join(dir, "db", "memories.lance", "data");
+    await mkdir(data, { recursive: true });
+    await writeFile(join(data, ".tmp_old"), "partial");
+    await writeFile(join(data, ".tmp_new"), "partial");
+    const old = new Date(Date.now() - 2 * 3600_000);
+    await utimes(join(data, ".tmp_old"), old, old);
+    const r = await ctx.store.optimize();
+    expect(r.tempFilesRemoved).toBe(1);
+    const left = await readdir(data);
+    expect(left).toContain(".tmp_new");
+    expect(left).not.toContain(".tmp_old");
+    await ctx.close();
+  });
+});
+
+describe("write lock", () => {
+  it("serialises writers in one process", async () => {
+    const dir = await tempDir();
+    let inside = 0;
+    let maxInside = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, () =>
+        withWriteLock(dir, async () => {
+          inside++;
+          maxInside = Math.max(maxInside, inside);
+          await new Promise((r) => setTimeout(r, 5));
+          inside--;
+        }),
+      ),
+    );
+    expect(maxInside).toBe(1);
+  });
+
+  it("takes over at once from a writer that died holding it", async () => {
+    const dir = await tempDir();
+    const dead = spawn(process.execPath, ["-e", "0"]);
+    const pid: number = await new Promise((r) => dead.on("exit", () => r(dead.pid!)));
+    await mkdir(join(dir, ".write-lock"));
+    await writeFile(join(dir, ".write-lock", "owner.json"), JSON.stringify({ pid, host: (await import("node:os")).hostname(), token: "t", at: Date.now() }));
+    const started = Date.now();
+    expect(await withWriteLock(dir, async () => "got it", { timeoutMs: 5_000 })).toBe("got it");
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it("waits for a live holder and times out with a clear error", async () => {
+    const dir = await tempDir();
+    await mkdir(join(dir, ".write-lock"));
+    await writeFile(join(dir, ".write-lock", "owner.json"), JSON.stringify({ pid: process.pid, host: (await import("node:os")).hostname(), token: "other", at: Date.now() }));
+    const err = await withWriteLock(dir, async () => "no", { timeoutMs: 300 }).catch((e) => e);
+    expect(err.code).toBe("STORE_ERROR");
+    expect(err.message).toContain(`pid ${process.pid}`);
+  });
+
+  it("two contexts on one store writing concurrently keep every row", async () => {
+    const dir = await tempDir();
+    const a = await openContext({ storeDir: dir, embedder: createTestEmbedder() });
+    const b = await openContext({ storeDir: dir, embedder: createTestEmbedder() });
+    await Promise.all([
+      ...Array.from({ length: 25 }, (_, i) => createMemory(a, { content: `a ${i}`, userId: "a" })),
+      ...Array.from({ length: 25 }, (_, i) => createMemory(b, { content: `b ${i}`, userId: "b" })),
+    ]);
+    expect((await listMemories(a, { limit: 100 })).pagination.total).toBe(50);
+    expect((await listMemories(b, { userId: "a" })).pagination.total).toBe(25);
+    await a.close();
+    await b.close();
+  });
+});
