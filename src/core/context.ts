@@ -67,6 +67,11 @@ export async function embedChecked(ctx: Context, texts: string[]): Promise<Float
     if (v.length !== dims) {
       throw new MmError("EMBEDDER_MISMATCH", `The embedder returned ${v.length}-dim vectors; the store holds ${dims}-dim vectors.`);
     }
+    if (v.every((x) => x === 0)) {
+      throw new MmError("VALIDATION_ERROR", "The text produced an all-zero embedding, which no search could ever find.", {
+        details: [{ field: "content", message: "has nothing the embedding model can represent" }],
+      });
+    }
   }
   return vectors;
 }

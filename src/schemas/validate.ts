@@ -97,5 +97,7 @@ export const MAX_METADATA_BYTES = 64 * 1024;
 
 /** Metadata: any JSON object (not an array or null), at most 64 KiB once serialised. */
 export const metadataObject = z
-  .record(z.string(), z.unknown())
+  // z.custom, not z.record: a record is rebuilt key by key, and a "__proto__" key from JSON.parse
+  // would set the copy's prototype instead of surviving as data.
+  .custom<Record<string, unknown>>((v) => v !== null && typeof v === "object" && !Array.isArray(v), "must be a JSON object")
   .refine((m) => Buffer.byteLength(JSON.stringify(m), "utf8") <= MAX_METADATA_BYTES, `must be at most ${MAX_METADATA_BYTES} bytes as JSON`);

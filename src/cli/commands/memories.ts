@@ -1,4 +1,5 @@
-import { createReadStream } from "node:fs";
+import { constants, createReadStream } from "node:fs";
+import { access } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import { MmError } from "../../errors.js";
@@ -161,10 +162,12 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
     tags: opts.tag,
     metadata: jsonFlag("metadata", opts.metadata),
   });
+  const unreadable = (err: Error) =>
+    new MmError("VALIDATION_ERROR", `Cannot read ${opts.batch}: ${err.message}`, { details: [{ field: "batch", message: err.message }] });
+  if (opts.batch !== "-") await access(opts.batch, constants.R_OK).catch((err: Error) => Promise.reject(unreadable(err)));
   const source = opts.batch === "-" ? io.stdin : createReadStream(opts.batch);
-  const openError = new Promise<never>((_, reject) =>
-    source.once("error", (err: Error) => reject(new MmError("VALIDATION_ERROR", `Cannot read ${opts.batch}: ${err.message}`, { details: [{ field: "batch", message: err.message }] }))),
-  );
+  const openError = new Promise<never>((_, reject) => source.once("error", (err: Error) => reject(unreadable(err))));
+  openError.catch(() => undefined); // raced below; a failure before the race starts is not unhandled
   const lines = readLines(source);
   const progress = output.isTable && io.stderr.isTTY ? await startProgress(io.stderr) : undefined;
   let firstError: MmError | undefined;

@@ -1,0 +1,35 @@
+#!/usr/bin/env node
+// `npm start`: a first run of mm on the default store (or $MM_STORE / --store). It adds three
+// memories for the user "quickstart" (once; re-running reuses them) and searches them by meaning.
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const bin = fileURLToPath(new URL("../bin/mm.js", import.meta.url));
+const extra = process.argv.slice(2);
+const mm = (args, opts = {}) => {
+  const r = spawnSync(process.execPath, [bin, ...args, ...extra], { encoding: "utf8", ...opts });
+  if (r.status !== 0) {
+    process.stderr.write(r.stderr);
+    process.exit(r.status ?? 1);
+  }
+  return r.stdout;
+};
+const show = (title, args) => {
+  console.log(`\n$ mm ${args.join(" ")}`);
+  spawnSync(process.execPath, [bin, ...args, ...extra, "--format", "table"], { stdio: "inherit" });
+};
+
+console.log(`Store: ${JSON.parse(mm(["store", "path", "--json"])).path}`);
+const existing = JSON.parse(mm(["memories", "list", "--user", "quickstart", "--json"]));
+if (existing.pagination.total === 0) {
+  for (const text of [
+    "I switched from coffee to green tea in the mornings",
+    "My sister Maya moved to Lisbon last spring",
+    "The car needs new winter tyres before December",
+  ]) {
+    mm(["memories", "add", text, "--user", "quickstart", "--tag", "quickstart", "--json"]);
+  }
+}
+show("list", ["memories", "list", "--user", "quickstart"]);
+show("search", ["memories", "search", "what does she drink at breakfast", "--user", "quickstart", "--threshold", "0.2"]);
+console.log("\nNext: `npm link` puts `mm` on your PATH; `mm --help` lists every command.");
