@@ -1,0 +1,37 @@
+import { spawnSync } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { MM_BIN } from "../helpers/spawn-mm.js";
+import { useTempDirs } from "../helpers/temp.js";
+
+const tempDir = useTempDirs();
+const TRACER = fileURLToPath(new URL("../helpers/trace-imports.mjs", import.meta.url));
+const HEAVY = ["@energetic-ai", "@tensorflow", "@huggingface", "@inquirer", "cli-progress"];
+
+async function importsOf(store: string, args: string[]): Promise<string[]> {
+  const trace = join(store, "..", `trace-${Math.random().toString(36).slice(2)}.txt`);
+  const r = spawnSync(process.execPath, ["--import", TRACER, MM_BIN, ...args], {
+    env: { ...process.env, MM_STORE: store, MM_TRACE_FILE: trace, LANCEDB_LOG: "error" },
+    encoding: "utf8",
+  });
+  expect(r.status, r.stderr).toBe(0);
+  return (await readFile(trace, "utf8")).trim().split("\n");
+}
+
+describe("lazy loading", () => {
+  it("never loads the model or prompt libraries for commands that don't embed; search does load it", async () => {
+    const store = join(await tempDir(), "store");
+    const added = await importsOf(store, ["memories", "add", "hello there", "--user", "u"]);
+    expect(added.some((u) => u.includes("@energetic-ai/embeddings"))).toBe(true);
+    const id = JSON.parse(spawnSync(process.execPath, [MM_BIN, "memories", "list", "--json"], { env: { ...process.env, MM_STORE: store }, encoding: "utf8" }).stdout).items[0].id;
+
+    for (const args of [["memories", "list"], ["memories", "get", id], ["store", "stats"], ["memories", "update", id, "--tag", "x"], ["memories", "delete", id]]) {
+      const loaded = await importsOf(store, args);
+      for (const heavy of HEAVY) expect(loaded.filter((u) => u.includes(heavy)), `${args.join(" ")} loaded ${heavy}`).toEqual([]);
+    }
+    const searched = await importsOf(store, ["memories", "search", "greetings", "--threshold", "0"]);
+    expect(searched.some((u) => u.includes("@energetic-ai/embeddings"))).toBe(true);
+  });
+});
