@@ -11,6 +11,7 @@ export async function withContext<T>(app: CliApp, cmd: Command, fn: (ctx: Contex
     env: app.io.env,
     embedder: app.io.embedder,
     clock: app.io.clock,
+    hooks: crashHook(app.io.env.MM_TEST_CRASH_AT),
   });
   try {
     return await fn(ctx);
@@ -22,4 +23,12 @@ export async function withContext<T>(app: CliApp, cmd: Command, fn: (ctx: Contex
 /** Repeatable flag collector: `--tag a --tag b` → ["a", "b"]. */
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
+}
+
+/** MM_TEST_CRASH_AT=<point> makes the process SIGKILL itself at that point (crash-safety tests). */
+function crashHook(point: string | undefined): ((at: string) => void) | undefined {
+  if (!point) return undefined;
+  return (at) => {
+    if (at === point) process.kill(process.pid, "SIGKILL");
+  };
 }

@@ -3,8 +3,11 @@ import { Command, CommanderError } from "commander";
 import { EXIT, MmError, toMmError } from "../errors.js";
 import type { Embedder, Env } from "../embedder/index.js";
 import { Output, type OutputStreams } from "./output.js";
+import { registerEntities } from "./commands/entities.js";
+import { registerGraph } from "./commands/graph.js";
 import { registerInit } from "./commands/init.js";
 import { registerMemories } from "./commands/memories.js";
+import { registerRelations } from "./commands/relations.js";
 import { registerStore } from "./commands/store.js";
 import { VERSION } from "./version.js";
 
@@ -59,6 +62,9 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     });
   registerInit(program, app);
   registerMemories(program, app);
+  registerEntities(program, app);
+  registerRelations(program, app);
+  registerGraph(program, app);
   registerStore(program, app);
 
   try {

@@ -1,7 +1,9 @@
 import type { Writable } from "node:stream";
 import { MmError } from "../errors.js";
 
-export type Format = "table" | "json" | "ndjson";
+/** mermaid and dot apply to `mm graph export` only; every other command refuses them. */
+export type Format = "table" | "json" | "ndjson" | "mermaid" | "dot";
+const FORMATS: Format[] = ["table", "json", "ndjson", "mermaid", "dot"];
 
 export interface OutputStreams {
   stdout: Writable & { isTTY?: boolean; columns?: number };
@@ -22,9 +24,9 @@ export class Output {
   static create(io: OutputStreams, opts: { json?: boolean; format?: string }): Output {
     let format: Format;
     if (opts.format !== undefined) {
-      if (!["table", "json", "ndjson"].includes(opts.format)) {
-        throw new MmError("VALIDATION_ERROR", `Unknown --format "${opts.format}"; use table, json or ndjson.`, {
-          details: [{ field: "format", message: "must be table, json or ndjson" }],
+      if (!(FORMATS as string[]).includes(opts.format)) {
+        throw new MmError("VALIDATION_ERROR", `Unknown --format "${opts.format}"; use table, json or ndjson (or mermaid, dot for graph export).`, {
+          details: [{ field: "format", message: "must be table, json, ndjson, mermaid or dot" }],
         });
       }
       format = opts.format as Format;
@@ -40,6 +42,11 @@ export class Output {
 
   /** The body as JSON (one line per item in ndjson mode when the body is a list). */
   json(body: unknown): void {
+    if (this.format === "mermaid" || this.format === "dot") {
+      throw new MmError("VALIDATION_ERROR", `--format ${this.format} is only for \`mm graph export\`.`, {
+        details: [{ field: "format", message: "mermaid and dot apply to graph export only" }],
+      });
+    }
     if (this.format === "ndjson") {
       const items = listItems(body);
       if (items) {

@@ -2,6 +2,16 @@ import { MmError } from "../errors.js";
 import { createEmbedder, DEFAULT_EMBEDDER, type Embedder, type EmbedderConfig, type Env } from "../embedder/index.js";
 import { Store } from "../storage/store.js";
 
+/** Runs a multi-query read against one pinned version of the store (see Store.snapshot). */
+export async function withSnapshot<T>(ctx: Context, fn: (store: Store) => Promise<T>): Promise<T> {
+  const view = await ctx.store.snapshot();
+  try {
+    return await fn(view);
+  } finally {
+    view.close();
+  }
+}
+
 export const DEFAULT_ACCOUNT_ID = "acct_default";
 
 /** Everything a service needs, passed explicitly: no module-level singletons. */
@@ -26,6 +36,8 @@ export interface ContextOptions {
   createWith?: EmbedderConfig;
   /** Create the store if missing (default true: first use creates it). */
   create?: boolean;
+  /** Fault-injection points inside multi-step writes (crash tests only). */
+  hooks?: (point: string) => void | Promise<void>;
 }
 
 export async function openContext(options: ContextOptions): Promise<Context> {
@@ -34,6 +46,7 @@ export async function openContext(options: ContextOptions): Promise<Context> {
     options.createWith ?? (injected ? { provider: injected.provider, model: injected.model, dims: injected.dims } : DEFAULT_EMBEDDER);
   const store = await Store.open(options.storeDir, { create: options.create === false ? undefined : createWith, now: options.clock });
   if (injected) store.assertEmbedder(injected);
+  store.hooks = options.hooks;
   let embedder: Promise<Embedder> | undefined = injected ? Promise.resolve(injected) : undefined;
   return {
     store,

@@ -7,7 +7,8 @@ import {
   type CreateMemoryInput,
 } from "../schemas/memory.js";
 import type { MemoryRecord, MemoryRow } from "../storage/store.js";
-import { embedChecked, type Context } from "./context.js";
+import { embedChecked, withSnapshot, type Context } from "./context.js";
+import { assertEntitiesExist } from "./entities.js";
 import { newId } from "./ids.js";
 
 /** Create and get shape (spec §2.1): optional fields only when supplied; tags only when non-empty. */
@@ -18,11 +19,13 @@ export interface Memory {
   agentId?: string;
   tags?: string[];
   metadata?: Record<string, unknown>;
+  /** Linked entities (beyond the spec); present only when the memory has links. */
+  entityIds?: string[];
   createdAt: string;
   updatedAt: string;
 }
 
-export type MemoryListItem = Omit<Memory, "metadata">;
+export type MemoryListItem = Omit<Memory, "metadata" | "entityIds">;
 
 export interface MemorySearchHit {
   id: string;
@@ -50,21 +53,33 @@ export async function createMemory(ctx: Context, raw: unknown): Promise<Memory> 
   const input = parseCreateMemory(raw);
   const [vector] = await embedChecked(ctx, [input.content]);
   const row = newRow(ctx, input, vector);
-  await ctx.store.write((w) => w.insertMemories([row]));
+  await ctx.store.write(async (w) => {
+    await assertEntitiesExist(ctx, row.entityIds);
+    await w.insertMemories([row]);
+  });
   return toMemory(row);
 }
 
 export async function getMemory(ctx: Context, id: string): Promise<Memory> {
   const record = await ctx.store.getMemory(ctx.accountId, id);
   if (!record) throw notFound(id);
-  return toMemory(record);
+  return toMemory(await withLiveLinks(ctx, record));
+}
+
+/**
+ * Drops links to entities that no longer exist. Entity deletion unlinks memories in a second
+ * commit; if a crash falls between the two, readers still never see a dangling link.
+ */
+async function withLiveLinks(ctx: Context, record: MemoryRecord): Promise<MemoryRecord> {
+  if (!record.entityIds.length) return record;
+  const live = await ctx.store.getEntities(ctx.accountId, record.entityIds);
+  return { ...record, entityIds: record.entityIds.filter((id) => live.has(id)) };
 }
 
 export async function listMemories(ctx: Context, rawQuery: unknown): Promise<Page<MemoryListItem>> {
   const q = parseListMemories(rawQuery);
-  const { records, total } = await ctx.store.listMemories(
-    { accountId: ctx.accountId, userId: q.userId, agentId: q.agentId, tags: q.tags },
-    { offset: (q.page - 1) * q.limit, limit: q.limit },
+  const { records, total } = await withSnapshot(ctx, (store) =>
+    store.listMemories({ accountId: ctx.accountId, userId: q.userId, agentId: q.agentId, tags: q.tags }, { offset: (q.page - 1) * q.limit, limit: q.limit }),
   );
   return {
     items: records.map(toListItem),
@@ -111,11 +126,15 @@ export async function updateMemory(ctx: Context, id: string, raw: unknown): Prom
     if (patch.agentId !== undefined) next.agentId = patch.agentId;
     if (patch.tags !== undefined) next.tags = patch.tags ?? [];
     if (patch.metadata !== undefined) next.metadata = patch.metadata === null ? null : JSON.stringify(patch.metadata);
+    if (patch.entityIds !== undefined) {
+      next.entityIds = patch.entityIds ?? [];
+      await assertEntitiesExist(ctx, next.entityIds);
+    }
     next.updatedAt = laterTimestamp(ctx.clock(), current.updatedAt);
     await w.replaceMemory(next);
     return next;
   });
-  return toMemory(updated);
+  return toMemory(await withLiveLinks(ctx, updated));
 }
 
 export async function deleteMemory(ctx: Context, id: string): Promise<{ success: boolean; id: string }> {
@@ -165,8 +184,17 @@ export async function addMemoriesFromLines(
       try {
         const vectors = await embedChecked(ctx, valid.map((p) => p.input!.content));
         const rows = valid.map((p, i) => newRow(ctx, p.input!, vectors[i]));
-        await ctx.store.write((w) => w.insertMemories(rows));
-        valid.forEach((p, i) => ((p as { row?: MemoryRow }).row = rows[i]));
+        await ctx.store.write(async (w) => {
+          // Links are checked under the lock, per line: a line naming a missing entity fails alone.
+          const live = await ctx.store.getEntities(ctx.accountId, rows.flatMap((r) => r.entityIds));
+          const keep = rows.filter((r, i) => {
+            const missing = r.entityIds.filter((id) => !live.has(id));
+            if (missing.length) valid[i].error = new MmError("ENTITY_NOT_FOUND", `Entities ${missing.join(", ")} do not exist.`, { missing });
+            else (valid[i] as { row?: MemoryRow }).row = r;
+            return missing.length === 0;
+          });
+          await w.insertMemories(keep);
+        });
       } catch (err) {
         const error = toMmError(err);
         for (const p of valid) p.error = error;
@@ -228,7 +256,7 @@ function newRow(ctx: Context, input: CreateMemoryInput, vector: Float32Array): M
     agentId: input.agentId ?? null,
     tags: input.tags ?? [],
     metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
-    entityIds: [],
+    entityIds: input.entityIds ?? [],
     createdAt: at,
     updatedAt: at,
     vector,
@@ -240,13 +268,14 @@ export function toMemory(r: MemoryRecord): Memory {
   if (r.agentId !== null) m.agentId = r.agentId;
   if (r.tags.length) m.tags = r.tags;
   if (r.metadata !== null) m.metadata = JSON.parse(r.metadata) as Record<string, unknown>;
+  if (r.entityIds.length) m.entityIds = r.entityIds;
   m.createdAt = r.createdAt;
   m.updatedAt = r.updatedAt;
   return m;
 }
 
-function toListItem(r: MemoryRecord): MemoryListItem {
-  const { metadata: _omit, ...item } = toMemory(r);
+export function toListItem(r: MemoryRecord): MemoryListItem {
+  const { metadata: _m, entityIds: _e, ...item } = toMemory(r);
   return item;
 }
 

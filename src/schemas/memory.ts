@@ -14,12 +14,21 @@ const content = z
   .refine((s) => s.trim().length > 0, "must not be empty")
   .refine(isWellFormed, "must be valid Unicode");
 
+export const MAX_ENTITY_LINKS = 100;
+
+/** Entities a memory mentions (beyond the spec): ids, deduplicated, checked to exist by the service. */
+const entityIdList = z
+  .array(z.string().min(1, "must not be empty"))
+  .max(MAX_ENTITY_LINKS, `at most ${MAX_ENTITY_LINKS} entity ids`)
+  .transform((ids) => [...new Set(ids)]);
+
 export const CreateMemoryInput = z.strictObject({
   content,
   userId: identifier,
   agentId: identifier.optional(),
   tags: tagList.optional(),
   metadata: metadataObject.optional(),
+  entityIds: entityIdList.optional(),
 });
 export type CreateMemoryInput = z.output<typeof CreateMemoryInput>;
 
@@ -29,8 +38,9 @@ export const UpdateMemoryInput = z
     agentId: identifier.nullable().optional(),
     tags: tagList.nullable().optional(),
     metadata: metadataObject.nullable().optional(),
+    entityIds: entityIdList.nullable().optional(),
   })
-  .refine((v) => Object.keys(v).length > 0, "give at least one of content, agentId, tags, metadata");
+  .refine((v) => Object.keys(v).length > 0, "give at least one of content, agentId, tags, metadata, entityIds");
 export type UpdateMemoryInput = z.output<typeof UpdateMemoryInput>;
 
 export const SearchMemoriesInput = z.strictObject({

@@ -38,20 +38,55 @@ export interface MemoryFilter {
   agentId?: string;
   /** Every tag must be present (AND). */
   tags?: string[];
+  /** Only memories linked to this entity. */
+  entityId?: string;
+}
+
+export interface EntityRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  /** `foldName(name)`: what search and duplicate detection compare. */
+  nameKey: string;
+  type: string;
+  description: string | null;
+  metadata: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface RelationRecord {
+  id: string;
+  accountId: string;
+  sourceId: string;
+  targetId: string;
+  type: string;
+  metadata: string | null;
+  createdAt: string;
+}
+
+export interface RelationFilter {
+  accountId: string;
+  sourceId?: string;
+  targetId?: string;
+  type?: string;
 }
 
 export interface StoreStats {
   path: string;
   embedder: EmbedderConfig;
-  memories: {
-    rows: number;
-    fragments: number;
-    smallFragments: number;
-    versions: number;
-    indices: number;
-    bytes: number;
-  };
+  memories: TableStats;
+  graph: TableStats & { entities: number; relations: number };
   diskBytes: number;
+}
+
+export interface TableStats {
+  rows: number;
+  fragments: number;
+  smallFragments: number;
+  versions: number;
+  indices: number;
+  bytes: number;
 }
 
 export interface OptimizeResult {
@@ -63,6 +98,14 @@ export interface OptimizeResult {
 }
 
 const MEMORIES = "memories";
+/**
+ * Entities and relations share one table (`kind` tells them apart) so that deleting an entity
+ * and every relation touching it is one LanceDB commit: atomic, with no moment, even after a
+ * crash, where a reader could see a relation whose endpoint is gone.
+ */
+const GRAPH = "graph";
+const ENTITY_COLUMNS = ["id", "accountId", "name", "nameKey", "type", "description", "metadata", "createdAt", "updatedAt"];
+const RELATION_COLUMNS = ["id", "accountId", "sourceId", "targetId", "type", "metadata", "createdAt"];
 const RECORD_COLUMNS = ["id", "accountId", "content", "userId", "agentId", "tags", "metadata", "entityIds", "createdAt", "updatedAt"];
 /** Auto-maintenance runs when the table's version crosses a multiple of this. */
 const MAINTENANCE_EVERY_VERSIONS = 32;
@@ -78,11 +121,19 @@ const ORPHAN_TMP_AGE_MS = 60 * 60_000;
  * modify-write operations (PATCH, delete-if-exists) are atomic.
  */
 export class Store {
+  /**
+   * Fault injection for crash tests: called at named points inside multi-step writes. The CLI
+   * sets it only when MM_TEST_CRASH_AT is set, to kill itself exactly there.
+   */
+  hooks?: (point: string) => void | Promise<void>;
+  private pinned = false;
+
   private constructor(
     readonly dir: string,
     readonly config: StoreConfig,
     private readonly db: Connection,
     private memories: Table,
+    private graph: Table,
   ) {}
 
   /**
@@ -107,6 +158,7 @@ export class Store {
         };
         const db = await connect(dir);
         await db.createEmptyTable(MEMORIES, memorySchema(init.dims), { mode: "create", existOk: true });
+        await db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true });
         await writeConfig(dir, fresh);
         return fresh;
       });
@@ -116,7 +168,25 @@ export class Store {
     }
     const db = await connect(dir);
     const memories = await db.openTable(MEMORIES);
-    return new Store(dir, config, db, memories);
+    if (!(await db.tableNames()).includes(GRAPH)) {
+      // Stores made before the knowledge graph existed gain its table on first open.
+      await withWriteLock(dir, () => db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true }));
+    }
+    const graph = await db.openTable(GRAPH);
+    return new Store(dir, config, db, memories, graph);
+  }
+
+  /**
+   * A read-only view with both tables pinned at their current versions, so the several queries of
+   * one read (a count and a page, a relation and its endpoints) all see the same moment even
+   * while other processes write. About 1 ms to take. Close it after use.
+   */
+  async snapshot(): Promise<Store> {
+    const [memories, graph] = await Promise.all([this.db.openTable(MEMORIES), this.db.openTable(GRAPH)]);
+    await Promise.all([memories.checkout(await memories.version()), graph.checkout(await graph.version())]);
+    const view = new Store(this.dir, this.config, this.db, memories, graph);
+    view.pinned = true;
+    return view;
   }
 
   /** True when `dir` holds a store, without creating or opening anything. */
@@ -193,12 +263,111 @@ export class Store {
     return rows.map((r) => ({ record: toRecord(r), distance: Number(r._distance) }));
   }
 
+  async getEntity(accountId: string, id: string): Promise<EntityRecord | undefined> {
+    const rows = await this.graph
+      .query()
+      .where(`kind = 'entity' AND accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`)
+      .select(ENTITY_COLUMNS)
+      .limit(1)
+      .toArray();
+    return rows.length ? toEntity(rows[0]) : undefined;
+  }
+
+  /** The entities among `ids` that exist for this account, by id. */
+  async getEntities(accountId: string, ids: string[]): Promise<Map<string, EntityRecord>> {
+    const out = new Map<string, EntityRecord>();
+    const unique = [...new Set(ids)];
+    for (let i = 0; i < unique.length; i += 500) {
+      const chunk = unique.slice(i, i + 500);
+      const rows = await this.graph
+        .query()
+        .where(`kind = 'entity' AND accountId = ${sqlString(accountId)} AND id IN (${chunk.map(sqlString).join(", ")})`)
+        .select(ENTITY_COLUMNS)
+        .toArray();
+      for (const r of rows) out.set(String(r.id), toEntity(r));
+    }
+    return out;
+  }
+
+  async findEntityByName(accountId: string, nameKey: string, type: string): Promise<EntityRecord | undefined> {
+    const rows = await this.graph
+      .query()
+      .where(`kind = 'entity' AND accountId = ${sqlString(accountId)} AND nameKey = ${sqlString(nameKey)} AND type = ${sqlString(type)}`)
+      .select(ENTITY_COLUMNS)
+      .toArray();
+    return rows.map(toEntity).sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id))[0];
+  }
+
+  /** Newest first, stable across pages. */
+  async listEntities(accountId: string, filter: { type?: string }, page: { offset: number; limit: number }): Promise<{ records: EntityRecord[]; total: number }> {
+    const where = entityWhere(accountId, filter);
+    const total = await this.graph.countRows(where);
+    if (page.offset >= total) return { records: [], total };
+    const rows = await this.graph.query().where(where).orderBy(NEWEST_FIRST).offset(page.offset).limit(page.limit).select(ENTITY_COLUMNS).toArray();
+    return { records: rows.map(toEntity), total };
+  }
+
+  /** Every entity whose folded name contains `foldedQuery` (the caller ranks and pages them). */
+  async searchEntities(accountId: string, filter: { type?: string }, foldedQuery: string): Promise<EntityRecord[]> {
+    const rows = await this.graph
+      .query()
+      .where(`${entityWhere(accountId, filter)} AND strpos(nameKey, ${sqlString(foldedQuery)}) > 0`)
+      .select(ENTITY_COLUMNS)
+      .toArray();
+    return rows.map(toEntity);
+  }
+
+  async getRelation(accountId: string, id: string): Promise<RelationRecord | undefined> {
+    const rows = await this.graph
+      .query()
+      .where(`kind = 'relation' AND accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`)
+      .select(RELATION_COLUMNS)
+      .limit(1)
+      .toArray();
+    return rows.length ? toRelation(rows[0]) : undefined;
+  }
+
+  async listRelations(filter: RelationFilter, page: { offset: number; limit: number }): Promise<{ records: RelationRecord[]; total: number }> {
+    const where = relationWhere(filter);
+    const total = await this.graph.countRows(where);
+    if (page.offset >= total) return { records: [], total };
+    const rows = await this.graph.query().where(where).orderBy(NEWEST_FIRST).offset(page.offset).limit(page.limit).select(RELATION_COLUMNS).toArray();
+    return { records: rows.map(toRelation), total };
+  }
+
+  /** Relations touching any of `entityIds` in the given direction (for traversal), optionally of one type. */
+  async relationsOf(accountId: string, entityIds: string[], direction: "out" | "in" | "both", type?: string): Promise<RelationRecord[]> {
+    const out: RelationRecord[] = [];
+    const unique = [...new Set(entityIds)];
+    for (let i = 0; i < unique.length; i += 500) {
+      const list = unique.slice(i, i + 500).map(sqlString).join(", ");
+      const ends = [direction !== "in" ? `sourceId IN (${list})` : "", direction !== "out" ? `targetId IN (${list})` : ""].filter(Boolean).join(" OR ");
+      const rows = await this.graph
+        .query()
+        .where(`${relationWhere({ accountId, type })} AND (${ends})`)
+        .select(RELATION_COLUMNS)
+        .toArray();
+      out.push(...rows.map(toRelation));
+    }
+    return [...new Map(out.map((r) => [r.id, r])).values()];
+  }
+
+  /** The whole graph of an account, for export. */
+  async allGraph(accountId: string): Promise<{ entities: EntityRecord[]; relations: RelationRecord[] }> {
+    const [entities, relations] = await Promise.all([
+      this.graph.query().where(entityWhere(accountId, {})).orderBy(OLDEST_FIRST).select(ENTITY_COLUMNS).toArray(),
+      this.graph.query().where(relationWhere({ accountId })).orderBy(OLDEST_FIRST).select(RELATION_COLUMNS).toArray(),
+    ]);
+    return { entities: entities.map(toEntity), relations: relations.map(toRelation) };
+  }
+
   /** Runs `fn` under the cross-process write lock, then keeps the tables compact. */
   async write<T>(fn: (w: StoreWriter) => Promise<T>): Promise<T> {
+    if (this.pinned) throw new MmError("INTERNAL_ERROR", "A snapshot is read-only.");
     return withWriteLock(this.dir, async () => {
-      const before = await this.memories.version();
-      const result = await fn(new StoreWriter(this, this.memories));
-      const after = await this.memories.version();
+      const before = (await this.memories.version()) + (await this.graph.version());
+      const result = await fn(new StoreWriter(this, this.memories, this.graph));
+      const after = (await this.memories.version()) + (await this.graph.version());
       if (Math.floor(after / MAINTENANCE_EVERY_VERSIONS) > Math.floor(before / MAINTENANCE_EVERY_VERSIONS)) {
         await this.optimizeLocked({ keepVersionsMs: DEFAULT_KEEP_VERSIONS_MS });
       }
@@ -207,18 +376,14 @@ export class Store {
   }
 
   async stats(): Promise<StoreStats> {
-    const s = await this.memories.stats();
-    const versions = await this.memories.listVersions();
     return {
       path: this.dir,
       embedder: this.config.embedder,
-      memories: {
-        rows: s.numRows,
-        fragments: s.fragmentStats.numFragments,
-        smallFragments: s.fragmentStats.numSmallFragments,
-        versions: versions.length,
-        indices: s.numIndices,
-        bytes: s.totalBytes,
+      memories: await tableStats(this.memories),
+      graph: {
+        ...(await tableStats(this.graph)),
+        entities: await this.graph.countRows("kind = 'entity'"),
+        relations: await this.graph.countRows("kind = 'relation'"),
       },
       diskBytes: await dirSize(this.dir),
     };
@@ -230,15 +395,19 @@ export class Store {
   }
 
   private async optimizeLocked(options: { keepVersionsMs: number }): Promise<OptimizeResult> {
-    const stats = await this.memories.optimize({ cleanupOlderThan: new Date(Date.now() - options.keepVersionsMs) });
-    const tempFilesRemoved = await removeOrphanTempFiles(join(this.dir, "db", `${MEMORIES}.lance`));
-    return {
-      fragmentsRemoved: stats.compaction.fragmentsRemoved,
-      fragmentsAdded: stats.compaction.fragmentsAdded,
-      oldVersionsRemoved: stats.prune.oldVersionsRemoved,
-      bytesRemoved: stats.prune.bytesRemoved,
-      tempFilesRemoved,
-    };
+    const total: OptimizeResult = { fragmentsRemoved: 0, fragmentsAdded: 0, oldVersionsRemoved: 0, bytesRemoved: 0, tempFilesRemoved: 0 };
+    for (const [name, table] of [
+      [MEMORIES, this.memories],
+      [GRAPH, this.graph],
+    ] as const) {
+      const stats = await table.optimize({ cleanupOlderThan: new Date(Date.now() - options.keepVersionsMs) });
+      total.fragmentsRemoved += stats.compaction.fragmentsRemoved;
+      total.fragmentsAdded += stats.compaction.fragmentsAdded;
+      total.oldVersionsRemoved += stats.prune.oldVersionsRemoved;
+      total.bytesRemoved += stats.prune.bytesRemoved;
+      total.tempFilesRemoved += await removeOrphanTempFiles(join(this.dir, "db", `${name}.lance`));
+    }
+    return total;
   }
 
   /** Replaces the store's embedder; only allowed while it holds no memories. */
@@ -261,7 +430,8 @@ export class Store {
 
   close(): void {
     this.memories.close();
-    this.db.close();
+    this.graph.close();
+    if (!this.pinned) this.db.close();
   }
 }
 
@@ -270,7 +440,50 @@ export class StoreWriter {
   constructor(
     readonly store: Store,
     private readonly memories: Table,
+    private readonly graph: Table,
   ) {}
+
+  async insertEntity(e: EntityRecord): Promise<void> {
+    await this.graph.add([{ ...emptyGraphRow(), kind: "entity", ...e }]);
+  }
+
+  async replaceEntity(e: EntityRecord): Promise<void> {
+    await this.graph
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute([{ ...emptyGraphRow(), kind: "entity", ...e }]);
+  }
+
+  /**
+   * Deletes an entity and every relation touching it in one commit (one `delete` predicate), so the
+   * cascade is atomic. Memory links to it are dropped afterwards; until then (or if a crash comes
+   * between the two commits) readers filter links to missing entities out.
+   */
+  async deleteEntityCascade(accountId: string, id: string): Promise<{ deleted: boolean; deletedRelations: number }> {
+    const acct = `accountId = ${sqlString(accountId)}`;
+    if ((await this.graph.countRows(`kind = 'entity' AND ${acct} AND id = ${sqlString(id)}`)) === 0) return { deleted: false, deletedRelations: 0 };
+    const touching = `kind = 'relation' AND ${acct} AND (sourceId = ${sqlString(id)} OR targetId = ${sqlString(id)})`;
+    const deletedRelations = await this.graph.countRows(touching);
+    await this.graph.delete(`(kind = 'entity' AND ${acct} AND id = ${sqlString(id)}) OR (${touching})`);
+    await this.store.hooks?.("entity-delete:after-graph-commit");
+    await this.memories.update({
+      where: `${acct} AND array_has(entityIds, ${sqlString(id)})`,
+      valuesSql: { entityIds: `array_remove(entityIds, ${sqlString(id)})` },
+    });
+    return { deleted: true, deletedRelations };
+  }
+
+  async insertRelation(r: RelationRecord): Promise<void> {
+    await this.graph.add([{ ...emptyGraphRow(), kind: "relation", ...r, updatedAt: r.createdAt }]);
+  }
+
+  async deleteRelation(accountId: string, id: string): Promise<boolean> {
+    const where = `kind = 'relation' AND accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`;
+    if ((await this.graph.countRows(where)) === 0) return false;
+    await this.graph.delete(where);
+    return true;
+  }
 
   async insertMemories(rows: MemoryRow[]): Promise<void> {
     if (rows.length === 0) return;
@@ -310,7 +523,97 @@ function memoryWhere(filter: MemoryFilter): string {
   if (filter.userId !== undefined) parts.push(`userId = ${sqlString(filter.userId)}`);
   if (filter.agentId !== undefined) parts.push(`agentId = ${sqlString(filter.agentId)}`);
   if (filter.tags && filter.tags.length) parts.push(`array_has_all(tags, ${sqlStringList(filter.tags)})`);
+  if (filter.entityId !== undefined) parts.push(`array_has(entityIds, ${sqlString(filter.entityId)})`);
   return parts.join(" AND ");
+}
+
+const NEWEST_FIRST = [
+  { columnName: "createdAt", ascending: false },
+  { columnName: "id", ascending: false },
+];
+const OLDEST_FIRST = [
+  { columnName: "createdAt", ascending: true },
+  { columnName: "id", ascending: true },
+];
+
+function entityWhere(accountId: string, filter: { type?: string }): string {
+  const parts = [`kind = 'entity'`, `accountId = ${sqlString(accountId)}`];
+  if (filter.type !== undefined) parts.push(`type = ${sqlString(filter.type)}`);
+  return parts.join(" AND ");
+}
+
+function relationWhere(filter: RelationFilter): string {
+  const parts = [`kind = 'relation'`, `accountId = ${sqlString(filter.accountId)}`];
+  if (filter.sourceId !== undefined) parts.push(`sourceId = ${sqlString(filter.sourceId)}`);
+  if (filter.targetId !== undefined) parts.push(`targetId = ${sqlString(filter.targetId)}`);
+  if (filter.type !== undefined) parts.push(`type = ${sqlString(filter.type)}`);
+  return parts.join(" AND ");
+}
+
+/** Entity and relation rows share these columns; each kind leaves the other's null. */
+function graphSchema() {
+  const { arrow } = loadLance();
+  const text = (name: string, nullable: boolean) => new arrow.Field(name, new arrow.Utf8(), nullable);
+  return new arrow.Schema([
+    text("kind", false),
+    text("id", false),
+    text("accountId", false),
+    text("type", false),
+    text("name", true),
+    text("nameKey", true),
+    text("description", true),
+    text("sourceId", true),
+    text("targetId", true),
+    text("metadata", true),
+    text("createdAt", false),
+    text("updatedAt", false),
+  ]);
+}
+
+function emptyGraphRow(): Record<string, string | null> {
+  return { name: null, nameKey: null, description: null, sourceId: null, targetId: null, metadata: null };
+}
+
+function toEntity(r: Record<string, unknown>): EntityRecord {
+  return {
+    id: String(r.id),
+    accountId: String(r.accountId),
+    name: String(r.name),
+    nameKey: String(r.nameKey),
+    type: String(r.type),
+    description: r.description == null ? null : String(r.description),
+    metadata: r.metadata == null ? null : String(r.metadata),
+    createdAt: String(r.createdAt),
+    updatedAt: String(r.updatedAt),
+  };
+}
+
+function toRelation(r: Record<string, unknown>): RelationRecord {
+  return {
+    id: String(r.id),
+    accountId: String(r.accountId),
+    sourceId: String(r.sourceId),
+    targetId: String(r.targetId),
+    type: String(r.type),
+    metadata: r.metadata == null ? null : String(r.metadata),
+    createdAt: String(r.createdAt),
+  };
+}
+
+async function tableStats(table: Table): Promise<TableStats> {
+  const s = await table.stats();
+  return {
+    rows: s.numRows,
+    fragments: s.fragmentStats.numFragments,
+    smallFragments: s.fragmentStats.numSmallFragments,
+    versions: (await table.listVersions()).length,
+    indices: s.numIndices,
+    bytes: s.totalBytes,
+  };
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function memorySchema(dims: number) {

@@ -17,6 +17,7 @@ interface FieldFlags {
   agent?: string;
   tag?: string[];
   metadata?: string;
+  entity?: string[];
 }
 
 export function registerMemories(program: Command, app: CliApp): void {
@@ -30,6 +31,7 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-a, --agent <agentId>", "agent the memory belongs to")
     .option("-t, --tag <tag>", "tag (repeatable)", collect)
     .option("-m, --metadata <json>", "metadata, a JSON object")
+    .option("-e, --entity <id>", "link an existing entity (repeatable)", collect)
     .option("--batch <file>", "add one memory per JSON line of <file> ('-' for stdin); flags fill fields a line leaves out")
     .option("--batch-size <n>", "lines embedded and committed together", "64")
     .addHelpText("after", "\nExamples:\n  mm memories add \"Alice prefers tea\" --user alice --tag prefs\n  echo 'note' | mm memories add - --user alice\n  mm memories add --batch notes.jsonl --user alice")
@@ -103,11 +105,13 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("--clear-tags", "remove all tags")
     .option("-m, --metadata <json>", "replace the metadata with this JSON object")
     .option("--clear-metadata", "remove the metadata")
+    .option("-e, --entity <id>", "replace the linked entities (repeatable)", collect)
+    .option("--clear-entities", "remove every entity link")
     .action(
       (
         id: string,
         content: string | undefined,
-        opts: FieldFlags & { clearAgent?: boolean; clearTags?: boolean; clearMetadata?: boolean },
+        opts: FieldFlags & { clearAgent?: boolean; clearTags?: boolean; clearMetadata?: boolean; clearEntities?: boolean },
         cmd: Command,
       ) =>
         withContext(app, cmd, async (ctx) => {
@@ -116,6 +120,7 @@ export function registerMemories(program: Command, app: CliApp): void {
             agentId: opts.clearAgent ? null : opts.agent,
             tags: opts.clearTags ? null : opts.tag,
             metadata: opts.clearMetadata ? null : jsonFlag("metadata", opts.metadata),
+            entityIds: opts.clearEntities ? null : opts.entity,
           });
           const body = await (await core()).updateMemory(ctx, id, patch);
           await app.output.result(body, (t) => renderMemory(t, body));
@@ -141,7 +146,7 @@ async function addOne(app: CliApp, cmd: Command, content: string | undefined, op
   else if (content === undefined && canPrompt(io)) content = await promptText(io, "Memory:");
   let user = opts.user ?? io.env.MM_USER;
   if (user === undefined && canPrompt(io)) user = await promptText(io, "User id:");
-  const raw = defined({ content, userId: user, agentId: opts.agent, tags: opts.tag, metadata: jsonFlag("metadata", opts.metadata) });
+  const raw = defined({ content, userId: user, agentId: opts.agent, tags: opts.tag, metadata: jsonFlag("metadata", opts.metadata), entityIds: opts.entity });
   await withContext(app, cmd, async (ctx) => {
     const body = await (await core()).createMemory(ctx, raw);
     await app.output.result(body, (t) => renderMemory(t, body));
@@ -248,6 +253,7 @@ function renderMemory(t: TableKit, m: Memory): string {
     ["agentId", m.agentId],
     ["tags", m.tags?.join(", ")],
     ["metadata", m.metadata],
+    ["entityIds", m.entityIds?.join(", ")],
     ["createdAt", m.createdAt],
     ["updatedAt", m.updatedAt],
   ]);

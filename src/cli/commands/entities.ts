@@ -1,0 +1,143 @@
+import type { Command } from "commander";
+import type { Entity, EntityListItem } from "../../core/entities.js";
+import type { MemoryListItem, Page } from "../../core/memories.js";
+import { ENTITY_TYPES } from "../../schemas/entity.js";
+import { withContext } from "../context.js";
+import { defined, jsonFlag } from "../flags.js";
+import type { CliApp } from "../main.js";
+import { preview, type TableKit } from "../output.js";
+import { canPrompt, promptSelect } from "../prompt.js";
+
+const core = () => import("../../core/entities.js");
+
+export function registerEntities(program: Command, app: CliApp): void {
+  const entities = program.command("entities").alias("ent").description("people, organizations, places… in the knowledge graph");
+
+  entities
+    .command("create")
+    .description("create an entity (an existing one with the same name and type is returned instead)")
+    .argument("<name>", "entity name")
+    .option("--type <type>", `one of ${ENTITY_TYPES.join(", ")}`)
+    .option("-d, --description <text>", "description")
+    .option("-m, --metadata <json>", "metadata, a JSON object")
+    .addHelpText("after", '\nExample:\n  mm entities create "Ada Lovelace" --type PERSON --description "mathematician"')
+    .action(async (name: string, opts: { type?: string; description?: string; metadata?: string }, cmd: Command) => {
+      let type = opts.type;
+      if (type === undefined && canPrompt(app.io)) {
+        type = await promptSelect(app.io, "Entity type", ENTITY_TYPES.map((t) => ({ value: t, name: t })));
+      }
+      const raw = defined({ name, type, description: opts.description, metadata: jsonFlag("metadata", opts.metadata) });
+      await withContext(app, cmd, async (ctx) => {
+        const { entity, created } = await (await core()).createEntity(ctx, raw);
+        if (!created) app.output.note(`mm: warning: ${entity.type} "${entity.name}" already exists (${entity.id}); returned it unchanged.`);
+        await app.output.result(entity, (t) => renderEntity(t, entity));
+      });
+    });
+
+  entities
+    .command("list")
+    .description("list entities, newest first; --search matches names ignoring case and accents, best matches first")
+    .option("--type <type>", "only this entity type")
+    .option("-s, --search <text>", "name contains this")
+    .option("-p, --page <n>", "page number (default 1)")
+    .option("-l, --limit <n>", "page size (default 20, at most 100)")
+    .action((opts: { type?: string; search?: string; page?: string; limit?: string }, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const body = await (await core()).listEntities(ctx, defined({ type: opts.type, search: opts.search, page: opts.page, limit: opts.limit }));
+        await app.output.result(body, (t) => renderList(t, body));
+      }),
+    );
+
+  entities
+    .command("get")
+    .description("show one entity with its metadata")
+    .argument("<id>", "entity id (ent_…)")
+    .action((id: string, _opts: unknown, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const body = await (await core()).getEntity(ctx, id);
+        await app.output.result(body, (t) => renderEntity(t, body));
+      }),
+    );
+
+  entities
+    .command("update")
+    .description("change an entity's name, type, description or metadata")
+    .argument("<id>", "entity id (ent_…)")
+    .option("--name <name>", "new name")
+    .option("--type <type>", "new type")
+    .option("-d, --description <text>", "new description")
+    .option("--clear-description", "remove the description")
+    .option("-m, --metadata <json>", "replace the metadata with this JSON object")
+    .option("--clear-metadata", "remove the metadata")
+    .action(
+      (
+        id: string,
+        opts: { name?: string; type?: string; description?: string; clearDescription?: boolean; metadata?: string; clearMetadata?: boolean },
+        cmd: Command,
+      ) =>
+        withContext(app, cmd, async (ctx) => {
+          const patch = defined({
+            name: opts.name,
+            type: opts.type,
+            description: opts.clearDescription ? null : opts.description,
+            metadata: opts.clearMetadata ? null : jsonFlag("metadata", opts.metadata),
+          });
+          const body = await (await core()).updateEntity(ctx, id, patch);
+          await app.output.result(body, (t) => renderEntity(t, body));
+        }),
+    );
+
+  entities
+    .command("delete")
+    .alias("rm")
+    .description("delete an entity and every relation that starts or ends at it")
+    .argument("<id>", "entity id (ent_…)")
+    .action((id: string, _opts: unknown, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const body = await (await core()).deleteEntity(ctx, id);
+        await app.output.result(body, () => `Deleted ${body.id} and ${body.deletedRelations} relation${body.deletedRelations === 1 ? "" : "s"}`);
+      }),
+    );
+
+  entities
+    .command("memories")
+    .description("list the memories linked to an entity (see memories add --entity / --extract)")
+    .argument("<id>", "entity id (ent_…)")
+    .option("-p, --page <n>", "page number (default 1)")
+    .option("-l, --limit <n>", "page size (default 20, at most 100)")
+    .action((id: string, opts: { page?: string; limit?: string }, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const body = await (await core()).listEntityMemories(ctx, id, defined({ page: opts.page, limit: opts.limit }));
+        await app.output.result(body, (t) => renderMemories(t, body));
+      }),
+    );
+}
+
+function renderEntity(t: TableKit, e: Entity): string {
+  return t.record([
+    ["id", e.id],
+    ["name", e.name],
+    ["type", e.type],
+    ["description", e.description],
+    ["metadata", e.metadata],
+    ["createdAt", e.createdAt],
+    ["updatedAt", e.updatedAt],
+  ]);
+}
+
+function renderList(t: TableKit, page: Page<EntityListItem>): string {
+  const p = page.pagination;
+  const footer = t.dim(`page ${p.page} of ${Math.max(p.totalPages, 1)} · ${p.total} entit${p.total === 1 ? "y" : "ies"}`);
+  if (!page.items.length) return `No entities.\n${footer}`;
+  return `${t.table(
+    ["id", "name", "type", "description", "created"],
+    page.items.map((e) => [e.id, e.name, e.type, preview(e.description ?? "", 40), e.createdAt]),
+  )}\n${footer}`;
+}
+
+function renderMemories(t: TableKit, page: Page<MemoryListItem>): string {
+  const p = page.pagination;
+  const footer = t.dim(`page ${p.page} of ${Math.max(p.totalPages, 1)} · ${p.total} memor${p.total === 1 ? "y" : "ies"}`);
+  if (!page.items.length) return `No memories mention this entity.\n${footer}`;
+  return `${t.table(["id", "content", "user", "created"], page.items.map((m) => [m.id, preview(m.content, 60), m.userId, m.createdAt]))}\n${footer}`;
+}

@@ -1,0 +1,94 @@
+import type { Command } from "commander";
+import type { Page } from "../../core/memories.js";
+import type { Relation, RelationListItem, RelationWithEnds } from "../../core/relations.js";
+import { withContext } from "../context.js";
+import { defined, jsonFlag } from "../flags.js";
+import type { CliApp } from "../main.js";
+import type { TableKit } from "../output.js";
+
+const core = () => import("../../core/relations.js");
+
+export function registerRelations(program: Command, app: CliApp): void {
+  const relations = program.command("relations").alias("rel").description("typed, directed relations between entities");
+
+  relations
+    .command("create")
+    .description("relate two existing entities: source -[TYPE]-> target")
+    .requiredOption("--source <id>", "source entity id (ent_…)")
+    .requiredOption("--target <id>", "target entity id (ent_…)")
+    .requiredOption("--type <TYPE>", "upper snake case, e.g. WORKS_FOR, KNOWS, LOCATED_IN, PART_OF, CREATED, RELATED_TO")
+    .option("-m, --metadata <json>", "metadata, a JSON object")
+    .addHelpText("after", "\nExample:\n  mm relations create --source ent_… --target ent_… --type WORKS_FOR --metadata '{\"since\":2021}'")
+    .action((opts: { source: string; target: string; type: string; metadata?: string }, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const body = await (await core()).createRelation(
+          ctx,
+          defined({ sourceId: opts.source, targetId: opts.target, type: opts.type, metadata: jsonFlag("metadata", opts.metadata) }),
+        );
+        await app.output.result(body, (t) => renderRelation(t, body));
+      }),
+    );
+
+  relations
+    .command("list")
+    .description("list relations, newest first, with source and target names")
+    .option("--source <id>", "only relations from this entity")
+    .option("--target <id>", "only relations to this entity")
+    .option("--type <TYPE>", "only this relation type")
+    .option("-p, --page <n>", "page number (default 1)")
+    .option("-l, --limit <n>", "page size (default 20, at most 100)")
+    .action((opts: { source?: string; target?: string; type?: string; page?: string; limit?: string }, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const body = await (await core()).listRelations(
+          ctx,
+          defined({ sourceId: opts.source, targetId: opts.target, type: opts.type, page: opts.page, limit: opts.limit }),
+        );
+        await app.output.result(body, (t) => renderList(t, body));
+      }),
+    );
+
+  relations
+    .command("get")
+    .description("show one relation with its endpoints and metadata")
+    .argument("<id>", "relation id (rel_…)")
+    .action((id: string, _opts: unknown, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const body = await (await core()).getRelation(ctx, id);
+        await app.output.result(body, (t) => renderRelation(t, body));
+      }),
+    );
+
+  relations
+    .command("delete")
+    .alias("rm")
+    .description("delete a relation permanently")
+    .argument("<id>", "relation id (rel_…)")
+    .action((id: string, _opts: unknown, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const body = await (await core()).deleteRelation(ctx, id);
+        await app.output.result(body, () => `Deleted ${body.id}`);
+      }),
+    );
+}
+
+function renderRelation(t: TableKit, r: Relation | RelationWithEnds): string {
+  const ends = "source" in r ? r : undefined;
+  return t.record([
+    ["id", r.id],
+    ["source", ends ? `${ends.source.name} (${ends.source.type}, ${r.sourceId})` : r.sourceId],
+    ["type", r.type],
+    ["target", ends ? `${ends.target.name} (${ends.target.type}, ${r.targetId})` : r.targetId],
+    ["metadata", r.metadata],
+    ["createdAt", r.createdAt],
+  ]);
+}
+
+function renderList(t: TableKit, page: Page<RelationListItem>): string {
+  const p = page.pagination;
+  const footer = t.dim(`page ${p.page} of ${Math.max(p.totalPages, 1)} · ${p.total} relation${p.total === 1 ? "" : "s"}`);
+  if (!page.items.length) return `No relations.\n${footer}`;
+  return `${t.table(
+    ["id", "source", "type", "target", "created"],
+    page.items.map((r) => [r.id, `${r.source.name} (${r.source.type})`, r.type, `${r.target.name} (${r.target.type})`, r.createdAt]),
+  )}\n${footer}`;
+}

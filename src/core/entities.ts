@@ -1,0 +1,205 @@
+import { MmError } from "../errors.js";
+import { foldName, parseCreateEntity, parseListEntities, parseUpdateEntity, type EntityType } from "../schemas/entity.js";
+import { parseWith, positiveInt, clampedLimit } from "../schemas/validate.js";
+import { DEFAULT_LIST_LIMIT, MAX_PAGE_LIMIT } from "../schemas/memory.js";
+import type { EntityRecord, StoreWriter } from "../storage/store.js";
+import { z } from "zod";
+import { withSnapshot, type Context } from "./context.js";
+import { newId } from "./ids.js";
+import { toListItem as toMemoryListItem, type MemoryListItem, type Page } from "./memories.js";
+
+/** Create and get shape (spec §2.2): description and metadata only when supplied. */
+export interface Entity {
+  id: string;
+  name: string;
+  type: string;
+  description?: string;
+  metadata?: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type EntityListItem = Omit<Entity, "metadata">;
+
+export interface CreateEntityResult {
+  entity: Entity;
+  /** False when an entity with the same folded name and type existed and was returned instead. */
+  created: boolean;
+}
+
+/**
+ * Creates an entity, unless one with the same name (compared case- and accent-insensitively) and
+ * type exists: then that one is returned unchanged with `created: false` (HTTP 200 instead of 201,
+ * a warning on the CLI). Creating is therefore idempotent, and the graph never grows silent twins.
+ */
+export async function createEntity(ctx: Context, raw: unknown): Promise<CreateEntityResult> {
+  const input = parseCreateEntity(raw);
+  return ctx.store.write(async (w) => {
+    const existing = await w.store.findEntityByName(ctx.accountId, foldName(input.name), input.type);
+    if (existing) return { entity: toEntity(existing), created: false };
+    const record = newEntityRecord(ctx, input);
+    await w.insertEntity(record);
+    return { entity: toEntity(record), created: true };
+  });
+}
+
+export async function getEntity(ctx: Context, id: string): Promise<Entity> {
+  const record = await ctx.store.getEntity(ctx.accountId, id);
+  if (!record) throw entityNotFound(id);
+  return toEntity(record);
+}
+
+/**
+ * Lists entities. Without `search`: newest first. With `search`: names containing it, compared
+ * case- and accent-insensitively, ranked exact match, then prefix, then word prefix, then any
+ * substring; ties newest first.
+ */
+export async function listEntities(ctx: Context, rawQuery: unknown): Promise<Page<EntityListItem>> {
+  const q = parseListEntities(rawQuery);
+  const offset = (q.page - 1) * q.limit;
+  const folded = q.search === undefined ? "" : foldName(q.search);
+  let records: EntityRecord[];
+  let total: number;
+  if (folded === "") {
+    ({ records, total } = await withSnapshot(ctx, (store) => store.listEntities(ctx.accountId, { type: q.type }, { offset, limit: q.limit })));
+  } else {
+    const matches = await ctx.store.searchEntities(ctx.accountId, { type: q.type }, folded);
+    matches.sort((a, b) => rank(a.nameKey, folded) - rank(b.nameKey, folded) || cmp(b.createdAt, a.createdAt) || cmp(b.id, a.id));
+    total = matches.length;
+    records = matches.slice(offset, offset + q.limit);
+  }
+  return { items: records.map(toEntityListItem), pagination: { page: q.page, limit: q.limit, total, totalPages: Math.ceil(total / q.limit) } };
+}
+
+/** PATCH semantics like memories; a rename onto another entity's name and type is refused. */
+export async function updateEntity(ctx: Context, id: string, raw: unknown): Promise<Entity> {
+  const patch = parseUpdateEntity(raw);
+  return ctx.store.write(async (w) => {
+    const current = await w.store.getEntity(ctx.accountId, id);
+    if (!current) throw entityNotFound(id);
+    const next: EntityRecord = { ...current };
+    if (patch.name !== undefined) {
+      next.name = patch.name;
+      next.nameKey = foldName(patch.name);
+    }
+    if (patch.type !== undefined) next.type = patch.type;
+    if (patch.description !== undefined) next.description = patch.description;
+    if (patch.metadata !== undefined) next.metadata = patch.metadata === null ? null : JSON.stringify(patch.metadata);
+    if (next.nameKey !== current.nameKey || next.type !== current.type) {
+      const twin = await w.store.findEntityByName(ctx.accountId, next.nameKey, next.type);
+      if (twin && twin.id !== id) {
+        throw new MmError("VALIDATION_ERROR", `Another ${next.type} named "${twin.name}" exists (${twin.id}); merge into it instead of renaming.`, {
+          details: [{ field: "name", message: `duplicates ${twin.id}` }],
+          existingId: twin.id,
+        });
+      }
+    }
+    const at = ctx.clock().toISOString();
+    next.updatedAt = at > current.updatedAt ? at : current.updatedAt;
+    await w.replaceEntity(next);
+    return toEntity(next);
+  });
+}
+
+/** Deletes an entity and, in the same commit, every relation whose source or target it is. */
+export async function deleteEntity(ctx: Context, id: string): Promise<{ success: boolean; id: string; deletedRelations: number }> {
+  const { deleted, deletedRelations } = await ctx.store.write((w) => w.deleteEntityCascade(ctx.accountId, id));
+  if (!deleted) throw entityNotFound(id);
+  return { success: true, id, deletedRelations };
+}
+
+const EntityMemoriesQuery = z.strictObject({
+  page: positiveInt.default(1),
+  limit: clampedLimit(MAX_PAGE_LIMIT).default(DEFAULT_LIST_LIMIT),
+});
+
+/** The memories linked to an entity (via `entityIds`), newest first, in the memory list shape. */
+export async function listEntityMemories(ctx: Context, id: string, rawQuery: unknown = {}): Promise<Page<MemoryListItem>> {
+  const q = parseWith(EntityMemoriesQuery, rawQuery, "list query");
+  if (!(await ctx.store.getEntity(ctx.accountId, id))) throw entityNotFound(id);
+  const { records, total } = await withSnapshot(ctx, (store) =>
+    store.listMemories({ accountId: ctx.accountId, entityId: id }, { offset: (q.page - 1) * q.limit, limit: q.limit }),
+  );
+  return { items: records.map(toMemoryListItem), pagination: { page: q.page, limit: q.limit, total, totalPages: Math.ceil(total / q.limit) } };
+}
+
+export interface Mention {
+  name: string;
+  type: EntityType;
+}
+
+/**
+ * Finds or creates one entity per mention (by folded name and type), inside a write the caller
+ * already holds. Used by extraction, so repeated names never create duplicates.
+ */
+export async function resolveMentions(ctx: Context, w: StoreWriter, mentions: Mention[]): Promise<CreateEntityResult[]> {
+  const out: CreateEntityResult[] = [];
+  for (const m of mentions) {
+    const existing = await w.store.findEntityByName(ctx.accountId, foldName(m.name), m.type);
+    if (existing) {
+      out.push({ entity: toEntity(existing), created: false });
+      continue;
+    }
+    const record = newEntityRecord(ctx, { name: m.name, type: m.type });
+    await w.insertEntity(record);
+    out.push({ entity: toEntity(record), created: true });
+  }
+  return out;
+}
+
+/** Throws ENTITY_NOT_FOUND naming every id in `ids` that doesn't exist for this account. */
+export async function assertEntitiesExist(ctx: Context, ids: string[]): Promise<void> {
+  if (!ids.length) return;
+  const found = await ctx.store.getEntities(ctx.accountId, ids);
+  const missing = ids.filter((id) => !found.has(id));
+  if (missing.length) {
+    throw new MmError("ENTITY_NOT_FOUND", `Entit${missing.length === 1 ? "y" : "ies"} ${missing.join(", ")} ${missing.length === 1 ? "does" : "do"} not exist.`, {
+      missing,
+    });
+  }
+}
+
+function newEntityRecord(ctx: Context, input: { name: string; type: string; description?: string; metadata?: Record<string, unknown> }): EntityRecord {
+  const now = ctx.clock();
+  const at = now.toISOString();
+  return {
+    id: newId("ent", now.getTime()),
+    accountId: ctx.accountId,
+    name: input.name,
+    nameKey: foldName(input.name),
+    type: input.type,
+    description: input.description ?? null,
+    metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+    createdAt: at,
+    updatedAt: at,
+  };
+}
+
+export function toEntity(r: EntityRecord): Entity {
+  const e = { id: r.id, name: r.name, type: r.type } as Entity;
+  if (r.description !== null) e.description = r.description;
+  if (r.metadata !== null) e.metadata = JSON.parse(r.metadata) as Record<string, unknown>;
+  e.createdAt = r.createdAt;
+  e.updatedAt = r.updatedAt;
+  return e;
+}
+
+function toEntityListItem(r: EntityRecord): EntityListItem {
+  const { metadata: _omit, ...item } = toEntity(r);
+  return item;
+}
+
+export function entityNotFound(id: string): MmError {
+  return new MmError("ENTITY_NOT_FOUND", `Entity ${id} does not exist.`);
+}
+
+function rank(nameKey: string, q: string): number {
+  if (nameKey === q) return 0;
+  if (nameKey.startsWith(q)) return 1;
+  if (nameKey.split(/[\s\-_.,/]+/).some((w) => w.startsWith(q))) return 2;
+  return 3;
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
