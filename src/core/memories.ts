@@ -8,7 +8,7 @@ import {
 } from "../schemas/memory.js";
 import type { MemoryRecord, MemoryRow } from "../storage/store.js";
 import { embedChecked, withSnapshot, type Context } from "./context.js";
-import { assertEntitiesExist } from "./entities.js";
+import { assertEntitiesExist, resolveMentions, type CreateEntityResult } from "./entities.js";
 import { newId } from "./ids.js";
 
 /** Create and get shape (spec §2.1): optional fields only when supplied; tags only when non-empty. */
@@ -58,6 +58,32 @@ export async function createMemory(ctx: Context, raw: unknown): Promise<Memory> 
     await w.insertMemories([row]);
   });
   return toMemory(row);
+}
+
+export interface ExtractedMemory {
+  memory: Memory;
+  /** One per person, place or organisation found, with whether its entity was created or reused. */
+  extracted: CreateEntityResult[];
+}
+
+/**
+ * Creates a memory and links it to the people, places and organisations found in its content
+ * (see core/extract.ts): each is matched to an existing entity by folded name and type, or
+ * created, under the same write lock as the memory, so concurrent adds never create twins.
+ */
+export async function createMemoryWithExtraction(ctx: Context, raw: unknown): Promise<ExtractedMemory> {
+  const input = parseCreateMemory(raw);
+  const { extractMentions } = await import("./extract.js");
+  const [mentions, [vector]] = await Promise.all([extractMentions(input.content), embedChecked(ctx, [input.content])]);
+  const row = newRow(ctx, input, vector);
+  const extracted = await ctx.store.write(async (w) => {
+    await assertEntitiesExist(ctx, row.entityIds);
+    const found = await resolveMentions(ctx, w, mentions);
+    row.entityIds = [...new Set([...row.entityIds, ...found.map((f) => f.entity.id)])];
+    await w.insertMemories([row]);
+    return found;
+  });
+  return { memory: toMemory(row), extracted };
 }
 
 export async function getMemory(ctx: Context, id: string): Promise<Memory> {
@@ -146,6 +172,8 @@ export async function deleteMemory(ctx: Context, id: string): Promise<{ success:
 export interface BatchLineResult {
   line: number;
   memory?: Memory;
+  /** With `extract`: the entities found in this line's content. */
+  extracted?: CreateEntityResult[];
   error?: MmError;
 }
 
@@ -158,6 +186,8 @@ export interface BatchOptions {
   onResult?: (result: BatchLineResult) => void;
   /** Stop reading after the current batch (Ctrl-C). Lines already read are still committed. */
   signal?: AbortSignal;
+  /** Find people, places and organisations in each line and link them (see createMemoryWithExtraction). */
+  extract?: boolean;
 }
 
 /**
@@ -173,7 +203,8 @@ export async function addMemoriesFromLines(
 ): Promise<{ added: number; failed: number; stopped: boolean }> {
   const batchSize = options.batchSize ?? 64;
   const defaults = options.defaults ?? {};
-  let pending: { line: number; input?: CreateMemoryInput; error?: MmError }[] = [];
+  let pending: { line: number; input?: CreateMemoryInput; error?: MmError; row?: MemoryRow; extracted?: CreateEntityResult[] }[] = [];
+  const extractMentions = options.extract ? (await import("./extract.js")).extractMentions : undefined;
   let added = 0;
   let failed = 0;
   let lineNo = 0;
@@ -184,27 +215,39 @@ export async function addMemoriesFromLines(
       try {
         const vectors = await embedChecked(ctx, valid.map((p) => p.input!.content));
         const rows = valid.map((p, i) => newRow(ctx, p.input!, vectors[i]));
+        const mentions = extractMentions ? await Promise.all(valid.map((p) => extractMentions(p.input!.content))) : undefined;
         await ctx.store.write(async (w) => {
           // Links are checked under the lock, per line: a line naming a missing entity fails alone.
           const live = await ctx.store.getEntities(ctx.accountId, rows.flatMap((r) => r.entityIds));
-          const keep = rows.filter((r, i) => {
+          const keep: MemoryRow[] = [];
+          for (const [i, r] of rows.entries()) {
             const missing = r.entityIds.filter((id) => !live.has(id));
-            if (missing.length) valid[i].error = new MmError("ENTITY_NOT_FOUND", `Entities ${missing.join(", ")} do not exist.`, { missing });
-            else (valid[i] as { row?: MemoryRow }).row = r;
-            return missing.length === 0;
-          });
+            if (missing.length) {
+              valid[i].error = new MmError("ENTITY_NOT_FOUND", `Entities ${missing.join(", ")} do not exist.`, { missing });
+              continue;
+            }
+            if (mentions) {
+              valid[i].extracted = await resolveMentions(ctx, w, mentions[i]);
+              r.entityIds = [...new Set([...r.entityIds, ...valid[i].extracted!.map((f) => f.entity.id)])];
+            }
+            valid[i].row = r;
+            keep.push(r);
+          }
           await w.insertMemories(keep);
         });
       } catch (err) {
         const error = toMmError(err);
-        for (const p of valid) p.error = error;
+        for (const p of valid) {
+          p.error = error;
+          p.row = undefined;
+        }
       }
     }
     for (const p of pending) {
-      const row = (p as { row?: MemoryRow }).row;
+      const row = p.row;
       if (row) {
         added++;
-        options.onResult?.({ line: p.line, memory: toMemory(row) });
+        options.onResult?.({ line: p.line, memory: toMemory(row), ...(p.extracted ? { extracted: p.extracted } : {}) });
       } else {
         failed++;
         options.onResult?.({ line: p.line, error: p.error });

@@ -35,7 +35,11 @@ const localQueues = new Map<string, Promise<unknown>>();
  * microseconds after a crash and LanceDB's own commit protocol still keeps data consistent.
  */
 export async function withWriteLock<T>(storeDir: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
-  const lockDir = join(storeDir, ".write-lock");
+  return withLock(join(storeDir, ".write-lock"), fn, options);
+}
+
+/** The same lock at any path (its parent must exist): the quota ledger and key files use their own. */
+export async function withLock<T>(lockDir: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
   const previous = localQueues.get(lockDir) ?? Promise.resolve();
   let release!: () => void;
   const mine = new Promise<void>((r) => (release = r));

@@ -32,10 +32,11 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-t, --tag <tag>", "tag (repeatable)", collect)
     .option("-m, --metadata <json>", "metadata, a JSON object")
     .option("-e, --entity <id>", "link an existing entity (repeatable)", collect)
+    .option("-x, --extract", "find people, places and organisations in the text; create or reuse their entities and link them")
     .option("--batch <file>", "add one memory per JSON line of <file> ('-' for stdin); flags fill fields a line leaves out")
     .option("--batch-size <n>", "lines embedded and committed together", "64")
     .addHelpText("after", "\nExamples:\n  mm memories add \"Alice prefers tea\" --user alice --tag prefs\n  echo 'note' | mm memories add - --user alice\n  mm memories add --batch notes.jsonl --user alice")
-    .action((content: string | undefined, opts: FieldFlags & { batch?: string; batchSize: string }, cmd: Command) =>
+    .action((content: string | undefined, opts: FieldFlags & { batch?: string; batchSize: string; extract?: boolean }, cmd: Command) =>
       opts.batch !== undefined ? addBatch(app, cmd, opts as FieldFlags & { batch: string; batchSize: string }) : addOne(app, cmd, content, opts),
     );
 
@@ -140,7 +141,7 @@ export function registerMemories(program: Command, app: CliApp): void {
     );
 }
 
-async function addOne(app: CliApp, cmd: Command, content: string | undefined, opts: FieldFlags): Promise<void> {
+async function addOne(app: CliApp, cmd: Command, content: string | undefined, opts: FieldFlags & { extract?: boolean }): Promise<void> {
   const { io } = app;
   if (content === "-") content = await readStdin(io.stdin);
   else if (content === undefined && canPrompt(io)) content = await promptText(io, "Memory:");
@@ -148,12 +149,32 @@ async function addOne(app: CliApp, cmd: Command, content: string | undefined, op
   if (user === undefined && canPrompt(io)) user = await promptText(io, "User id:");
   const raw = defined({ content, userId: user, agentId: opts.agent, tags: opts.tag, metadata: jsonFlag("metadata", opts.metadata), entityIds: opts.entity });
   await withContext(app, cmd, async (ctx) => {
-    const body = await (await core()).createMemory(ctx, raw);
-    await app.output.result(body, (t) => renderMemory(t, body));
+    if (!opts.extract) {
+      const body = await (await core()).createMemory(ctx, raw);
+      await app.output.result(body, (t) => renderMemory(t, body));
+      return;
+    }
+    const { memory, extracted } = await (await core()).createMemoryWithExtraction(ctx, raw);
+    reportExtraction(app, extracted);
+    await app.output.result(memory, (t) => renderMemory(t, memory));
   });
 }
 
-async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: string; batchSize: string }): Promise<void> {
+/** What extraction did goes to stderr, so stdout stays exactly the API's memory body. */
+function reportExtraction(app: CliApp, extracted: { entity: { id: string; name: string; type: string }; created: boolean }[], line?: number): void {
+  if (!app.output.isTable) {
+    app.output.note(JSON.stringify({ ...(line ? { line } : {}), extracted: extracted.map((x) => ({ ...x.entity, created: x.created })) }));
+    return;
+  }
+  const where = line ? `line ${line}: ` : "";
+  if (!extracted.length) {
+    app.output.note(`${where}extracted no people, places or organisations`);
+    return;
+  }
+  app.output.note(`${where}extracted ${extracted.map((x) => `${x.entity.type} "${x.entity.name}" (${x.created ? "new" : "existing"} ${x.entity.id})`).join(", ")}`);
+}
+
+async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: string; batchSize: string; extract?: boolean }): Promise<void> {
   const { io, output } = app;
   const batchSize = Number(opts.batchSize);
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 1024) {
@@ -179,7 +200,13 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
   const onResult = (r: BatchLineResult) => {
     if (r.error) firstError ??= r.error;
     if (!output.isTable) {
-      output.out(JSON.stringify(r.memory ? { line: r.line, memory: r.memory } : { line: r.line, error: r.error!.toBody().error }));
+      output.out(
+        JSON.stringify(
+          r.memory
+            ? { line: r.line, memory: r.memory, ...(r.extracted ? { extracted: r.extracted.map((x) => ({ ...x.entity, created: x.created })) } : {}) }
+            : { line: r.line, error: r.error!.toBody().error },
+        ),
+      );
     } else if (r.error) {
       progress?.log(`line ${r.line}: ${r.error.code}: ${r.error.message}`);
       if (!progress) output.note(`line ${r.line}: ${r.error.code}: ${r.error.message}`);
@@ -192,7 +219,7 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
     stop.abort();
   });
   const summary = await withContext(app, cmd, async (ctx) =>
-    Promise.race([openError, (await core()).addMemoriesFromLines(ctx, lines, { defaults, batchSize, onResult, signal: stop.signal })]),
+    Promise.race([openError, (await core()).addMemoriesFromLines(ctx, lines, { defaults, batchSize, onResult, signal: stop.signal, extract: opts.extract })]),
   ).finally(() => {
     release?.();
     progress?.stop();
