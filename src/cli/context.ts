@@ -1,22 +1,70 @@
+import { join } from "node:path";
 import type { Command } from "commander";
+import { Accounts, type Account } from "../core/accounts.js";
 import { openContext, type Context } from "../core/context.js";
+import { QuotaLedger, type Bucket } from "../limits/ledger.js";
 import { resolveStorePath } from "../storage/paths.js";
 import type { CliApp } from "./main.js";
 
-/** Opens the store named by the global flags for one command, and always closes it. */
-export async function withContext<T>(app: CliApp, cmd: Command, fn: (ctx: Context) => Promise<T>): Promise<T> {
-  const globals = cmd.optsWithGlobals() as { store?: string };
-  const ctx = await openContext({
-    storeDir: resolveStorePath(globals.store, app.io.env),
+/** The rate/quota bucket of each command that is an API operation; other commands aren't counted. */
+const BUCKETS: Record<string, Bucket> = {
+  "memories.add": "write",
+  "memories.search": "search",
+  "memories.list": "read",
+  "memories.get": "read",
+  "memories.update": "write",
+  "memories.delete": "write",
+  "entities.create": "write",
+  "entities.list": "read",
+  "entities.get": "read",
+  "entities.update": "write",
+  "entities.delete": "write",
+  "entities.memories": "read",
+  "relations.create": "write",
+  "relations.list": "read",
+  "relations.get": "read",
+  "relations.delete": "write",
+  "graph.neighbors": "read",
+  "graph.path": "read",
+  "graph.export": "read",
+};
+
+export interface CommandContext extends Context {
+  account: Account;
+  /** Counts `count` operations against the account's quota (batch adds count per line). */
+  charge(bucket: Bucket, count: number): Promise<void>;
+}
+
+/**
+ * Opens the store named by the global flags for one command, as the account named by
+ * `--account` / MM_ACCOUNT (else the local default account), counts the command against that
+ * account's monthly quota like the API would, and always closes the store.
+ */
+export async function withContext<T>(app: CliApp, cmd: Command, fn: (ctx: CommandContext) => Promise<T>, options: { charge?: boolean } = {}): Promise<T> {
+  const globals = cmd.optsWithGlobals() as { store?: string; account?: string };
+  const storeDir = resolveStorePath(globals.store, app.io.env);
+  const accountRef = globals.account ?? (app.io.env.MM_ACCOUNT || undefined);
+  const account = await new Accounts(storeDir, app.io.clock).resolve(accountRef ?? "acct_default");
+  const base = await openContext({
+    storeDir,
     env: app.io.env,
     embedder: app.io.embedder,
     clock: app.io.clock,
+    accountId: account.id,
     hooks: crashHook(app.io.env.MM_TEST_CRASH_AT),
   });
+  const ledger = new QuotaLedger(join(storeDir, "ledger"), app.io.clock);
+  const ctx: CommandContext = {
+    ...base,
+    account,
+    charge: async (bucket, count) => void (await ledger.charge(account.id, account.quota, bucket, count)),
+  };
   try {
+    const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
+    if (bucket && options.charge !== false) await ctx.charge(bucket, 1);
     return await fn(ctx);
   } finally {
-    await ctx.close();
+    await base.close();
   }
 }
 

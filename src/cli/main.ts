@@ -8,6 +8,8 @@ import { registerGraph } from "./commands/graph.js";
 import { registerInit } from "./commands/init.js";
 import { registerMemories } from "./commands/memories.js";
 import { registerRelations } from "./commands/relations.js";
+import { registerAccounts } from "./commands/accounts.js";
+import { registerServe } from "./commands/serve.js";
 import { registerStore } from "./commands/store.js";
 import { VERSION } from "./version.js";
 
@@ -22,6 +24,8 @@ export interface CliIO extends OutputStreams {
    * batch in hand, then stops); the default hard stop applies again after `release()`.
    */
   onInterrupt?: (handler: () => void) => () => void;
+  /** Lets `mm serve` stop gracefully on SIGINT or SIGTERM. */
+  onShutdown?: (handler: (signal: string) => void | Promise<void>) => () => void;
 }
 
 /** What every command gets: the process's streams and the output chosen from the global flags. */
@@ -51,6 +55,7 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     .description("mm: local-first semantic memory (memories, entities, relations) on an embedded LanceDB store")
     .version(VERSION, "-V, --version")
     .option("--store <dir>", "store directory (default: $MM_STORE, else ~/.local/share/mm)")
+    .option("--account <account>", "act as this account (id or name; default: $MM_ACCOUNT, else the local default account)")
     .option("--json", "print JSON (the HTTP API's response body); the default when stdout is not a terminal")
     .option("--format <format>", "table | json | ndjson (ndjson: one list item per line)")
     .exitOverride()
@@ -65,6 +70,8 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
   registerEntities(program, app);
   registerRelations(program, app);
   registerGraph(program, app);
+  registerServe(program, app);
+  registerAccounts(program, app);
   registerStore(program, app);
 
   try {
@@ -106,6 +113,23 @@ function realIO(partial: Partial<CliIO>): CliIO {
     embedder: partial.embedder,
     clock: partial.clock,
     onInterrupt: partial.onInterrupt ?? (partial.stdout ? undefined : processInterrupts),
+    onShutdown: partial.onShutdown ?? (partial.stdout ? undefined : processShutdown),
+  };
+}
+
+/** SIGINT or SIGTERM runs `handler` once (graceful stop); a second signal exits at once. */
+function processShutdown(handler: (signal: string) => void | Promise<void>): () => void {
+  let seen = false;
+  const listener = (signal: string) => {
+    if (seen) process.exit(EXIT.interrupted);
+    seen = true;
+    void handler(signal);
+  };
+  process.on("SIGINT", listener);
+  process.on("SIGTERM", listener);
+  return () => {
+    process.off("SIGINT", listener);
+    process.off("SIGTERM", listener);
   };
 }
 

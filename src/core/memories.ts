@@ -188,6 +188,8 @@ export interface BatchOptions {
   signal?: AbortSignal;
   /** Find people, places and organisations in each line and link them (see createMemoryWithExtraction). */
   extract?: boolean;
+  /** Called with the number of valid lines before each batch is written (quota); a throw fails the batch. */
+  beforeWrite?: (count: number) => Promise<void>;
 }
 
 /**
@@ -213,6 +215,7 @@ export async function addMemoriesFromLines(
     const valid = pending.filter((p) => p.input);
     if (valid.length) {
       try {
+        await options.beforeWrite?.(valid.length);
         const vectors = await embedChecked(ctx, valid.map((p) => p.input!.content));
         const rows = valid.map((p, i) => newRow(ctx, p.input!, vectors[i]));
         const mentions = extractMentions ? await Promise.all(valid.map((p) => extractMentions(p.input!.content))) : undefined;

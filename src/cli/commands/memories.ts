@@ -218,8 +218,22 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
     output.note("Interrupted: committing the lines already read, then stopping (Ctrl-C again to quit at once).");
     stop.abort();
   });
-  const summary = await withContext(app, cmd, async (ctx) =>
-    Promise.race([openError, (await core()).addMemoriesFromLines(ctx, lines, { defaults, batchSize, onResult, signal: stop.signal, extract: opts.extract })]),
+  const summary = await withContext(
+    app,
+    cmd,
+    async (ctx) =>
+      Promise.race([
+        openError,
+        (await core()).addMemoriesFromLines(ctx, lines, {
+          defaults,
+          batchSize,
+          onResult,
+          signal: stop.signal,
+          extract: opts.extract,
+          beforeWrite: (n) => ctx.charge("write", n),
+        }),
+      ]),
+    { charge: false },
   ).finally(() => {
     release?.();
     progress?.stop();

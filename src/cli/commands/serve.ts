@@ -1,0 +1,74 @@
+import type { Command } from "commander";
+import { MmError } from "../../errors.js";
+import { resolveStorePath } from "../../storage/paths.js";
+import type { CliApp } from "../main.js";
+
+interface ServeFlags {
+  host: string;
+  port: string;
+  rateRead?: string;
+  rateWrite?: string;
+  rateSearch?: string;
+  bodyLimit: string;
+  warm: boolean;
+}
+
+export function registerServe(program: Command, app: CliApp): void {
+  program
+    .command("serve")
+    .description("serve the /v1 HTTP API on this store (API keys: mm keys create)")
+    .option("--host <host>", "interface to bind; loopback unless you choose otherwise", "127.0.0.1")
+    .option("--port <port>", "port (0 picks a free one)", "8080")
+    .option("--rate-read <n>", "GET requests per key per minute (default 100)")
+    .option("--rate-write <n>", "create, update and delete requests per key per minute (default 50)")
+    .option("--rate-search <n>", "searches per key per minute (default 30)")
+    .option("--body-limit <bytes>", "largest request body accepted", String(1024 * 1024))
+    .option("--no-warm", "don't load the embedding model before listening")
+    .addHelpText("after", "\nExample:\n  mm serve --port 8080 --rate-search 120\n  curl -H \"Authorization: Bearer $KEY\" http://127.0.0.1:8080/v1/memories")
+    .action(async (flags: ServeFlags, cmd: Command) => {
+      const { io, output } = app;
+      const storeDir = resolveStorePath((cmd.optsWithGlobals() as { store?: string }).store, io.env);
+      const int = (name: string, v: string | undefined, min: number) => {
+        if (v === undefined) return undefined;
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < min) {
+          throw new MmError("VALIDATION_ERROR", `--${name} must be an integer of at least ${min}.`, { details: [{ field: name, message: `must be an integer of at least ${min}` }] });
+        }
+        return n;
+      };
+      const port = int("port", flags.port, 0)!;
+      if (port > 65535) throw new MmError("VALIDATION_ERROR", "--port must be at most 65535.", { details: [{ field: "port", message: "must be at most 65535" }] });
+      const rateLimits = Object.fromEntries(
+        (
+          [
+            ["read", int("rate-read", flags.rateRead, 1)],
+            ["write", int("rate-write", flags.rateWrite, 1)],
+            ["search", int("rate-search", flags.rateSearch, 1)],
+          ] as const
+        ).filter(([, v]) => v !== undefined),
+      );
+      const log = (entry: Record<string, unknown>) => io.stderr.write(JSON.stringify(entry) + "\n");
+      const { startServer } = await import("../../http/server.js");
+      const server = await startServer({
+        storeDir,
+        host: flags.host,
+        port,
+        env: io.env,
+        rateLimits,
+        bodyLimitBytes: int("body-limit", flags.bodyLimit, 1),
+        warm: flags.warm,
+        log,
+      });
+      log({ time: new Date().toISOString(), event: "listening", url: server.url, store: storeDir });
+      if (output.isTable) output.note(`mm serve: listening on ${server.url} (store ${storeDir}); Ctrl-C stops`);
+      await new Promise<void>((resolve) => {
+        const release = io.onShutdown?.(async (signal) => {
+          log({ time: new Date().toISOString(), event: "shutdown", signal });
+          await server.close();
+          release?.();
+          resolve();
+        });
+        if (!io.onShutdown) resolve();
+      });
+    });
+}

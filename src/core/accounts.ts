@@ -1,0 +1,175 @@
+import { createHash, randomInt, timingSafeEqual } from "node:crypto";
+import { MmError } from "../errors.js";
+import { CreateAccountInput, CreateKeyInput, PLAN_QUOTAS, SetPlanInput } from "../schemas/account.js";
+import { parseWith } from "../schemas/validate.js";
+import { AuthFile, DEFAULT_ACCOUNT, type AccountRecord, type AuthData, type KeyRecord, type Plan } from "../storage/auth-file.js";
+import { newId } from "./ids.js";
+
+export { DEFAULT_ACCOUNT };
+export type { AccountRecord, Plan };
+
+export interface Account {
+  id: string;
+  name: string;
+  plan: Plan;
+  /** Monthly operations; null is unlimited. */
+  quota: number | null;
+  createdAt: string;
+}
+
+export interface KeyInfo {
+  id: string;
+  accountId: string;
+  name: string;
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revoked: boolean;
+  revokedAt: string | null;
+}
+
+export interface Principal {
+  account: Account;
+  keyId: string;
+}
+
+const KEY_RANDOM_CHARS = 40; // base62: ≈238 bits
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/** lastUsedAt is written at most this often per key, so authentication stays a read. */
+const TOUCH_EVERY_MS = 60_000;
+
+/**
+ * Accounts and API keys (the spec's management console, as a service the CLI calls). Every
+ * resource belongs to an account; a key acts as its account and sees nothing of any other.
+ */
+export class Accounts {
+  private readonly file: AuthFile;
+
+  constructor(
+    storeDir: string,
+    private readonly clock: () => Date = () => new Date(),
+  ) {
+    this.file = new AuthFile(storeDir);
+  }
+
+  async create(raw: unknown): Promise<Account> {
+    const input = parseWith(CreateAccountInput, raw, "account");
+    return this.file.update((data) => {
+      if (data.accounts.some((a) => a.name.toLowerCase() === input.name.toLowerCase())) {
+        throw new MmError("VALIDATION_ERROR", `An account named "${input.name}" already exists.`, { details: [{ field: "name", message: "already exists" }] });
+      }
+      const record: AccountRecord = { id: newId("acct"), name: input.name, plan: input.plan, createdAt: this.clock().toISOString() };
+      data.accounts.push(record);
+      return toAccount(record);
+    });
+  }
+
+  async list(): Promise<{ items: Account[] }> {
+    return { items: (await this.file.read()).accounts.map(toAccount) };
+  }
+
+  /** Finds an account by id or by name (case-insensitive). */
+  async resolve(idOrName: string): Promise<Account> {
+    return toAccount(findAccount(await this.file.read(), idOrName));
+  }
+
+  async setPlan(idOrName: string, raw: unknown): Promise<Account> {
+    const { plan } = parseWith(SetPlanInput, raw, "plan");
+    return this.file.update((data) => {
+      const account = findAccount(data, idOrName);
+      account.plan = plan;
+      return toAccount(account);
+    });
+  }
+
+  /** Creates a key and returns it in full, the only time it is ever shown; only its SHA-256 is kept. */
+  async createKey(raw: unknown): Promise<KeyInfo & { key: string }> {
+    const input = parseWith(CreateKeyInput, raw, "key");
+    const key = `mm_${Array.from({ length: KEY_RANDOM_CHARS }, () => BASE62[randomInt(62)]).join("")}`;
+    return this.file.update((data) => {
+      const account = findAccount(data, input.account);
+      const record: KeyRecord = {
+        id: newId("key"),
+        accountId: account.id,
+        name: input.name,
+        prefix: key.slice(0, 8),
+        hash: sha256(key),
+        createdAt: this.clock().toISOString(),
+        lastUsedAt: null,
+        revokedAt: null,
+      };
+      data.keys.push(record);
+      return { key, ...toKeyInfo(record) };
+    });
+  }
+
+  async listKeys(accountIdOrName?: string): Promise<{ items: KeyInfo[] }> {
+    const data = await this.file.read();
+    const accountId = accountIdOrName === undefined ? undefined : findAccount(data, accountIdOrName).id;
+    return { items: data.keys.filter((k) => accountId === undefined || k.accountId === accountId).map(toKeyInfo) };
+  }
+
+  /** Revokes at once: servers re-read the key file when it changes, so the next request is refused. */
+  async revokeKey(id: string): Promise<KeyInfo> {
+    return this.file.update((data) => {
+      const key = data.keys.find((k) => k.id === id);
+      if (!key) throw new MmError("NOT_FOUND", `Key ${id} does not exist.`);
+      key.revokedAt ??= this.clock().toISOString();
+      return toKeyInfo(key);
+    });
+  }
+
+  /**
+   * Resolves an `Authorization` header to its account. Every failure is UNAUTHORIZED, with a
+   * message saying which (missing, malformed, unknown, revoked). Hashes are compared in constant
+   * time against every key, so timing reveals nothing about which keys exist.
+   */
+  async authenticate(header: string | undefined | null): Promise<Principal> {
+    if (header === undefined || header === null || header === "") throw unauthorized("Missing Authorization header; send `Authorization: Bearer mm_…`.");
+    const match = /^Bearer +(\S+)\s*$/i.exec(header);
+    if (!match) throw unauthorized("Malformed Authorization header; expected `Bearer mm_…`.");
+    const token = match[1];
+    if (!token.startsWith("mm_")) throw unauthorized("Malformed API key; keys begin with mm_.");
+    const data = await this.file.read();
+    const wanted = Buffer.from(sha256(token), "hex");
+    let found: KeyRecord | undefined;
+    for (const k of data.keys) {
+      if (timingSafeEqual(Buffer.from(k.hash, "hex"), wanted)) found = k;
+    }
+    if (!found) throw unauthorized("Unknown API key.");
+    if (found.revokedAt) throw unauthorized("This API key has been revoked.");
+    const account = data.accounts.find((a) => a.id === found!.accountId);
+    if (!account) throw unauthorized("This API key's account no longer exists.");
+    const now = this.clock();
+    if (!found.lastUsedAt || now.getTime() - Date.parse(found.lastUsedAt) > TOUCH_EVERY_MS) {
+      const keyId = found.id;
+      await this.file.update((d) => {
+        const k = d.keys.find((x) => x.id === keyId);
+        if (k) k.lastUsedAt = now.toISOString();
+      });
+    }
+    return { account: toAccount(account), keyId: found.id };
+  }
+}
+
+function findAccount(data: AuthData, idOrName: string): AccountRecord {
+  const account = data.accounts.find((a) => a.id === idOrName) ?? data.accounts.find((a) => a.name.toLowerCase() === idOrName.toLowerCase());
+  if (!account) throw new MmError("NOT_FOUND", `Account ${idOrName} does not exist.`);
+  return account;
+}
+
+function toAccount(r: AccountRecord): Account {
+  return { id: r.id, name: r.name, plan: r.plan, quota: PLAN_QUOTAS[r.plan], createdAt: r.createdAt };
+}
+
+function toKeyInfo(k: KeyRecord): KeyInfo {
+  return { id: k.id, accountId: k.accountId, name: k.name, prefix: k.prefix, createdAt: k.createdAt, lastUsedAt: k.lastUsedAt, revoked: k.revokedAt !== null, revokedAt: k.revokedAt };
+}
+
+function sha256(s: string): string {
+  return createHash("sha256").update(s).digest("hex");
+}
+
+function unauthorized(message: string): MmError {
+  return new MmError("UNAUTHORIZED", message);
+}

@@ -1,0 +1,162 @@
+import { Hono, type Context as HonoContext } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
+import type { Context } from "../core/context.js";
+import type { Accounts, Principal } from "../core/accounts.js";
+import { MmError, toMmError } from "../errors.js";
+import type { QuotaLedger, Usage } from "../limits/ledger.js";
+import type { RateLimiter } from "../limits/rate-limiter.js";
+import { buildOpenApi } from "./openapi.js";
+import { ROUTES, type Route } from "./routes.js";
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+export interface AppDeps {
+  /** The store, embedder and clock; each request acts as its key's account on a copy. */
+  ctx: Context;
+  accounts: Accounts;
+  ledger: QuotaLedger;
+  limiter: RateLimiter;
+  bodyLimitBytes?: number;
+  /** Structured request log sink (one object per request); never receives the key. */
+  log?: (entry: Record<string, unknown>) => void;
+}
+
+type Env = { Variables: { principal?: Principal } };
+
+/**
+ * The /v1 API: a thin adapter from HTTP to the core services. Each request is authenticated,
+ * rate-limited per key and bucket, counted against its account's monthly quota, then handed raw
+ * to the same service the CLI calls, so both validate and answer identically.
+ */
+export function createApp(deps: AppDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  const maxBody = deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
+
+  app.use("*", async (c, next) => {
+    const started = performance.now();
+    await next();
+    const principal = c.get("principal");
+    deps.log?.({
+      time: new Date().toISOString(),
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      ms: Math.round((performance.now() - started) * 10) / 10,
+      ...(principal ? { account: principal.account.id, keyId: principal.keyId } : {}),
+    });
+  });
+
+  const openapi = buildOpenApi(ROUTES);
+  app.get("/v1/openapi.json", (c) => c.json(openapi));
+
+  const limitBody = bodyLimit({
+    maxSize: maxBody,
+    onError: () => {
+      throw tooLarge(maxBody);
+    },
+  });
+  for (const route of ROUTES) {
+    const handler = (c: HonoContext<Env>) => handle(c, route, deps);
+    if (route.method === "POST" || route.method === "PATCH") app.on(route.method, route.path, limitBody, handler);
+    else app.on(route.method, route.path, handler);
+  }
+
+  // A known path with another method: 405 with Allow, in the envelope.
+  const methodsByPath = new Map<string, string[]>();
+  for (const r of ROUTES) methodsByPath.set(r.path, [...(methodsByPath.get(r.path) ?? []), r.method]);
+  methodsByPath.set("/v1/openapi.json", ["GET"]);
+  for (const [path, methods] of methodsByPath) {
+    app.all(path, (c) => {
+      c.header("Allow", methods.join(", "));
+      throw new MmError("METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}; use ${methods.join(", ")}.`, { allowed: methods });
+    });
+  }
+
+  app.notFound((c) => c.json(new MmError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`).toBody(), 404));
+
+  app.onError((err, c) => {
+    let mm: MmError;
+    if (err instanceof HTTPException && err.status === 413) mm = tooLarge(maxBody);
+    else mm = toMmError(err);
+    if (mm.code === "INTERNAL_ERROR") {
+      deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, error: String((err as Error)?.stack ?? err) });
+    }
+    if (mm.code === "RATE_LIMIT_EXCEEDED") c.header("Retry-After", String(mm.extra.retryAfter));
+    return c.json(mm.toBody(), mm.status as 400);
+  });
+
+  return app;
+}
+
+async function handle(c: HonoContext<Env>, route: Route, deps: AppDeps): Promise<Response> {
+  const principal = await deps.accounts.authenticate(c.req.header("Authorization"));
+  c.set("principal", principal);
+
+  const rate = deps.limiter.take(principal.keyId, route.bucket);
+  c.header("X-RateLimit-Limit", String(rate.limit));
+  c.header("X-RateLimit-Remaining", String(rate.remaining));
+  c.header("X-RateLimit-Reset", String(rate.reset));
+  if (!rate.allowed) {
+    setQuotaHeaders(c, await deps.ledger.usage(principal.account.id, principal.account.quota));
+    throw new MmError("RATE_LIMIT_EXCEEDED", `Too many ${route.bucket} requests; retry in ${rate.retryAfter} s.`, { retryAfter: rate.retryAfter });
+  }
+
+  let usage: Usage;
+  try {
+    usage = await deps.ledger.charge(principal.account.id, principal.account.quota, route.bucket);
+  } catch (err) {
+    if (err instanceof MmError && err.code === "QUOTA_EXCEEDED") {
+      setQuotaHeaders(c, await deps.ledger.usage(principal.account.id, principal.account.quota));
+    }
+    throw err;
+  }
+  setQuotaHeaders(c, usage);
+
+  const input = { params: c.req.param() as Record<string, string>, query: queryObject(c), body: route.body ? await readJson(c) : undefined };
+  const ctx: Context = { ...deps.ctx, accountId: principal.account.id };
+  const result = await route.run(ctx, input);
+  if (result && typeof result === "object" && "status" in result && "body" in result) {
+    const r = result as { status: number; body: unknown };
+    return c.json(r.body as object, r.status as 200);
+  }
+  return c.json(result as object, route.status);
+}
+
+function setQuotaHeaders(c: HonoContext<Env>, usage: Usage): void {
+  c.header("X-Quota-Limit", usage.limit === null ? "unlimited" : String(usage.limit));
+  c.header("X-Quota-Used", String(usage.used));
+  c.header("X-Quota-Reset", usage.resetAt);
+}
+
+/** Query parameters as an object; a repeated key becomes an array (so `tags=a&tags=b` works too). */
+function queryObject(c: HonoContext<Env>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, values] of Object.entries(c.req.queries())) out[k] = values.length === 1 ? values[0] : values;
+  return out;
+}
+
+async function readJson(c: HonoContext<Env>): Promise<unknown> {
+  const type = c.req.header("Content-Type") ?? "";
+  if (!/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(type)) {
+    throw new MmError("VALIDATION_ERROR", "Content-Type must be application/json.", {
+      details: [{ field: "Content-Type", message: `expected application/json, got ${type || "none"}` }],
+    });
+  }
+  let text: string;
+  try {
+    text = await c.req.text();
+  } catch (err) {
+    if ((err as Error)?.name === "BodyLimitError") throw tooLarge();
+    throw err;
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new MmError("VALIDATION_ERROR", "The request body is not valid JSON.", { details: [{ field: "body", message: "not valid JSON" }] });
+  }
+}
+
+function tooLarge(limit?: number): MmError {
+  return new MmError("PAYLOAD_TOO_LARGE", `The request body is larger than the server's limit${limit ? ` of ${limit} bytes` : ""}.`, limit ? { limit } : {});
+}

@@ -1,0 +1,118 @@
+import type { z } from "zod";
+import type { Context } from "../core/context.js";
+import type { Bucket } from "../limits/ledger.js";
+import * as memories from "../core/memories.js";
+import * as entities from "../core/entities.js";
+import * as relations from "../core/relations.js";
+import { CreateMemoryInput, ListMemoriesQuery, SearchMemoriesInput, UpdateMemoryInput } from "../schemas/memory.js";
+import { CreateEntityInput, ListEntitiesQuery, UpdateEntityInput } from "../schemas/entity.js";
+import { CreateRelationInput, ListRelationsQuery } from "../schemas/relation.js";
+import * as R from "../schemas/responses.js";
+
+export interface RouteInput {
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  body: unknown;
+}
+
+/**
+ * One endpoint: its method and path, rate-limit bucket, the zod schemas it validates with (also
+ * the source of the OpenAPI document), and the core call it maps to. Routes hold no logic.
+ */
+export interface Route {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  path: string;
+  bucket: Bucket;
+  summary: string;
+  body?: z.ZodType;
+  query?: z.ZodType;
+  response: z.ZodType;
+  /** Success status; a handler may override it (entity create returns 200 for an existing entity). */
+  status: 200 | 201;
+  /** Beyond the spec (documented as an extension). */
+  extension?: boolean;
+  run(ctx: Context, input: RouteInput): Promise<unknown | { status: number; body: unknown }>;
+}
+
+export const ROUTES: Route[] = [
+  {
+    method: "POST", path: "/v1/memories", bucket: "write", status: 201, summary: "Create a memory (embedded on creation)",
+    body: CreateMemoryInput, response: R.Memory,
+    run: (ctx, { body }) => memories.createMemory(ctx, body),
+  },
+  {
+    method: "POST", path: "/v1/memories/search", bucket: "search", status: 200, summary: "Search memories by meaning",
+    body: SearchMemoriesInput, response: R.SearchResults,
+    run: (ctx, { body }) => memories.searchMemories(ctx, body),
+  },
+  {
+    method: "GET", path: "/v1/memories", bucket: "read", status: 200, summary: "List memories, newest first",
+    query: ListMemoriesQuery, response: R.page(R.MemoryListItem),
+    run: (ctx, { query }) => memories.listMemories(ctx, query),
+  },
+  {
+    method: "GET", path: "/v1/memories/:id", bucket: "read", status: 200, summary: "Get a memory", response: R.Memory,
+    run: (ctx, { params }) => memories.getMemory(ctx, params.id),
+  },
+  {
+    method: "PATCH", path: "/v1/memories/:id", bucket: "write", status: 200, summary: "Update a memory (re-embeds when content changes)",
+    body: UpdateMemoryInput, response: R.Memory, extension: true,
+    run: (ctx, { params, body }) => memories.updateMemory(ctx, params.id, body),
+  },
+  {
+    method: "DELETE", path: "/v1/memories/:id", bucket: "write", status: 200, summary: "Delete a memory permanently", response: R.Deleted,
+    run: (ctx, { params }) => memories.deleteMemory(ctx, params.id),
+  },
+  {
+    method: "POST", path: "/v1/entities", bucket: "write", status: 201,
+    summary: "Create an entity; an existing one with the same folded name and type is returned with 200 instead",
+    body: CreateEntityInput, response: R.Entity,
+    run: async (ctx, { body }) => {
+      const { entity, created } = await entities.createEntity(ctx, body);
+      return { status: created ? 201 : 200, body: entity };
+    },
+  },
+  {
+    method: "GET", path: "/v1/entities", bucket: "read", status: 200, summary: "List entities; `search` matches names ignoring case and accents",
+    query: ListEntitiesQuery, response: R.page(R.EntityListItem),
+    run: (ctx, { query }) => entities.listEntities(ctx, query),
+  },
+  {
+    method: "GET", path: "/v1/entities/:id", bucket: "read", status: 200, summary: "Get an entity", response: R.Entity,
+    run: (ctx, { params }) => entities.getEntity(ctx, params.id),
+  },
+  {
+    method: "PATCH", path: "/v1/entities/:id", bucket: "write", status: 200, summary: "Update an entity", body: UpdateEntityInput,
+    response: R.Entity, extension: true,
+    run: (ctx, { params, body }) => entities.updateEntity(ctx, params.id, body),
+  },
+  {
+    method: "DELETE", path: "/v1/entities/:id", bucket: "write", status: 200, summary: "Delete an entity and, in the same operation, its relations",
+    response: R.EntityDeleted,
+    run: (ctx, { params }) => entities.deleteEntity(ctx, params.id),
+  },
+  {
+    method: "GET", path: "/v1/entities/:id/memories", bucket: "read", status: 200, summary: "List the memories linked to an entity",
+    response: R.page(R.MemoryListItem), extension: true,
+    run: (ctx, { params, query }) => entities.listEntityMemories(ctx, params.id, query),
+  },
+  {
+    method: "POST", path: "/v1/relations", bucket: "write", status: 201, summary: "Create a relation between two existing entities",
+    body: CreateRelationInput, response: R.Relation,
+    run: (ctx, { body }) => relations.createRelation(ctx, body),
+  },
+  {
+    method: "GET", path: "/v1/relations", bucket: "read", status: 200, summary: "List relations with source and target summaries",
+    query: ListRelationsQuery, response: R.page(R.RelationListItem),
+    run: (ctx, { query }) => relations.listRelations(ctx, query),
+  },
+  {
+    method: "GET", path: "/v1/relations/:id", bucket: "read", status: 200, summary: "Get a relation with its endpoints and metadata",
+    response: R.RelationWithEnds,
+    run: (ctx, { params }) => relations.getRelation(ctx, params.id),
+  },
+  {
+    method: "DELETE", path: "/v1/relations/:id", bucket: "write", status: 200, summary: "Delete a relation permanently", response: R.Deleted,
+    run: (ctx, { params }) => relations.deleteRelation(ctx, params.id),
+  },
+];

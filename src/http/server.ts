@@ -1,0 +1,64 @@
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import { join } from "node:path";
+import { serve } from "@hono/node-server";
+import { Accounts } from "../core/accounts.js";
+import { openContext } from "../core/context.js";
+import type { Env } from "../embedder/index.js";
+import { QuotaLedger } from "../limits/ledger.js";
+import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from "../limits/rate-limiter.js";
+import { createApp, DEFAULT_BODY_LIMIT } from "./app.js";
+
+export interface ServerOptions {
+  storeDir: string;
+  host?: string;
+  port?: number;
+  env?: Env;
+  rateLimits?: Partial<RateLimits>;
+  bodyLimitBytes?: number;
+  /** Load the model before listening, so the first search doesn't pay for it (default true). */
+  warm?: boolean;
+  log?: (entry: Record<string, unknown>) => void;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  /** Stops accepting connections, lets in-flight requests finish, then closes the store. */
+  close(): Promise<void>;
+}
+
+/** Starts the /v1 API on the store. Loopback by default: exposing it is an explicit choice. */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const ctx = await openContext({ storeDir: options.storeDir, env: options.env });
+  if (options.warm !== false) await (await ctx.embedder()).embed(["warm up"]);
+  const app = createApp({
+    ctx,
+    accounts: new Accounts(options.storeDir),
+    ledger: new QuotaLedger(join(options.storeDir, "ledger")),
+    limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.rateLimits }),
+    bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
+    log: options.log,
+  });
+  const host = options.host ?? "127.0.0.1";
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8080 }, () => resolve(s as Server)) as Server;
+    s.once("error", reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    port,
+    close() {
+      closing ??= (async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        });
+        await ctx.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import { appendFile, mkdir, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { MmError } from "../errors.js";
+import { withLock } from "../storage/lock.js";
+
+export type Bucket = "read" | "write" | "search";
+
+/** Fixed-size records: usage is the file size divided by this, so reading it is one stat(). */
+const RECORD_BYTES = 32;
+
+export interface Usage {
+  accountId: string;
+  /** `YYYY-MM`, UTC. */
+  period: string;
+  used: number;
+  /** null: unlimited. */
+  limit: number | null;
+  /** First instant of the next UTC month. */
+  resetAt: string;
+}
+
+/**
+ * The monthly quota ledger: per account, per UTC month, one append-only file of fixed 32-byte
+ * records (`<ISO time> <bucket>\n`) under `<store>/ledger/<account>/<YYYY-MM>.log`.
+ *
+ * - Exact under concurrency: each operation is one O_APPEND write of 32 bytes, which the kernel
+ *   never interleaves or loses, so N processes × M operations always count N × M.
+ * - Durable: a count is written before the operation is acknowledged, so killing a process never
+ *   loses an acknowledged count (the page cache survives the process). It is not fsynced per
+ *   operation, so a power loss can drop the last moments' counts.
+ * - Enforced exactly: for a finite limit, check-and-append holds the ledger's lock, so concurrent
+ *   processes can't both take the last unit.
+ * - Month rollover is a new file; old months stay as an audit trail.
+ */
+export class QuotaLedger {
+  constructor(
+    private readonly dir: string,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  async usage(accountId: string, limit: number | null): Promise<Usage> {
+    const now = this.clock();
+    return { accountId, period: period(now), used: await this.count(accountId, now), limit, resetAt: nextMonth(now).toISOString() };
+  }
+
+  /**
+   * Counts one operation for the account, or throws QUOTA_EXCEEDED (counting nothing) when the
+   * period's usage has reached `limit`.
+   */
+  async charge(accountId: string, limit: number | null, bucket: Bucket, count = 1): Promise<Usage> {
+    const now = this.clock();
+    const file = this.file(accountId, now);
+    await mkdir(join(this.dir, safe(accountId)), { recursive: true });
+    // One write for all `count` records: it lands whole or (if the process dies first) not at all.
+    const record = (`${now.toISOString()} ${bucket}`.padEnd(RECORD_BYTES - 1) + "\n").repeat(count);
+    const base = { accountId, period: period(now), limit, resetAt: nextMonth(now).toISOString() };
+    if (limit === null) {
+      await appendFile(file, record);
+      return { ...base, used: await this.count(accountId, now) };
+    }
+    return withLock(join(this.dir, safe(accountId), ".lock"), async () => {
+      const used = await this.count(accountId, now);
+      if (used + count > limit) {
+        throw new MmError("QUOTA_EXCEEDED", `Monthly quota of ${limit} operations exceeded; it resets at ${base.resetAt}.`, {
+          currentUsage: used,
+          limit,
+          resetAt: base.resetAt,
+        });
+      }
+      await appendFile(file, record);
+      return { ...base, used: used + count };
+    });
+  }
+
+  private async count(accountId: string, now: Date): Promise<number> {
+    try {
+      return Math.floor((await stat(this.file(accountId, now))).size / RECORD_BYTES);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return 0;
+      throw err;
+    }
+  }
+
+  private file(accountId: string, now: Date): string {
+    return join(this.dir, safe(accountId), `${period(now)}.log`);
+  }
+}
+
+function period(d: Date): string {
+  return d.toISOString().slice(0, 7);
+}
+
+export function nextMonth(d: Date): Date {
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1));
+}
+
+/** Account ids are ours (`acct_…`), but never let one escape the ledger directory. */
+function safe(accountId: string): string {
+  return accountId.replace(/[^A-Za-z0-9_-]/g, "_");
+}
