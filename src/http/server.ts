@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import { Accounts } from "../core/accounts.js";
 import { openContext } from "../core/context.js";
-import type { Env } from "../embedder/index.js";
+import type { Embedder, Env } from "../embedder/index.js";
 import { QuotaLedger } from "../limits/ledger.js";
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from "../limits/rate-limiter.js";
 import { createApp, DEFAULT_BODY_LIMIT } from "./app.js";
@@ -18,6 +18,9 @@ export interface ServerOptions {
   bodyLimitBytes?: number;
   /** Load the model before listening, so the first search doesn't pay for it (default true). */
   warm?: boolean;
+  /** Tests: an embedder in place of the store's model, and one clock for data, quota and rate windows. */
+  embedder?: Embedder;
+  clock?: () => Date;
   log?: (entry: Record<string, unknown>) => void;
 }
 
@@ -30,13 +33,14 @@ export interface RunningServer {
 
 /** Starts the /v1 API on the store. Loopback by default: exposing it is an explicit choice. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
-  const ctx = await openContext({ storeDir: options.storeDir, env: options.env });
+  const clock = options.clock ?? (() => new Date());
+  const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock });
   if (options.warm !== false) await (await ctx.embedder()).embed(["warm up"]);
   const app = createApp({
     ctx,
-    accounts: new Accounts(options.storeDir),
-    ledger: new QuotaLedger(join(options.storeDir, "ledger")),
-    limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.rateLimits }),
+    accounts: new Accounts(options.storeDir, clock),
+    ledger: new QuotaLedger(join(options.storeDir, "ledger"), clock),
+    limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.rateLimits }, () => clock().getTime()),
     bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
     log: options.log,
   });

@@ -49,8 +49,9 @@ export function registerGraph(program: Command, app: CliApp): void {
     )
     .action((from: string, to: string, opts: WalkFlags & { maxDepth?: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
-        const body = await (await core()).shortestPath(ctx, from, to, defined({ type: opts.type, direction: opts.direction, maxDepth: opts.maxDepth }));
-        await app.output.result(body, () => renderPath(body));
+        const api = await core();
+        const body = await api.shortestPath(ctx, from, to, defined({ type: opts.type, direction: opts.direction, maxDepth: opts.maxDepth }));
+        await app.output.result(body, () => renderPath(body, `within ${Number(opts.maxDepth ?? api.DEFAULT_PATH_MAX_DEPTH)} hops, direction ${opts.direction ?? "both"}`));
       }),
     );
 
@@ -95,8 +96,8 @@ function renderNeighbors(t: TableKit, r: NeighborsResult): string {
 }
 
 /** `Alice (PERSON) -[KNOWS]-> Bob (PERSON) <-[WORKS_FOR]- Acme (ORGANIZATION)`: arrows keep each relation's true direction. */
-function renderPath(r: PathResult): string {
-  if (!r.found) return `No path from ${r.from.name} (${r.from.id}) to ${r.to.name} (${r.to.id}).`;
+function renderPath(r: PathResult, searched: string): string {
+  if (!r.found) return `No path from ${r.from.name} (${r.from.id}) to ${r.to.name} (${r.to.id}) ${searched}.`;
   const label = (i: number) => `${r.nodes[i].name} (${r.nodes[i].type})`;
   let line = label(0);
   r.edges.forEach((e: GraphEdge, i) => {
