@@ -1,0 +1,89 @@
+import { spawn } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createInterface } from "node:readline";
+import { describe, expect, it } from "vitest";
+import { QuotaLedger } from "../../src/limits/ledger.js";
+import { collect } from "../helpers/spawn-mm.js";
+import { useTempDirs } from "../helpers/temp.js";
+
+const tempDir = useTempDirs();
+const WORKER = fileURLToPath(new URL("../helpers/ledger-worker.mjs", import.meta.url));
+
+function worker(dir: string, account: string, count: number, limit: number | "unlimited") {
+  return spawn(process.execPath, [WORKER, dir, account, String(count), String(limit)], { stdio: ["ignore", "pipe", "pipe"] });
+}
+
+describe("quota ledger", () => {
+  it("counts 4 processes × 250 operations as exactly 1,000", async () => {
+    const dir = await tempDir();
+    const results = await Promise.all(Array.from({ length: 4 }, () => collect(worker(dir, "acct_x", 250, "unlimited"))));
+    for (const r of results) {
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout.trim().split("\n")).toHaveLength(250);
+    }
+    expect((await new QuotaLedger(dir).usage("acct_x", null)).used).toBe(1000);
+  });
+
+  it("enforces a finite limit exactly under contention: 4 × 100 attempts against 150 allow exactly 150", async () => {
+    const dir = await tempDir();
+    const results = await Promise.all(Array.from({ length: 4 }, () => collect(worker(dir, "acct_y", 100, 150))));
+    const acks = results.flatMap((r) => r.stdout.trim().split("\n")).filter((l) => l.startsWith("ack"));
+    expect(acks).toHaveLength(150);
+    expect((await new QuotaLedger(dir).usage("acct_y", 150)).used).toBe(150);
+  });
+
+  it("loses nothing a killed process acknowledged", async () => {
+    const dir = await tempDir();
+    const child = worker(dir, "acct_k", 100_000, "unlimited");
+    let acked = 0;
+    const done = collect(child);
+    await new Promise<void>((resolve) => {
+      createInterface({ input: child.stdout! }).on("line", () => {
+        acked++;
+        if (acked === 300) {
+          child.kill("SIGKILL");
+          resolve();
+        }
+      });
+    });
+    await done;
+    const used = (await new QuotaLedger(dir).usage("acct_k", null)).used;
+    expect(used).toBeGreaterThanOrEqual(300);
+    // At most the writes in flight at the kill were counted without an acknowledgement reaching us.
+    expect(used).toBeLessThan(300 + 50);
+    const bytes = (await readFile(join(dir, "acct_k", `${new Date().toISOString().slice(0, 7)}.log`))).length;
+    expect(bytes % 32).toBe(0);
+  });
+
+  it("refuses past the limit with the spec's extras, counting nothing", async () => {
+    const dir = await tempDir();
+    const clock = () => new Date("2026-02-10T12:00:00.000Z");
+    const ledger = new QuotaLedger(dir, clock);
+    await ledger.charge("acct_f", 3, "read", 3);
+    const err = await ledger.charge("acct_f", 3, "read").catch((e) => e);
+    expect(err.code).toBe("QUOTA_EXCEEDED");
+    expect(err.extra).toEqual({ currentUsage: 3, limit: 3, resetAt: "2026-03-01T00:00:00.000Z" });
+    expect((await ledger.usage("acct_f", 3)).used).toBe(3);
+    const batch = await ledger.charge("acct_g", 5, "write", 6).catch((e) => e);
+    expect(batch.code).toBe("QUOTA_EXCEEDED");
+    expect((await ledger.usage("acct_g", 5)).used).toBe(0);
+  });
+
+  it("starts every UTC month at zero and keeps months apart", async () => {
+    const dir = await tempDir();
+    let now = new Date("2026-01-31T23:59:59.999Z");
+    const ledger = new QuotaLedger(dir, () => now);
+    await ledger.charge("acct_m", 10, "read", 4);
+    expect(await ledger.usage("acct_m", 10)).toEqual({ accountId: "acct_m", period: "2026-01", used: 4, limit: 10, resetAt: "2026-02-01T00:00:00.000Z" });
+    now = new Date("2026-02-01T00:00:00.000Z");
+    expect((await ledger.usage("acct_m", 10)).used).toBe(0);
+    await ledger.charge("acct_m", 10, "read");
+    expect(await ledger.usage("acct_m", 10)).toMatchObject({ period: "2026-02", used: 1, resetAt: "2026-03-01T00:00:00.000Z" });
+    now = new Date("2026-12-15T00:00:00.000Z");
+    expect((await ledger.usage("acct_m", 10)).resetAt).toBe("2027-01-01T00:00:00.000Z");
+    now = new Date("2026-01-15T00:00:00.000Z");
+    expect((await ledger.usage("acct_m", 10)).used).toBe(4);
+  });
+});
