@@ -57,7 +57,7 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     .option("--store <dir>", "store directory (default: $MM_STORE, else ~/.local/share/mm)")
     .option("--account <account>", "act as this account (id or name; default: $MM_ACCOUNT, else the local default account)")
     .option("--json", "print JSON (the HTTP API's response body); the default when stdout is not a terminal")
-    .option("--format <format>", "table | json | ndjson (ndjson: one list item per line)")
+    .option("--format <format>", "table | json | ndjson (one list item per line) | mermaid | dot (graph export only)")
     .exitOverride()
     .showSuggestionAfterError(true)
     .configureOutput({

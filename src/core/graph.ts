@@ -1,41 +1,12 @@
-import { z } from "zod";
 import { MmError } from "../errors.js";
-import { checkRelationType } from "../schemas/relation.js";
-import { parseWith, positiveInt, requireObject, validationError } from "../schemas/validate.js";
+import { parseExportQuery, parseNeighborsQuery, parsePathQuery, type Direction } from "../schemas/graph.js";
+import { validationError } from "../schemas/validate.js";
 import type { EntityRecord, RelationRecord } from "../storage/store.js";
 import type { Context } from "./context.js";
 import { entityNotFound } from "./entities.js";
 import { summary, type EntitySummary } from "./relations.js";
 
-/** Which way relations are followed: `out` is source→target, `in` target→source, `both` either. */
-export type Direction = "out" | "in" | "both";
-
-/** Hard cap on hops: each hop is one store query, and past 10 a "neighbourhood" is most of the graph anyway. */
-export const MAX_GRAPH_DEPTH = 10;
-export const DEFAULT_PATH_MAX_DEPTH = 6;
-
-// These schemas belong in src/schemas/graph.ts by the layout rule; they live here until that file exists.
-const hops = positiveInt.pipe(z.number().max(MAX_GRAPH_DEPTH, `must be at most ${MAX_GRAPH_DEPTH}`));
-const direction = z.enum(["out", "in", "both"], { error: "must be out, in or both" });
-
-const NeighborsQuery = z.strictObject({
-  depth: hops.default(1),
-  type: z.string().optional(),
-  direction: direction.default("both"),
-});
-
-const PathQuery = z.strictObject({
-  type: z.string().optional(),
-  direction: direction.default("both"),
-  maxDepth: hops.default(DEFAULT_PATH_MAX_DEPTH),
-});
-
-const ExportQuery = z.strictObject({
-  root: z.string().min(1, "must not be empty").optional(),
-  depth: hops.optional(),
-  type: z.string().optional(),
-  direction: direction.optional(),
-});
+export { MAX_GRAPH_DEPTH, DEFAULT_PATH_MAX_DEPTH, type Direction } from "../schemas/graph.js";
 
 /** A relation as the graph views show it: just its identity, ends and type. */
 export interface GraphEdge {
@@ -108,9 +79,7 @@ export async function neighbors(ctx: Context, entityId: string, raw: unknown = {
  * walk; it is reported with its true source and target.
  */
 export async function shortestPath(ctx: Context, fromId: string, toId: string, raw: unknown = {}): Promise<PathResult> {
-  const body = requireObject(raw, "query");
-  if (body.type !== undefined) checkRelationType(body.type);
-  const q = parseWith(PathQuery, body, "path query");
+  const q = parsePathQuery(raw);
   const ends = await ctx.store.getEntities(ctx.accountId, [fromId, toId]);
   const missing = [
     ["from", fromId],
@@ -154,9 +123,7 @@ export async function shortestPath(ctx: Context, fromId: string, toId: string, r
  * graph" that silently dropped them would mislead.
  */
 export async function exportGraph(ctx: Context, raw: unknown = {}): Promise<ExportedGraph> {
-  const body = requireObject(raw, "query");
-  if (body.type !== undefined) checkRelationType(body.type);
-  const q = parseWith(ExportQuery, body, "export query");
+  const q = parseExportQuery(raw);
   if (q.root === undefined) {
     for (const field of ["depth", "direction"] as const) {
       if (q[field] !== undefined) throw validationError(field, "applies only with root");
@@ -172,12 +139,6 @@ export async function exportGraph(ctx: Context, raw: unknown = {}): Promise<Expo
   }
   const walk = await traverse(ctx, q.root, { depth: q.depth ?? 1, type: q.type, direction: q.direction ?? "both" });
   return { entities: [walk.root, ...walk.nodes.map((n) => n.record)].map(toGraphEntity), relations: walk.edges };
-}
-
-function parseNeighborsQuery(raw: unknown): z.output<typeof NeighborsQuery> {
-  const body = requireObject(raw, "query");
-  if (body.type !== undefined) checkRelationType(body.type);
-  return parseWith(NeighborsQuery, body, "neighbors query");
 }
 
 interface Walk {

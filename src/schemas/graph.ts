@@ -1,0 +1,52 @@
+import { z } from "zod";
+import { checkRelationType } from "./relation.js";
+import { parseWith, positiveInt, requireObject } from "./validate.js";
+
+/** Which way relations are followed: `out` is source→target, `in` target→source, `both` either. */
+export type Direction = "out" | "in" | "both";
+
+/** Hard cap on hops: each hop is one store query, and past 10 a "neighbourhood" is most of the graph anyway. */
+export const MAX_GRAPH_DEPTH = 10;
+export const DEFAULT_PATH_MAX_DEPTH = 6;
+
+const hops = positiveInt.pipe(z.number().max(MAX_GRAPH_DEPTH, `must be at most ${MAX_GRAPH_DEPTH}`));
+const direction = z.enum(["out", "in", "both"], { error: "must be out, in or both" });
+
+export const NeighborsQuery = z.strictObject({
+  depth: hops.default(1),
+  type: z.string().optional(),
+  direction: direction.default("both"),
+});
+
+export const PathQuery = z.strictObject({
+  type: z.string().optional(),
+  direction: direction.default("both"),
+  maxDepth: hops.default(DEFAULT_PATH_MAX_DEPTH),
+});
+
+export const ExportQuery = z.strictObject({
+  root: z.string().min(1, "must not be empty").optional(),
+  depth: hops.optional(),
+  type: z.string().optional(),
+  direction: direction.optional(),
+});
+
+
+export function parseNeighborsQuery(raw: unknown): z.output<typeof NeighborsQuery> {
+  return parseWith(NeighborsQuery, checkedType(raw), "neighbors query");
+}
+
+export function parsePathQuery(raw: unknown): z.output<typeof PathQuery> {
+  return parseWith(PathQuery, checkedType(raw), "path query");
+}
+
+export function parseExportQuery(raw: unknown): z.output<typeof ExportQuery> {
+  return parseWith(ExportQuery, checkedType(raw), "export query");
+}
+
+/** A relation-type filter gets INVALID_RELATION_TYPE, like everywhere else, before generic validation. */
+function checkedType(raw: unknown): Record<string, unknown> {
+  const body = requireObject(raw, "query");
+  if (body.type !== undefined) checkRelationType(body.type);
+  return body;
+}
