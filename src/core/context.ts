@@ -68,6 +68,28 @@ export async function openContext(options: ContextOptions): Promise<Context> {
   };
 }
 
+const QUERY_CACHE_SIZE = 1024;
+const queryCaches = new WeakMap<Context["store"], Map<string, Float32Array>>();
+
+/**
+ * A search query's embedding, from a small LRU cache (1,024 queries per open store) when the same
+ * text was asked before: agents repeat queries, and embedding is most of a search's time.
+ */
+export async function embedQuery(ctx: Context, query: string): Promise<Float32Array> {
+  let cache = queryCaches.get(ctx.store);
+  if (!cache) queryCaches.set(ctx.store, (cache = new Map()));
+  const hit = cache.get(query);
+  if (hit) {
+    cache.delete(query);
+    cache.set(query, hit);
+    return hit;
+  }
+  const [vector] = await embedChecked(ctx, [query]);
+  cache.set(query, vector);
+  if (cache.size > QUERY_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  return vector;
+}
+
 /** Embeds and checks each vector: right length and not all zeros (a zero vector would vanish from search). */
 export async function embedChecked(ctx: Context, texts: string[]): Promise<Float32Array[]> {
   const embedder = await ctx.embedder();

@@ -7,7 +7,8 @@ import {
   type CreateMemoryInput,
 } from "../schemas/memory.js";
 import type { MemoryRecord, MemoryRow } from "../storage/store.js";
-import { embedChecked, withSnapshot, type Context } from "./context.js";
+import { embedChecked, embedQuery, withSnapshot, type Context } from "./context.js";
+import { candidatePool, rank } from "./ranking.js";
 import { assertEntitiesExist, resolveMentions, type CreateEntityResult } from "./entities.js";
 import { newId } from "./ids.js";
 
@@ -114,23 +115,23 @@ export async function listMemories(ctx: Context, rawQuery: unknown): Promise<Pag
 }
 
 /**
- * Semantic search. `score` is the cosine similarity of the unit-normalised query and memory
- * vectors, clamped to [0, 1] (decisions.md), so the default threshold 0.5 excludes unrelated text.
+ * Search in one of three modes (see core/ranking.ts for how each ranks and what its score means):
+ * `semantic` (embedding cosine), `keyword` (BM25 over the full-text index) and `hybrid` (both,
+ * fused; the default). User, agent and tag filters are applied inside each index query.
  */
 export async function searchMemories(ctx: Context, raw: unknown): Promise<{ results: MemorySearchHit[] }> {
   const input = parseSearchMemories(raw);
-  const [vector] = await embedChecked(ctx, [input.query]);
-  const found = await ctx.store.searchMemories(
-    vector,
-    { accountId: ctx.accountId, userId: input.userId, agentId: input.agentId, tags: input.tags },
-    input.limit,
-  );
-  const results = found
-    .map(({ record, distance }) => ({ record, score: clamp01(1 - distance) }))
+  const filter = { accountId: ctx.accountId, userId: input.userId, agentId: input.agentId, tags: input.tags };
+  const pool = candidatePool(input.mode, input.limit);
+  const [vectorHits, textHits] = await Promise.all([
+    input.mode === "keyword" ? [] : embedQuery(ctx, input.query).then((v) => ctx.store.searchMemories(v, filter, pool)),
+    input.mode === "semantic" ? [] : ctx.store.searchMemoriesText(input.query, filter, pool),
+  ]);
+  const ranked = rank(input.mode, vectorHits, textHits)
     .filter((h) => Number.isFinite(h.score) && h.score >= input.threshold)
     .sort((a, b) => b.score - a.score || cmp(b.record.createdAt, a.record.createdAt))
-    .map(({ record, score }) => toSearchHit(record, score));
-  return { results };
+    .slice(0, input.limit);
+  return { results: ranked.map(({ record, score }) => toSearchHit(record, score)) };
 }
 
 /**
@@ -335,10 +336,6 @@ function toSearchHit(r: MemoryRecord, score: number): MemorySearchHit {
 
 function notFound(id: string): MmError {
   return new MmError("MEMORY_NOT_FOUND", `Memory ${id} does not exist.`);
-}
-
-function clamp01(x: number): number {
-  return Math.min(1, Math.max(0, x));
 }
 
 function cmp(a: string, b: string): number {

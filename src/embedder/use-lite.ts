@@ -1,6 +1,8 @@
+import { availableParallelism } from "node:os";
 import { MmError } from "../errors.js";
 import type { EmbedderProvider } from "./index.js";
 import { normalize, type Embedder, type EmbedderConfig } from "./types.js";
+import type { EmbedderPool } from "./worker-pool.js";
 
 const MODEL = "universal-sentence-encoder-lite";
 const DIMS = 512;
@@ -22,6 +24,13 @@ class UseLiteEmbedder implements Embedder {
   readonly dims = DIMS;
   readonly id = `use-lite:${MODEL}`;
   private loading: Promise<UseModel> | undefined;
+  private pool: Promise<EmbedderPool> | undefined;
+
+  /** `workers` > 1: batches larger than one model batch are embedded on that many worker threads. */
+  constructor(
+    private readonly workers: number,
+    private readonly env: Record<string, string | undefined>,
+  ) {}
 
   private load(): Promise<UseModel> {
     this.loading ??= (async () => {
@@ -41,6 +50,7 @@ class UseLiteEmbedder implements Embedder {
 
   async embed(texts: string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
+    if (this.workers > 1 && texts.length > BATCH) return this.embedOnWorkers(texts);
     const model = await this.load();
     const out: Float32Array[] = [];
     for (let i = 0; i < texts.length; i += BATCH) {
@@ -54,6 +64,28 @@ class UseLiteEmbedder implements Embedder {
     }
     return out;
   }
+
+  /** Splits the texts into model-sized batches and spreads them over the pool, keeping order. */
+  private async embedOnWorkers(texts: string[]): Promise<Float32Array[]> {
+    this.pool ??= import("./worker-pool.js").then(
+      ({ EmbedderPool }) => new EmbedderPool({ provider: "use-lite", model: MODEL, dims: DIMS }, this.env, this.workers),
+    );
+    const pool = await this.pool;
+    const chunks: Promise<Float32Array[]>[] = [];
+    for (let i = 0; i < texts.length; i += BATCH) chunks.push(pool.embed(texts.slice(i, i + BATCH)));
+    return (await Promise.all(chunks)).flat();
+  }
+
+  async close(): Promise<void> {
+    if (this.pool) await (await this.pool).close();
+  }
+}
+
+/** Worker threads for big batches: MM_EMBED_WORKERS, else one per core up to 4 (1 disables). */
+function workerCount(config: EmbedderConfig, env: Record<string, string | undefined>): number {
+  const fromOptions = Number(config.options?.workers ?? env.MM_EMBED_WORKERS);
+  if (Number.isInteger(fromOptions) && fromOptions >= 1) return fromOptions;
+  return Math.min(4, Math.max(1, availableParallelism()));
 }
 
 export const useLiteProvider: EmbedderProvider = {
@@ -61,10 +93,10 @@ export const useLiteProvider: EmbedderProvider = {
   async configure(): Promise<EmbedderConfig> {
     return { provider: "use-lite", model: MODEL, dims: DIMS };
   },
-  create(config: EmbedderConfig): Embedder {
+  create(config: EmbedderConfig, env): Embedder {
     if (config.model !== MODEL || config.dims !== DIMS) {
       throw new MmError("EMBEDDER_MISMATCH", `use-lite only provides ${MODEL} (${DIMS} dims), not ${config.model} (${config.dims} dims).`);
     }
-    return new UseLiteEmbedder();
+    return new UseLiteEmbedder(workerCount(config, env), env);
   },
 };

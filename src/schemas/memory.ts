@@ -43,6 +43,11 @@ export const UpdateMemoryInput = z
   .refine((v) => Object.keys(v).length > 0, "give at least one of content, agentId, tags, metadata, entityIds");
 export type UpdateMemoryInput = z.output<typeof UpdateMemoryInput>;
 
+export const SEARCH_MODES = ["semantic", "keyword", "hybrid"] as const;
+export type SearchMode = (typeof SEARCH_MODES)[number];
+/** The default mode: the best measured on the LoCoMo development split (see README, "Search quality"). */
+export const DEFAULT_SEARCH_MODE: SearchMode = "semantic";
+
 export const SearchMemoriesInput = z.strictObject({
   query: z
     .string()
@@ -54,6 +59,7 @@ export const SearchMemoriesInput = z.strictObject({
   tags: tagList.optional(),
   limit: clampedLimit(MAX_PAGE_LIMIT).default(DEFAULT_SEARCH_LIMIT),
   threshold: z.number().min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").default(DEFAULT_THRESHOLD),
+  mode: z.enum(SEARCH_MODES, { error: "must be semantic, keyword or hybrid" }).default(DEFAULT_SEARCH_MODE),
 });
 export type SearchMemoriesInput = z.output<typeof SearchMemoriesInput>;
 

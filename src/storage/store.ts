@@ -98,6 +98,9 @@ export interface OptimizeResult {
 }
 
 const MEMORIES = "memories";
+const TEXT_INDEX = "content_fts";
+/** Maintenance also runs once this many rows sit outside the text index (scanning them is slow). */
+const MAX_UNINDEXED_TEXT_ROWS = 2_000;
 /**
  * Entities and relations share one table (`kind` tells them apart) so that deleting an entity
  * and every relation touching it is one LanceDB commit: atomic, with no moment, even after a
@@ -173,7 +176,9 @@ export class Store {
       await withWriteLock(dir, () => db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true }));
     }
     const graph = await db.openTable(GRAPH);
-    return new Store(dir, config, db, memories, graph);
+    const store = new Store(dir, config, db, memories, graph);
+    await store.ensureTextIndex();
+    return store;
   }
 
   /**
@@ -187,6 +192,23 @@ export class Store {
     const view = new Store(this.dir, this.config, this.db, memories, graph);
     view.pinned = true;
     return view;
+  }
+
+  /**
+   * The full-text (BM25) index on memory content: English tokenizer, lower-cased, ASCII-folded,
+   * stemmed, stop words removed. New rows are searchable at once (LanceDB scans rows the index
+   * hasn't absorbed yet); maintenance folds them in, because scanning them is slow at scale.
+   */
+  private async ensureTextIndex(): Promise<void> {
+    if ((await this.memories.listIndices()).some((i) => i.name === TEXT_INDEX)) return;
+    const { lancedb } = loadLance();
+    await withWriteLock(this.dir, async () => {
+      if ((await this.memories.listIndices()).some((i) => i.name === TEXT_INDEX)) return;
+      await this.memories.createIndex("content", {
+        name: TEXT_INDEX,
+        config: lancedb.Index.fts({ baseTokenizer: "simple", language: "English", stem: true, removeStopWords: true, lowercase: true, asciiFolding: true, withPosition: false }),
+      });
+    });
   }
 
   /** True when `dir` holds a store, without creating or opening anything. */
@@ -261,6 +283,21 @@ export class Store {
       .limit(limit)
       .toArray();
     return rows.map((r) => ({ record: toRecord(r), distance: Number(r._distance) }));
+  }
+
+  /**
+   * Full-text (BM25) search over content, prefiltered like vector search. `score` is LanceDB's raw
+   * BM25, which is only comparable within one query's results.
+   */
+  async searchMemoriesText(query: string, filter: MemoryFilter, limit: number): Promise<{ record: MemoryRecord; score: number }[]> {
+    const rows = await this.memories
+      .query()
+      .fullTextSearch(query, { columns: ["content"] })
+      .where(memoryWhere(filter))
+      .select(RECORD_COLUMNS)
+      .limit(limit)
+      .toArray();
+    return rows.map((r) => ({ record: toRecord(r), score: Number(r._score) }));
   }
 
   async getEntity(accountId: string, id: string): Promise<EntityRecord | undefined> {
@@ -368,11 +405,16 @@ export class Store {
       const before = (await this.memories.version()) + (await this.graph.version());
       const result = await fn(new StoreWriter(this, this.memories, this.graph));
       const after = (await this.memories.version()) + (await this.graph.version());
-      if (Math.floor(after / MAINTENANCE_EVERY_VERSIONS) > Math.floor(before / MAINTENANCE_EVERY_VERSIONS)) {
+      const crossed = Math.floor(after / MAINTENANCE_EVERY_VERSIONS) > Math.floor(before / MAINTENANCE_EVERY_VERSIONS);
+      if (crossed || (await this.unindexedTextRows()) > MAX_UNINDEXED_TEXT_ROWS) {
         await this.optimizeLocked({ keepVersionsMs: DEFAULT_KEEP_VERSIONS_MS });
       }
       return result;
     });
+  }
+
+  private async unindexedTextRows(): Promise<number> {
+    return (await this.memories.indexStats(TEXT_INDEX))?.numUnindexedRows ?? 0;
   }
 
   async stats(): Promise<StoreStats> {
@@ -425,7 +467,7 @@ export class Store {
       await this.db.createEmptyTable(MEMORIES, memorySchema(embedder.dims), { mode: "overwrite" });
       await writeConfig(this.dir, { ...this.config, embedder });
     });
-    return Store.open(this.dir);
+    return Store.open(this.dir); // recreates the text index on the new table
   }
 
   close(): void {

@@ -1,0 +1,324 @@
+#!/usr/bin/env node
+// `npm run bench`: speed, memory and scale figures for mm, each beside its floor. Prints a table and
+// writes JSON (bench-results/bench.json). Options:
+//   --sizes 10000,100000   store sizes for the search/growth runs (add 1000000 by hand: slow)
+//   --quick                a short smoke run (sizes 2000, few queries) for tests
+//   --out <file>           where to write the JSON
+// Texts come from ../shared/data/locomo-dev when present (read at run time, never copied), else
+// from a template generator. Large stores are filled through the store API with vectors derived
+// from a pool of real embeddings (the same vector space, made distinct with small noise), because
+// embedding 100k texts would take most of an hour on 2 cores.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createInterface } from "node:readline";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const BIN = join(root, "bin", "mm.js");
+const args = process.argv.slice(2);
+const flag = (name, fallback) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const QUICK = args.includes("--quick");
+const SIZES = (flag("sizes", QUICK ? "2000" : "10000,100000")).split(",").map(Number);
+const OUT = resolve(flag("out", join(root, "bench-results", "bench.json")));
+const QUERIES = QUICK ? 20 : 200;
+const INGEST_N = QUICK ? 200 : 2000;
+
+const { useLiteProvider } = await import(join(root, "dist/embedder/use-lite.js"));
+const { Store } = await import(join(root, "dist/storage/store.js"));
+const { DEFAULT_EMBEDDER } = await import(join(root, "dist/embedder/index.js"));
+
+const results = { machine: machine(), startedAt: new Date().toISOString(), quick: QUICK, figures: {} };
+const rows = [];
+const record = (section, name, value, unit, floor, target, ok) => {
+  rows.push({ section, name, value, unit, floor, target, ok });
+  (results.figures[section] ??= {})[name] = { value, unit, ...(floor !== undefined ? { floor } : {}), ...(target ? { target, ok } : {}) };
+};
+
+const texts = loadTexts();
+const queries = loadQueries();
+const work = mkdtempSync(join(tmpdir(), "mm-bench-"));
+try {
+  await benchIngest();
+  await benchColdStart();
+  for (const size of SIZES) await benchSearch(size);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+results.finishedAt = new Date().toISOString();
+mkdirSync(dirname(OUT), { recursive: true });
+writeFileSync(OUT, JSON.stringify(results, null, 2) + "\n");
+printTable();
+console.log(`\nJSON: ${OUT}`);
+
+// ---------------------------------------------------------------------------------------------
+
+async function benchIngest() {
+  const sample = texts.slice(0, INGEST_N);
+  const single = useLiteProvider.create({ ...DEFAULT_EMBEDDER, options: { workers: 1 } }, {});
+  await single.embed(sample.slice(0, 8));
+  const t1 = performance.now();
+  await single.embed(sample);
+  const singleRate = sample.length / ((performance.now() - t1) / 1000);
+  await single.close?.();
+
+  const pooled = useLiteProvider.create(DEFAULT_EMBEDDER, {});
+  await pooled.embed(sample.slice(0, 100)); // starts and warms the workers
+  const t2 = performance.now();
+  await pooled.embed(sample);
+  const pooledRate = sample.length / ((performance.now() - t2) / 1000);
+  await pooled.close?.();
+
+  // The CLI end to end: batch add of INGEST_N lines, minus the fixed start-up (a 1-line batch).
+  const file = join(work, "ingest.jsonl");
+  writeFileSync(file, sample.map((content) => JSON.stringify({ content, userId: "bench" })).join("\n"));
+  writeFileSync(join(work, "one.jsonl"), JSON.stringify({ content: sample[0], userId: "bench" }));
+  const store = join(work, "ingest-store");
+  const one = timeCmd(["memories", "add", "--batch", join(work, "one.jsonl"), "--json"], store);
+  const all = timeCmd(["memories", "add", "--batch", file, "--json", "--batch-size", "256"], store);
+  const cliRate = sample.length / ((all - one) / 1000);
+
+  record("ingest", "embedder, 1 thread", round(singleRate), "texts/s");
+  record("ingest", `embedder, ${Math.min(4, cpus().length)} worker threads`, round(pooledRate), "texts/s", round(singleRate), "≥ 1.6× 1 thread", pooledRate >= 1.6 * singleRate);
+  record("ingest", "mm memories add --batch", round(cliRate), "memories/s", round(pooledRate), "≥ 90% of the embedder", cliRate >= 0.9 * pooledRate);
+}
+
+async function benchColdStart() {
+  const store = join(work, "cold-store");
+  spawnSync(process.execPath, [BIN, "memories", "add", "warm the page cache", "--user", "u"], { env: env(store) });
+  const list = median(Array.from({ length: 5 }, () => timeCmd(["memories", "list"], store)));
+  const search = median(Array.from({ length: 3 }, () => timeCmd(["memories", "search", "page cache", "--threshold", "0"], store)));
+  const load = modelLoadMs();
+  record("cold start", "mm memories list", round(list), "ms", undefined, "≤ 300 ms", list <= 300);
+  record("cold start", "use-lite model load (in process)", round(load), "ms");
+  record("cold start", "mm memories search", round(search), "ms", round(load), "≤ model load + 200 ms", search <= load + 200);
+}
+
+async function benchSearch(size) {
+  const store = join(work, `store-${size}`);
+  const fillMs = await fillStore(store, size);
+  record(`search @${label(size)}`, "fill (store API, derived vectors)", round(size / (fillMs / 1000)), "rows/s");
+
+  // The floor: query embedding plus the bare LanceDB queries, in one process, same filters.
+  const s = await Store.open(store);
+  const embedder = useLiteProvider.create({ ...DEFAULT_EMBEDDER, options: { workers: 1 } }, {});
+  await embedder.embed(["warm"]);
+  const users = userCount(size);
+  const floorVec = [];
+  const floorHybrid = [];
+  const exactTop = [];
+  for (let i = 0; i < QUERIES; i++) {
+    const q = queries[i % queries.length] + (i >= queries.length ? ` ${i}` : "");
+    const filter = { accountId: "acct_default", userId: `user${i % users}` };
+    const t = performance.now();
+    const [v] = await embedder.embed([q]);
+    const hits = await s.searchMemories(v, filter, 10);
+    floorVec.push(performance.now() - t);
+    const t2 = performance.now();
+    const [v2] = await embedder.embed([q]);
+    await Promise.all([s.searchMemories(v2, filter, 50), s.searchMemoriesText(q, filter, 50)]);
+    floorHybrid.push(performance.now() - t2);
+    exactTop.push(hits.map((h) => h.record.id));
+  }
+  const stats = await s.stats();
+  s.close();
+  await embedder.close?.();
+
+  // Through HTTP on a warm `mm serve`.
+  const server = await serve(store);
+  try {
+    const key = JSON.parse(run(["keys", "create", "--name", "bench"], store)).key;
+    const latency = { semantic: [], hybrid: [] };
+    for (const mode of ["semantic", "hybrid"]) {
+      for (let i = 0; i < QUERIES; i++) {
+        const q = queries[i % queries.length] + (i >= queries.length ? ` ${i}` : "") + (mode === "hybrid" ? " " : "");
+        const t = performance.now();
+        const res = await fetch(`${server.url}/v1/memories/search`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ query: q, userId: `user${i % users}`, limit: 10, threshold: 0, mode }),
+        });
+        await res.json();
+        latency[mode].push(performance.now() - t);
+      }
+    }
+    const rss = peakRss(server.pid);
+    const fp50 = pct(floorVec, 50);
+    record(`search @${label(size)}`, "semantic p50 / p95 (HTTP)", `${round(pct(latency.semantic, 50))} / ${round(pct(latency.semantic, 95))}`, "ms", `${round(fp50)} / ${round(pct(floorVec, 95))}`, "p50 ≤ floor + 5 ms", pct(latency.semantic, 50) <= fp50 + 5);
+    const hp50 = pct(floorHybrid, 50);
+    record(`search @${label(size)}`, "hybrid p50 / p95 (HTTP)", `${round(pct(latency.hybrid, 50))} / ${round(pct(latency.hybrid, 95))}`, "ms", `${round(hp50)} / ${round(pct(floorHybrid, 95))}`, "p50 ≤ floor + 5 ms", pct(latency.hybrid, 50) <= hp50 + 5);
+    record(`search @${label(size)}`, "vector indices", stats.memories.indices, "");
+    record(`search @${label(size)}`, "mm serve peak RSS", round(rss / 1024), "MiB");
+  } finally {
+    await server.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** Fills a store with `size` memories over `userCount(size)` users, vectors derived from a pool of real embeddings. */
+async function fillStore(dir, size) {
+  const poolFile = join(root, "bench-results", "cache", "pool-vectors.json");
+  let pool;
+  if (existsSync(poolFile)) pool = JSON.parse(readFileSync(poolFile, "utf8"));
+  else {
+    const e = useLiteProvider.create(DEFAULT_EMBEDDER, {});
+    const base = texts.slice(0, Math.min(texts.length, QUICK ? 300 : 3000));
+    const vectors = await e.embed(base);
+    await e.close?.();
+    pool = { texts: base, vectors: vectors.map((v) => Array.from(v, (x) => Math.round(x * 1e5) / 1e5)) };
+    mkdirSync(dirname(poolFile), { recursive: true });
+    writeFileSync(poolFile, JSON.stringify(pool));
+  }
+  const store = await Store.open(dir, { create: DEFAULT_EMBEDDER });
+  const users = userCount(size);
+  const started = performance.now();
+  const batch = 5000;
+  const t0 = Date.parse("2026-01-01T00:00:00.000Z");
+  for (let start = 0; start < size; start += batch) {
+    const rowsOut = [];
+    for (let i = start; i < Math.min(size, start + batch); i++) {
+      const k = i % pool.texts.length;
+      const v = Float32Array.from(pool.vectors[k], (x) => x + (Math.sin(i * 12.9898 + x * 78.233) * 0.02));
+      let n = 0;
+      for (const x of v) n += x * x;
+      n = Math.sqrt(n);
+      for (let j = 0; j < v.length; j++) v[j] /= n;
+      const at = new Date(t0 + i * 1000).toISOString();
+      rowsOut.push({
+        id: `mem_${String(i).padStart(24, "0")}`,
+        accountId: "acct_default",
+        content: `${pool.texts[k]} (#${i})`,
+        userId: `user${i % users}`,
+        agentId: null,
+        tags: [],
+        metadata: null,
+        entityIds: [],
+        createdAt: at,
+        updatedAt: at,
+        vector: v,
+      });
+    }
+    await store.write((w) => w.insertMemories(rowsOut));
+  }
+  await store.optimize({ keepVersionsMs: 0 });
+  store.close();
+  return performance.now() - started;
+}
+
+function userCount(size) {
+  return Math.max(1, Math.round(size / 2000));
+}
+
+async function serve(store) {
+  const child = spawn(process.execPath, [BIN, "serve", "--port", "0", "--rate-search", "100000", "--rate-read", "100000", "--rate-write", "100000"], {
+    env: env(store),
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const url = await new Promise((resolveUrl, reject) => {
+    child.once("exit", (code) => reject(new Error(`mm serve exited ${code}`)));
+    createInterface({ input: child.stderr }).on("line", (line) => {
+      try {
+        const e = JSON.parse(line);
+        if (e.event === "listening") resolveUrl(e.url);
+      } catch {}
+    });
+  });
+  return {
+    url,
+    pid: child.pid,
+    stop: () => new Promise((r) => (child.once("exit", r), child.kill("SIGTERM"))),
+  };
+}
+
+function peakRss(pid) {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+function modelLoadMs() {
+  const r = spawnSync(process.execPath, ["-e", `const t=performance.now();import(${JSON.stringify(join(root, "dist/embedder/use-lite.js"))}).then(async m=>{const e=m.useLiteProvider.create(${JSON.stringify({ ...DEFAULT_EMBEDDER, options: { workers: 1 } })},{});await e.embed(["x"]);console.log(performance.now()-t)})`], { encoding: "utf8" });
+  return Number(r.stdout.trim());
+}
+
+function timeCmd(argv, store) {
+  const t = performance.now();
+  const r = spawnSync(process.execPath, [BIN, ...argv], { env: env(store), encoding: "utf8", maxBuffer: 1 << 28 });
+  if (r.status !== 0) throw new Error(`mm ${argv.join(" ")} failed: ${r.stderr}`);
+  return performance.now() - t;
+}
+
+function run(argv, store) {
+  const r = spawnSync(process.execPath, [BIN, ...argv], { env: env(store), encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`mm ${argv.join(" ")} failed: ${r.stderr}`);
+  return r.stdout;
+}
+
+function env(store) {
+  return { ...process.env, MM_STORE: store, LANCEDB_LOG: "error" };
+}
+
+function loadTexts() {
+  const data = join(root, "..", "shared", "data", "locomo-dev", "locomo-dev.json");
+  const out = [];
+  if (existsSync(data)) {
+    for (const sample of JSON.parse(readFileSync(data, "utf8"))) {
+      for (const [k, v] of Object.entries(sample.conversation)) {
+        if (/^session_\d+$/.test(k)) for (const t of v) out.push(`${t.speaker}: ${t.text}`);
+      }
+    }
+  }
+  if (out.length < 3000) {
+    const subjects = ["I", "My sister", "Our team", "The doctor", "Alex", "My neighbour"];
+    const verbs = ["visited", "talked about", "planned", "finished", "started", "cancelled"];
+    const objects = ["a trip to Lisbon", "the quarterly budget", "a pottery class", "the new bike", "a birthday party", "the garden"];
+    for (let i = out.length; i < 3000; i++) out.push(`${subjects[i % 6]} ${verbs[(i >> 1) % 6]} ${objects[(i >> 2) % 6]} on day ${i}.`);
+  }
+  return out;
+}
+
+function loadQueries() {
+  const data = join(root, "..", "shared", "data", "locomo-dev", "locomo-dev.json");
+  if (!existsSync(data)) return texts.slice(0, 200).map((t) => t.split(" ").slice(0, 6).join(" "));
+  return JSON.parse(readFileSync(data, "utf8")).flatMap((s) => s.qa.map((q) => q.question));
+}
+
+function machine() {
+  return { cpus: cpus().length, cpu: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, platform: process.platform };
+}
+
+function pct(values, p) {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+}
+
+function median(values) {
+  return pct(values, 50);
+}
+
+function round(x) {
+  return typeof x === "number" ? Math.round(x * 10) / 10 : x;
+}
+
+function label(n) {
+  return n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n);
+}
+
+function printTable() {
+  const head = ["section", "figure", "value", "floor", "target", "ok"];
+  const body = rows.map((r) => [r.section, r.name, `${r.value} ${r.unit}`.trim(), r.floor === undefined ? "" : `${r.floor}`, r.target ?? "", r.target ? (r.ok ? "yes" : "NO") : ""]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => String(b[i]).length)));
+  const line = (cells) => cells.map((c, i) => String(c).padEnd(widths[i])).join(" | ");
+  console.log(`\nmm bench · ${results.machine.cpus} cores (${results.machine.cpu}), ${results.machine.memoryGiB} GiB, Node ${results.machine.node}`);
+  console.log(line(head));
+  console.log(widths.map((w) => "-".repeat(w)).join("-|-"));
+  for (const b of body) console.log(line(b));
+}
