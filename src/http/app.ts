@@ -56,17 +56,18 @@ export function createApp(deps: AppDeps): Hono<Env> {
       throw tooLarge(maxBody);
     },
   });
-  for (const route of ROUTES) {
-    const handler = (c: HonoContext<Env>) => handle(c, route, deps);
-    if (route.method === "POST" || route.method === "PATCH") app.on(route.method, route.path, limitBody, handler);
-    else app.on(route.method, route.path, handler);
-  }
-
-  // A known path with another method: 405 with Allow, in the envelope.
-  const methodsByPath = new Map<string, string[]>();
+  // Paths are registered static ones first, each followed by its 405 catch-all, so that
+  // `GET /v1/memories/search` is a wrong method on a known path, not the memory id "search".
+  const methodsByPath = new Map<string, string[]>([["/v1/openapi.json", ["GET"]]]);
   for (const r of ROUTES) methodsByPath.set(r.path, [...(methodsByPath.get(r.path) ?? []), r.method]);
-  methodsByPath.set("/v1/openapi.json", ["GET"]);
-  for (const [path, methods] of methodsByPath) {
+  const paths = [...methodsByPath.keys()].sort((a, b) => Number(a.includes(":")) - Number(b.includes(":")));
+  for (const path of paths) {
+    for (const route of ROUTES.filter((r) => r.path === path)) {
+      const handler = (c: HonoContext<Env>) => handle(c, route, deps);
+      if (route.method === "POST" || route.method === "PATCH") app.on(route.method, route.path, limitBody, handler);
+      else app.on(route.method, route.path, handler);
+    }
+    const methods = methodsByPath.get(path)!;
     app.all(path, (c) => {
       c.header("Allow", methods.join(", "));
       throw new MmError("METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}; use ${methods.join(", ")}.`, { allowed: methods });

@@ -63,7 +63,17 @@ export function buildOpenApi(routes: Route[]): Json {
 }
 
 function jsonSchema(schema: z.ZodType, io: "input" | "output" = "input"): Json {
-  const out = z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" }) as Json;
+  const out = z.toJSONSchema(schema, {
+    target: "draft-2020-12",
+    io,
+    unrepresentable: "any",
+    // The only z.custom schemas are JSON-object checks (metadata); say so instead of "anything".
+    override: (ctx) => {
+      if ((ctx.zodSchema as { _zod: { def: { type: string } } })._zod.def.type === "custom") {
+        Object.assign(ctx.jsonSchema, { type: "object", additionalProperties: true });
+      }
+    },
+  }) as Json;
   delete out.$schema;
   return out;
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { MmError } from "../errors.js";
-import { charLength, isWellFormed, clampedLimit, identifier, metadataObject, parseWith, positiveInt, requireObject, tagList } from "./validate.js";
+import { charLength, isWellFormed, clampedLimit, clampedLimitNumber, identifier, metadataObject, parseWith, positiveInt, requireObject, tagList } from "./validate.js";
 
 export const MAX_CONTENT_LENGTH = 10_000;
 export const MAX_QUERY_LENGTH = 10_000;
@@ -57,7 +57,7 @@ export const SearchMemoriesInput = z.strictObject({
   userId: identifier.optional(),
   agentId: identifier.optional(),
   tags: tagList.optional(),
-  limit: clampedLimit(MAX_PAGE_LIMIT).default(DEFAULT_SEARCH_LIMIT),
+  limit: clampedLimitNumber(MAX_PAGE_LIMIT).default(DEFAULT_SEARCH_LIMIT),
   threshold: z.number().min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").default(DEFAULT_THRESHOLD),
   mode: z.enum(SEARCH_MODES, { error: "must be semantic, keyword or hybrid" }).default(DEFAULT_SEARCH_MODE),
 });

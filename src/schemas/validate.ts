@@ -70,6 +70,14 @@ export function clampedLimit(max: number) {
   return positiveInt.transform((n) => Math.min(n, max));
 }
 
+/** The same for JSON bodies, where a limit must be a number: `"10"` is a wrong type there. */
+export function clampedLimitNumber(max: number) {
+  return z
+    .number()
+    .refine((n) => Number.isInteger(n) && n >= 1, "must be an integer of at least 1")
+    .transform((n) => Math.min(n, max));
+}
+
 /** Non-empty identifier-like strings (user, agent): 1-256 characters, not blank, well-formed Unicode. */
 export const identifier = z
   .string()
