@@ -35,19 +35,32 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const clock = options.clock ?? (() => new Date());
   const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock });
+  const configured = ctx.store.config.server ?? {};
   if (options.warm !== false) await (await ctx.embedder()).embed(["warm up"]);
   const app = createApp({
     ctx,
     accounts: new Accounts(options.storeDir, clock),
     ledger: new QuotaLedger(join(options.storeDir, "ledger"), clock),
-    limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...options.rateLimits }, () => clock().getTime()),
-    bodyLimitBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
+    limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...configured.rateLimits, ...options.rateLimits }, () => clock().getTime()),
+    bodyLimitBytes: options.bodyLimitBytes ?? configured.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
     log: options.log,
   });
-  const host = options.host ?? "127.0.0.1";
+  const host = options.host ?? configured.host ?? "127.0.0.1";
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8080 }, () => resolve(s as Server)) as Server;
+    const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? configured.port ?? 8080 }, () => resolve(s as Server)) as Server;
     s.once("error", reject);
+  });
+  // Requests Node refuses before the app sees them (oversized headers, garbage) still get the envelope.
+  server.removeAllListeners("clientError");
+  server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const tooBig = err.code === "HPE_HEADER_OVERFLOW";
+    const body = JSON.stringify({
+      error: tooBig
+        ? { code: "PAYLOAD_TOO_LARGE", message: "The request headers (or URL) are too large." }
+        : { code: "VALIDATION_ERROR", message: "Malformed HTTP request.", details: [{ field: "request", message: "could not be parsed" }] },
+    });
+    socket.end(`HTTP/1.1 ${tooBig ? "431 Request Header Fields Too Large" : "400 Bad Request"}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   });
   const port = (server.address() as AddressInfo).port;
   let closing: Promise<void> | undefined;

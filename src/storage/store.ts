@@ -12,6 +12,13 @@ export interface StoreConfig {
   formatVersion: number;
   createdAt: string;
   embedder: EmbedderConfig;
+  /** Defaults for `mm serve` (flags override): host, port, per-minute rate limits, body limit. */
+  server?: {
+    host?: string;
+    port?: number;
+    rateLimits?: { read?: number; write?: number; search?: number };
+    bodyLimitBytes?: number;
+  };
 }
 
 /** A memory as stored: metadata is kept as JSON text so arbitrary shapes need no schema. */

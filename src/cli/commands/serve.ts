@@ -4,12 +4,12 @@ import { resolveStorePath } from "../../storage/paths.js";
 import type { CliApp } from "../main.js";
 
 interface ServeFlags {
-  host: string;
-  port: string;
+  host?: string;
+  port?: string;
   rateRead?: string;
   rateWrite?: string;
   rateSearch?: string;
-  bodyLimit: string;
+  bodyLimit?: string;
   warm: boolean;
 }
 
@@ -17,14 +17,14 @@ export function registerServe(program: Command, app: CliApp): void {
   program
     .command("serve")
     .description("serve the /v1 HTTP API on this store (API keys: mm keys create)")
-    .option("--host <host>", "interface to bind; loopback unless you choose otherwise", "127.0.0.1")
-    .option("--port <port>", "port (0 picks a free one)", "8080")
+    .option("--host <host>", "interface to bind (default 127.0.0.1: loopback unless you choose otherwise)")
+    .option("--port <port>", "port; 0 picks a free one (default 8080)")
     .option("--rate-read <n>", "GET requests per key per minute (default 100)")
     .option("--rate-write <n>", "create, update and delete requests per key per minute (default 50)")
     .option("--rate-search <n>", "searches per key per minute (default 30)")
-    .option("--body-limit <bytes>", "largest request body accepted", String(1024 * 1024))
+    .option("--body-limit <bytes>", "largest request body accepted (default 1 MiB)")
     .option("--no-warm", "don't load the embedding model before listening")
-    .addHelpText("after", "\nExample:\n  mm serve --port 8080 --rate-search 120\n  curl -H \"Authorization: Bearer $KEY\" http://127.0.0.1:8080/v1/memories")
+    .addHelpText("after", "\nDefaults can also live in <store>/config.json under \"server\": {host, port, rateLimits: {read, write, search}, bodyLimitBytes}.\n\nExample:\n  mm serve --port 8080 --rate-search 120\n  curl -H \"Authorization: Bearer $KEY\" http://127.0.0.1:8080/v1/memories")
     .action(async (flags: ServeFlags, cmd: Command) => {
       const { io, output } = app;
       const storeDir = resolveStorePath((cmd.optsWithGlobals() as { store?: string }).store, io.env);
@@ -36,8 +36,8 @@ export function registerServe(program: Command, app: CliApp): void {
         }
         return n;
       };
-      const port = int("port", flags.port, 0)!;
-      if (port > 65535) throw new MmError("VALIDATION_ERROR", "--port must be at most 65535.", { details: [{ field: "port", message: "must be at most 65535" }] });
+      const port = int("port", flags.port, 0);
+      if (port !== undefined && port > 65535) throw new MmError("VALIDATION_ERROR", "--port must be at most 65535.", { details: [{ field: "port", message: "must be at most 65535" }] });
       const rateLimits = Object.fromEntries(
         (
           [
