@@ -82,7 +82,7 @@ export interface RelationFilter {
 export interface StoreStats {
   path: string;
   embedder: EmbedderConfig;
-  memories: TableStats;
+  memories: TableStats & { unindexedTextRows: number };
   graph: TableStats & { entities: number; relations: number };
   diskBytes: number;
 }
@@ -428,7 +428,7 @@ export class Store {
     return {
       path: this.dir,
       embedder: this.config.embedder,
-      memories: await tableStats(this.memories),
+      memories: { ...(await tableStats(this.memories)), unindexedTextRows: await this.unindexedTextRows() },
       graph: {
         ...(await tableStats(this.graph)),
         entities: await this.graph.countRows("kind = 'entity'"),
