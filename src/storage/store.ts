@@ -106,6 +106,7 @@ export interface OptimizeResult {
 
 const MEMORIES = "memories";
 const TEXT_INDEX = "content_fts";
+const USER_INDEX = "userId_btree";
 /** Maintenance also runs once this many rows sit outside the text index (scanning them is slow). */
 const MAX_UNINDEXED_TEXT_ROWS = 2_000;
 /**
@@ -184,7 +185,7 @@ export class Store {
     }
     const graph = await db.openTable(GRAPH);
     const store = new Store(dir, config, db, memories, graph);
-    await store.ensureTextIndex();
+    await store.ensureIndexes();
     return store;
   }
 
@@ -202,19 +203,29 @@ export class Store {
   }
 
   /**
-   * The full-text (BM25) index on memory content: English tokenizer, lower-cased, ASCII-folded,
-   * stemmed, stop words removed. New rows are searchable at once (LanceDB scans rows the index
-   * hasn't absorbed yet); maintenance folds them in, because scanning them is slow at scale.
+   * Indexes every store keeps:
+   * - full-text (BM25) on memory content: English tokenizer, lower-cased, ASCII-folded, stemmed,
+   *   stop words removed;
+   * - a B-tree on memories' userId, so a per-user search or list reads that user's rows, not the
+   *   table (measured at 100k rows: 517 → 46 ms for a prefiltered exact vector search).
+   * New rows are searchable at once (LanceDB scans rows an index hasn't absorbed yet); maintenance
+   * folds them in, because scanning many is slow.
    */
-  private async ensureTextIndex(): Promise<void> {
-    if ((await this.memories.listIndices()).some((i) => i.name === TEXT_INDEX)) return;
+  private async ensureIndexes(): Promise<void> {
+    const wanted = [TEXT_INDEX, USER_INDEX];
+    const have = async () => new Set((await this.memories.listIndices()).map((i) => i.name));
+    const haveSet = await have();
+    if (wanted.every((n) => haveSet.has(n))) return;
     const { lancedb } = loadLance();
     await withWriteLock(this.dir, async () => {
-      if ((await this.memories.listIndices()).some((i) => i.name === TEXT_INDEX)) return;
-      await this.memories.createIndex("content", {
-        name: TEXT_INDEX,
-        config: lancedb.Index.fts({ baseTokenizer: "simple", language: "English", stem: true, removeStopWords: true, lowercase: true, asciiFolding: true, withPosition: false }),
-      });
+      const existing = await have();
+      if (!existing.has(TEXT_INDEX)) {
+        await this.memories.createIndex("content", {
+          name: TEXT_INDEX,
+          config: lancedb.Index.fts({ baseTokenizer: "simple", language: "English", stem: true, removeStopWords: true, lowercase: true, asciiFolding: true, withPosition: false }),
+        });
+      }
+      if (!existing.has(USER_INDEX)) await this.memories.createIndex("userId", { name: USER_INDEX, config: lancedb.Index.btree() });
     });
   }
 
