@@ -5,10 +5,11 @@ import {
   parseSearchMemories,
   parseUpdateMemory,
   type CreateMemoryInput,
+  type SearchMode,
 } from "../schemas/memory.js";
-import type { MemoryRecord, MemoryRow } from "../storage/store.js";
+import type { MemoryFilter, MemoryRecord, MemoryRow } from "../storage/store.js";
 import { embedChecked, embedQuery, withSnapshot, type Context } from "./context.js";
-import { candidatePool, rank } from "./ranking.js";
+import { CANDIDATES, denseQuery, keywordQuery, rank, type Candidate } from "./ranking.js";
 import { assertEntitiesExist, resolveMentions, type CreateEntityResult } from "./entities.js";
 import { newId } from "./ids.js";
 
@@ -115,23 +116,69 @@ export async function listMemories(ctx: Context, rawQuery: unknown): Promise<Pag
 }
 
 /**
- * Search in one of three modes (see core/ranking.ts for how each ranks and what its score means):
- * `semantic` (embedding cosine), `keyword` (BM25 over the full-text index) and `hybrid` (both,
- * fused; the default). User, agent and tag filters are applied inside each index query.
+ * Search in one of three modes (core/ranking.ts says how each ranks and what its score means):
+ * `semantic` (embedding cosine), `keyword` (BM25 over the full-text index) and `hybrid` (both plus
+ * conversational neighbours, fused and calibrated; the default). User, agent and tag filters are
+ * applied inside every index query, so other users' data can't crowd a user's results out.
  */
 export async function searchMemories(ctx: Context, raw: unknown): Promise<{ results: MemorySearchHit[] }> {
   const input = parseSearchMemories(raw);
   const filter = { accountId: ctx.accountId, userId: input.userId, agentId: input.agentId, tags: input.tags };
-  const pool = candidatePool(input.mode, input.limit);
-  const [vectorHits, textHits] = await Promise.all([
-    input.mode === "keyword" ? [] : embedQuery(ctx, input.query).then((v) => ctx.store.searchMemories(v, filter, pool)),
-    input.mode === "semantic" ? [] : ctx.store.searchMemoriesText(input.query, filter, pool),
-  ]);
-  const ranked = rank(input.mode, vectorHits, textHits)
+  const candidates = await gatherCandidates(ctx, input.mode, input.query, filter, input.limit);
+  const ranked = rank(input.mode, candidates)
     .filter((h) => Number.isFinite(h.score) && h.score >= input.threshold)
     .sort((a, b) => b.score - a.score || cmp(b.record.createdAt, a.record.createdAt))
     .slice(0, input.limit);
   return { results: ranked.map(({ record, score }) => toSearchHit(record, score)) };
+}
+
+async function gatherCandidates(ctx: Context, mode: SearchMode, query: string, filter: MemoryFilter, limit: number): Promise<Candidate[]> {
+  if (mode === "semantic") {
+    const vector = await embedQuery(ctx, query);
+    return (await ctx.store.searchMemories(vector, filter, limit)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
+  }
+  const keywords = keywordQuery(query);
+  if (mode === "keyword") {
+    return keywords ? (await ctx.store.searchMemoriesText(keywords, filter, limit)).map((h) => ({ record: h.record, bm25: h.score })) : [];
+  }
+  const [vector, textHits] = await Promise.all([
+    embedQuery(ctx, denseQuery(query)),
+    keywords ? ctx.store.searchMemoriesText(keywords, filter, CANDIDATES, { withVectors: true }) : Promise.resolve([]),
+  ]);
+  const vectorHits = await ctx.store.searchMemories(vector, filter, CANDIDATES);
+  const byId = new Map<string, Candidate>();
+  for (const h of vectorHits) byId.set(h.record.id, { record: h.record, cosine: 1 - h.distance });
+  for (const h of textHits) {
+    const c = byId.get(h.record.id);
+    if (c) c.bm25 = h.score;
+    else byId.set(h.record.id, { record: h.record, bm25: h.score, cosine: h.vector ? dot(vector, h.vector) : undefined });
+  }
+  // Neighbours (seq ± 1 of the same user) join the candidates: context for a match is often the
+  // turn before or after it. Fetched with their vectors, in one query per user.
+  const wanted = new Map<string, { userId: string; seqs: Set<number> }>();
+  const present = new Set([...byId.values()].map((c) => `${c.record.userId}\u0000${c.record.seq}`));
+  for (const c of byId.values()) {
+    if (c.record.seq <= 0) continue;
+    for (const seq of [c.record.seq - 1, c.record.seq + 1]) {
+      if (seq < 1 || present.has(`${c.record.userId}\u0000${seq}`)) continue;
+      const entry = wanted.get(c.record.userId) ?? { userId: c.record.userId, seqs: new Set<number>() };
+      entry.seqs.add(seq);
+      wanted.set(c.record.userId, entry);
+    }
+  }
+  const neighbours = await Promise.all(
+    [...wanted.values()].map((w) => ctx.store.memoriesAtSeqs({ ...filter, userId: w.userId }, [...w.seqs])),
+  );
+  for (const row of neighbours.flat()) {
+    if (!byId.has(row.id)) byId.set(row.id, { record: row, cosine: dot(vector, row.vector) });
+  }
+  return [...byId.values()];
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
+  return s;
 }
 
 /**
@@ -306,6 +353,7 @@ function newRow(ctx: Context, input: CreateMemoryInput, vector: Float32Array): M
     entityIds: input.entityIds ?? [],
     createdAt: at,
     updatedAt: at,
+    seq: 0,
     vector,
   };
 }

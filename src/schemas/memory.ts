@@ -46,7 +46,7 @@ export type UpdateMemoryInput = z.output<typeof UpdateMemoryInput>;
 export const SEARCH_MODES = ["semantic", "keyword", "hybrid"] as const;
 export type SearchMode = (typeof SEARCH_MODES)[number];
 /** The default mode: the best measured on the LoCoMo development split (see README, "Search quality"). */
-export const DEFAULT_SEARCH_MODE: SearchMode = "semantic";
+export const DEFAULT_SEARCH_MODE: SearchMode = "hybrid";
 
 export const SearchMemoriesInput = z.strictObject({
   query: z

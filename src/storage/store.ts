@@ -33,11 +33,20 @@ export interface MemoryRecord {
   entityIds: string[];
   createdAt: string;
   updatedAt: string;
+  /** Position in the user's sequence; assigned on insert (0 until then). */
+  seq: Seq;
 }
 
 export interface MemoryRow extends MemoryRecord {
   vector: Float32Array;
 }
+
+/**
+ * A memory's place in its user's sequence (1, 2, 3… in insertion order, assigned under the write
+ * lock). Memories of one user arrive as a conversation, and a memory's neighbours (seq ± 1) are
+ * context that search uses (see core/ranking.ts).
+ */
+export type Seq = number;
 
 export interface MemoryFilter {
   accountId: string;
@@ -117,7 +126,7 @@ const MAX_UNINDEXED_TEXT_ROWS = 2_000;
 const GRAPH = "graph";
 const ENTITY_COLUMNS = ["id", "accountId", "name", "nameKey", "type", "description", "metadata", "createdAt", "updatedAt"];
 const RELATION_COLUMNS = ["id", "accountId", "sourceId", "targetId", "type", "metadata", "createdAt"];
-const RECORD_COLUMNS = ["id", "accountId", "content", "userId", "agentId", "tags", "metadata", "entityIds", "createdAt", "updatedAt"];
+const RECORD_COLUMNS = ["id", "accountId", "content", "userId", "agentId", "tags", "metadata", "entityIds", "createdAt", "updatedAt", "seq"];
 /** Auto-maintenance runs when the table's version crosses a multiple of this. */
 const MAINTENANCE_EVERY_VERSIONS = 32;
 /** Old versions younger than this are kept, so a concurrent reader's snapshot stays readable. */
@@ -179,6 +188,10 @@ export class Store {
     }
     const db = await connect(dir);
     const memories = await db.openTable(MEMORIES);
+    if (!(await memories.schema()).fields.some((f) => f.name === "seq")) {
+      // Stores made before sequence numbers: old memories get 0 (no neighbours), new ones count from 1.
+      await withWriteLock(dir, () => memories.addColumns([{ name: "seq", valueSql: "CAST(0 AS INT)" }]));
+    }
     if (!(await db.tableNames()).includes(GRAPH)) {
       // Stores made before the knowledge graph existed gain its table on first open.
       await withWriteLock(dir, () => db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true }));
@@ -304,18 +317,42 @@ export class Store {
   }
 
   /**
+   * The memories at the given sequence positions of one user (a search's candidates' neighbours),
+   * with their vectors, so their similarity to the query can be computed without another search.
+   */
+  async memoriesAtSeqs(filter: MemoryFilter & { userId: string }, seqs: number[]): Promise<MemoryRow[]> {
+    const valid = [...new Set(seqs)].filter((n) => Number.isInteger(n) && n > 0);
+    if (!valid.length) return [];
+    const rows = await this.memories
+      .query()
+      .where(`${memoryWhere(filter)} AND seq IN (${valid.join(", ")})`)
+      .select([...RECORD_COLUMNS, "vector"])
+      .toArray();
+    return rows.map((r) => ({ ...toRecord(r), vector: Float32Array.from(r.vector as ArrayLike<number>) }));
+  }
+
+  /**
    * Full-text (BM25) search over content, prefiltered like vector search. `score` is LanceDB's raw
    * BM25, which is only comparable within one query's results.
    */
-  async searchMemoriesText(query: string, filter: MemoryFilter, limit: number): Promise<{ record: MemoryRecord; score: number }[]> {
+  async searchMemoriesText(
+    query: string,
+    filter: MemoryFilter,
+    limit: number,
+    options: { withVectors?: boolean } = {},
+  ): Promise<{ record: MemoryRecord; score: number; vector?: Float32Array }[]> {
     const rows = await this.memories
       .query()
       .fullTextSearch(query, { columns: ["content"] })
       .where(memoryWhere(filter))
-      .select(RECORD_COLUMNS)
+      .select(options.withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS)
       .limit(limit)
       .toArray();
-    return rows.map((r) => ({ record: toRecord(r), score: Number(r._score) }));
+    return rows.map((r) => ({
+      record: toRecord(r),
+      score: Number(r._score),
+      ...(options.withVectors ? { vector: Float32Array.from(r.vector as ArrayLike<number>) } : {}),
+    }));
   }
 
   async getEntity(accountId: string, id: string): Promise<EntityRecord | undefined> {
@@ -545,9 +582,28 @@ export class StoreWriter {
     return true;
   }
 
+  /** Inserts in one commit, numbering each user's new memories after their last one. */
   async insertMemories(rows: MemoryRow[]): Promise<void> {
     if (rows.length === 0) return;
+    const next = new Map<string, number>();
+    for (const row of rows) {
+      const key = `${row.accountId}\u0000${row.userId}`;
+      if (!next.has(key)) next.set(key, (await this.lastSeq(row.accountId, row.userId)) + 1);
+      row.seq = next.get(key)!;
+      next.set(key, row.seq + 1);
+    }
     await this.memories.add(rows.map(toArrowRow));
+  }
+
+  private async lastSeq(accountId: string, userId: string): Promise<number> {
+    const rows = await this.memories
+      .query()
+      .where(`accountId = ${sqlString(accountId)} AND userId = ${sqlString(userId)}`)
+      .orderBy({ columnName: "seq", ascending: false })
+      .select(["seq"])
+      .limit(1)
+      .toArray();
+    return rows.length ? Number(rows[0].seq) : 0;
   }
 
   /** Replaces a memory in one commit (merge-insert on id), so a crash can't leave it half-written. */
@@ -691,6 +747,7 @@ function memorySchema(dims: number) {
     new arrow.Field("createdAt", new arrow.Utf8(), false),
     new arrow.Field("updatedAt", new arrow.Utf8(), false),
     new arrow.Field("vector", new arrow.FixedSizeList(dims, new arrow.Field("item", new arrow.Float32(), true)), false),
+    new arrow.Field("seq", new arrow.Int32(), false),
   ]);
 }
 
@@ -710,6 +767,7 @@ function toRecord(r: Record<string, unknown>): MemoryRecord {
     entityIds: toStringArray(r.entityIds),
     createdAt: String(r.createdAt),
     updatedAt: String(r.updatedAt),
+    seq: Number(r.seq ?? 0),
   };
 }
 

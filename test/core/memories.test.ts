@@ -1,3 +1,6 @@
+// Search tests here pin the semantic mode's score definition (cosine clamped to [0, 1], decisions.md),
+// so they name that mode; hybrid ranking and calibration are tested in ranking.test.ts and
+// search-quality.test.ts.
 import { afterEach, describe, expect, it } from "vitest";
 import { openContext, type Context } from "../../src/core/context.js";
 import {
@@ -246,7 +249,7 @@ describe("createMemory / getMemory: shapes", () => {
       updatedAt: bare.updatedAt,
     });
 
-    const { results } = await searchMemories(ctx, { query: "shape check memory", threshold: 0 });
+    const { results } = await searchMemories(ctx, { mode: "semantic", query: "shape check memory", threshold: 0 });
     const hits = new Map(results.map((h) => [h.id, h]));
     const hitFull = hits.get(full.id)!;
     expect(keys(hitFull)).toEqual(["agentId", "content", "createdAt", "id", "score", "tags", "userId"]);
@@ -426,7 +429,7 @@ describe("content length and exact round trips", () => {
     expect((await getMemory(ctx, m.id)).content).toBe(content);
     const list = await listMemories(ctx, { userId: "rt-user" });
     expect(list.items.map((i) => i.content)).toEqual([content]);
-    const { results } = await searchMemories(ctx, { query: content, userId: "rt-user", threshold: 0 });
+    const { results } = await searchMemories(ctx, { mode: "semantic", query: content, userId: "rt-user", threshold: 0 });
     expect(results.map((r) => r.content)).toEqual([content]);
     expect(results[0].id).toBe(m.id);
     expect(results[0].score).toBeCloseTo(1, 5);
@@ -449,7 +452,7 @@ describe("quotes and SQL-ish text in filter values", () => {
       const list = await listMemories(ctx, { userId });
       expect(list.items.map((i) => i.id), userId).toEqual([made.get(userId)!.id]);
       expect(list.pagination.total).toBe(1);
-      const { results } = await searchMemories(ctx, { query: "memory of", userId, threshold: 0 });
+      const { results } = await searchMemories(ctx, { mode: "semantic", query: "memory of", userId, threshold: 0 });
       expect(results.map((r) => r.id), userId).toEqual([made.get(userId)!.id]);
       expect(results[0].userId).toBe(userId);
     }
@@ -470,11 +473,11 @@ describe("quotes and SQL-ish text in filter values", () => {
     expect((await listMemories(ctx, { tags: "' OR 1=1 --" })).pagination.total).toBe(0);
     expect((await listMemories(ctx, { agentId: "x' OR '1'='1" })).pagination.total).toBe(0);
 
-    const s1 = await searchMemories(ctx, { query: "quoted tag", agentId: "O'Malley", threshold: 0 });
+    const s1 = await searchMemories(ctx, { mode: "semantic", query: "quoted tag", agentId: "O'Malley", threshold: 0 });
     expect(s1.results.map((r) => r.id)).toEqual([a.id]);
-    const s2 = await searchMemories(ctx, { query: "quoted tag", tags: ["it's"], threshold: 0 });
+    const s2 = await searchMemories(ctx, { mode: "semantic", query: "quoted tag", tags: ["it's"], threshold: 0 });
     expect(s2.results.map((r) => r.id)).toEqual([a.id]);
-    const s3 = await searchMemories(ctx, { query: "quoted tag", tags: ["') OR true --"], threshold: 0 });
+    const s3 = await searchMemories(ctx, { mode: "semantic", query: "quoted tag", tags: ["') OR true --"], threshold: 0 });
     expect(s3.results).toEqual([]);
   });
 
@@ -671,7 +674,7 @@ describe("searchMemories", () => {
 
   it("sorts by score descending, every score in [0, 1]; threshold 0 returns all of a user's memories", async () => {
     const { ctx, made } = await scoredFixture();
-    const { results } = await searchMemories(ctx, { query: "green tea garden morning", userId: "alice", threshold: 0 });
+    const { results } = await searchMemories(ctx, { mode: "semantic", query: "green tea garden morning", userId: "alice", threshold: 0 });
     expect(results.map((r) => r.id).sort()).toEqual(made.map((m) => m.id).sort());
     for (const r of results) {
       expect(r.score).toBeGreaterThanOrEqual(0);
@@ -711,10 +714,10 @@ describe("searchMemories", () => {
     await createMemory(ctx, { content: "exact duplicate text plus more", userId: "u" });
     await createMemory(ctx, { content: "something else", userId: "u" });
 
-    const { results } = await searchMemories(ctx, { query: "exact duplicate text", threshold: 1 });
+    const { results } = await searchMemories(ctx, { mode: "semantic", query: "exact duplicate text", threshold: 1 });
     expect(results.map((r) => r.id)).toEqual([newest.id, mid.id, oldest.id]);
     for (const r of results) expect(r.score).toBe(1);
-    const none = await searchMemories(ctx, { query: "nothing like it at all", threshold: 1 });
+    const none = await searchMemories(ctx, { mode: "semantic", query: "nothing like it at all", threshold: 1 });
     expect(none.results).toEqual([]);
   });
 
@@ -723,19 +726,19 @@ describe("searchMemories", () => {
     await createMemory(ctx, { content: "c", userId: "u" });
     const calls = embedder.calls;
     for (const threshold of [-0.1, 1.1, "0.5", null, NaN, Infinity, true]) {
-      await expectValidation(searchMemories(ctx, { query: "c", threshold }), "threshold");
+      await expectValidation(searchMemories(ctx, { mode: "semantic", query: "c", threshold }), "threshold");
     }
     for (const limit of [0, "0", -1, 1.5, "abc", "", null]) {
-      await expectValidation(searchMemories(ctx, { query: "c", limit }), "limit");
+      await expectValidation(searchMemories(ctx, { mode: "semantic", query: "c", limit }), "limit");
     }
     for (const query of [undefined, "", "   ", 5, null, ["c"], "bad \uD800"]) {
-      await expectValidation(searchMemories(ctx, { query, userId: "u" }), "query");
+      await expectValidation(searchMemories(ctx, { mode: "semantic", query, userId: "u" }), "query");
     }
-    await expectValidation(searchMemories(ctx, { query: "c", userId: "" }), "userId");
-    await expectValidation(searchMemories(ctx, { query: "c", agentId: 3 }), "agentId");
-    await expectValidation(searchMemories(ctx, { query: "c", tags: "a,b" }), "tags");
-    await expectValidation(searchMemories(ctx, { query: "c", tags: ["a", ""] }), "tags");
-    await expectValidation(searchMemories(ctx, { query: "c", user_id: "u" }), "user_id");
+    await expectValidation(searchMemories(ctx, { mode: "semantic", query: "c", userId: "" }), "userId");
+    await expectValidation(searchMemories(ctx, { mode: "semantic", query: "c", agentId: 3 }), "agentId");
+    await expectValidation(searchMemories(ctx, { mode: "semantic", query: "c", tags: "a,b" }), "tags");
+    await expectValidation(searchMemories(ctx, { mode: "semantic", query: "c", tags: ["a", ""] }), "tags");
+    await expectValidation(searchMemories(ctx, { mode: "semantic", query: "c", user_id: "u" }), "user_id");
     await expectValidation(searchMemories(ctx, null), "body");
     await expectValidation(searchMemories(ctx, "c"), "body");
     expect(embedder.calls, "invalid searches never embed").toBe(calls);
@@ -745,12 +748,12 @@ describe("searchMemories", () => {
   it("defaults limit to 10 and clamps limits above 100 to 100", async () => {
     const { ctx } = await setup();
     await seed(ctx, Array.from({ length: 105 }, (_, i) => ({ content: `limit probe ${i}`, userId: i < 15 ? "fifteen" : "many" })));
-    expect((await searchMemories(ctx, { query: "limit probe", userId: "fifteen", threshold: 0 })).results).toHaveLength(10);
-    expect((await searchMemories(ctx, { query: "limit probe", userId: "fifteen", threshold: 0, limit: 12 })).results).toHaveLength(12);
-    expect((await searchMemories(ctx, { query: "limit probe", userId: "fifteen", threshold: 0, limit: 50 })).results).toHaveLength(15);
-    expect((await searchMemories(ctx, { query: "limit probe", threshold: 0, limit: 200 })).results).toHaveLength(100);
-    expect((await searchMemories(ctx, { query: "limit probe", threshold: 0, limit: 100 })).results).toHaveLength(100);
-    expect((await searchMemories(ctx, { query: "limit probe", threshold: 0, limit: 1 })).results).toHaveLength(1);
+    expect((await searchMemories(ctx, { mode: "semantic", query: "limit probe", userId: "fifteen", threshold: 0 })).results).toHaveLength(10);
+    expect((await searchMemories(ctx, { mode: "semantic", query: "limit probe", userId: "fifteen", threshold: 0, limit: 12 })).results).toHaveLength(12);
+    expect((await searchMemories(ctx, { mode: "semantic", query: "limit probe", userId: "fifteen", threshold: 0, limit: 50 })).results).toHaveLength(15);
+    expect((await searchMemories(ctx, { mode: "semantic", query: "limit probe", threshold: 0, limit: 200 })).results).toHaveLength(100);
+    expect((await searchMemories(ctx, { mode: "semantic", query: "limit probe", threshold: 0, limit: 100 })).results).toHaveLength(100);
+    expect((await searchMemories(ctx, { mode: "semantic", query: "limit probe", threshold: 0, limit: 1 })).results).toHaveLength(1);
   });
 
   it("filters by tags with AND logic, and by agentId", async () => {
@@ -759,7 +762,7 @@ describe("searchMemories", () => {
     const a = await createMemory(ctx, { content: "tagged search text", userId: "u", tags: ["a"] });
     await createMemory(ctx, { content: "tagged search text", userId: "u", tags: ["b"] });
     const ids = async (extra: Record<string, unknown>) =>
-      (await searchMemories(ctx, { query: "tagged search text", threshold: 0, ...extra })).results.map((r) => r.id).sort();
+      (await searchMemories(ctx, { mode: "semantic", query: "tagged search text", threshold: 0, ...extra })).results.map((r) => r.id).sort();
     expect(await ids({ tags: ["a", "b"] })).toEqual([ab.id]);
     expect(await ids({ tags: ["a"] })).toEqual([a.id, ab.id].sort());
     expect(await ids({ tags: ["a", "zzz"] })).toEqual([]);
@@ -775,10 +778,10 @@ describe("searchMemories", () => {
       const { ctx } = await setup();
       const mine = await createMemory(ctx, { content: "apple orchard harvest", userId: "A" });
       await seed(ctx, Array.from({ length: 50 }, () => ({ content: query, userId: "B" })));
-      const unfiltered = await searchMemories(ctx, { query, threshold: 0, limit: 5 });
+      const unfiltered = await searchMemories(ctx, { mode: "semantic", query, threshold: 0, limit: 5 });
       expect(unfiltered.results.map((r) => r.userId)).toEqual(["B", "B", "B", "B", "B"]);
       for (const limit of [1, 5]) {
-        const { results } = await searchMemories(ctx, { query, userId: "A", limit, threshold: 0 });
+        const { results } = await searchMemories(ctx, { mode: "semantic", query, userId: "A", limit, threshold: 0 });
         expect(results.map((r) => r.id), `limit ${limit}`).toEqual([mine.id]);
       }
     });
@@ -788,7 +791,7 @@ describe("searchMemories", () => {
       const mine = await createMemory(ctx, { content: "apple orchard harvest", userId: "u", agentId: "rare" });
       await seed(ctx, Array.from({ length: 50 }, () => ({ content: query, userId: "u", agentId: "common" })));
       for (const limit of [1, 5]) {
-        const { results } = await searchMemories(ctx, { query, agentId: "rare", limit, threshold: 0 });
+        const { results } = await searchMemories(ctx, { mode: "semantic", query, agentId: "rare", limit, threshold: 0 });
         expect(results.map((r) => r.id), `limit ${limit}`).toEqual([mine.id]);
       }
     });
@@ -798,7 +801,7 @@ describe("searchMemories", () => {
       const mine = await createMemory(ctx, { content: "apple orchard harvest", userId: "u", tags: ["rare", "x"] });
       await seed(ctx, Array.from({ length: 50 }, (_, i) => ({ content: query, userId: "u", tags: i % 2 ? ["common", "x"] : ["rare"] })));
       for (const limit of [1, 5]) {
-        const { results } = await searchMemories(ctx, { query, tags: ["rare", "x"], limit, threshold: 0 });
+        const { results } = await searchMemories(ctx, { mode: "semantic", query, tags: ["rare", "x"], limit, threshold: 0 });
         expect(results.map((r) => r.id), `limit ${limit}`).toEqual([mine.id]);
       }
     });
@@ -841,7 +844,7 @@ describe("get / delete / unknown ids / other accounts", () => {
     const list = await listMemories(ctx, {});
     expect(list.items.map((i) => i.id).sort()).toEqual([keep1.id, keep2.id].sort());
     expect(list.pagination.total).toBe(2);
-    const { results } = await searchMemories(ctx, { query: "delete me please", threshold: 0 });
+    const { results } = await searchMemories(ctx, { mode: "semantic", query: "delete me please", threshold: 0 });
     expect(results.map((r) => r.id)).not.toContain(victim.id);
     expect(results).toHaveLength(2);
   });
@@ -862,7 +865,7 @@ describe("get / delete / unknown ids / other accounts", () => {
     await expectMmError(deleteMemory(b.ctx, mine.id), "MEMORY_NOT_FOUND");
 
     expect(await getMemory(a.ctx, mine.id)).toStrictEqual(mine);
-    const aSearch = await searchMemories(a.ctx, { query: "private account memory", threshold: 0 });
+    const aSearch = await searchMemories(a.ctx, { mode: "semantic", query: "private account memory", threshold: 0 });
     expect(aSearch.results.map((r) => r.id)).toEqual([mine.id]);
     expect(aSearch.results[0].score).toBeCloseTo(1, 5);
 
@@ -882,7 +885,7 @@ describe("updateMemory (PATCH)", () => {
     const { ctx, embedder, clock } = await setup();
     const m = await createMemory(ctx, { content: "alpha beta gamma", userId: "u", tags: ["t"], metadata: { k: 1 }, agentId: "ag" });
     const scoreFor = async (query: string) =>
-      (await searchMemories(ctx, { query, userId: "u", threshold: 0 })).results.find((r) => r.id === m.id)?.score ?? -1;
+      (await searchMemories(ctx, { mode: "semantic", query, userId: "u", threshold: 0 })).results.find((r) => r.id === m.id)?.score ?? -1;
     const before = await scoreFor("delta epsilon zeta");
     expect(before).toBeLessThan(0.5);
 
@@ -908,7 +911,7 @@ describe("updateMemory (PATCH)", () => {
     await updateMemory(ctx, m.id, { tags: ["x"] });
     await updateMemory(ctx, m.id, { agentId: "ag" });
     expect(embedder.calls).toBe(calls);
-    const { results } = await searchMemories(ctx, { query: "stable vector text", threshold: 0.99 });
+    const { results } = await searchMemories(ctx, { mode: "semantic", query: "stable vector text", threshold: 0.99 });
     expect(results.map((r) => r.id)).toEqual([m.id]);
     expect(results[0].score).toBeCloseTo(1, 5);
     expect(results[0]).toMatchObject({ tags: ["x"], agentId: "ag" });
@@ -942,7 +945,7 @@ describe("updateMemory (PATCH)", () => {
     expect(await getMemory(ctx, m.id)).toStrictEqual(cleared);
     expect((await listMemories(ctx, { agentId: "ag" })).pagination.total).toBe(0);
     expect((await listMemories(ctx, { tags: "a" })).pagination.total).toBe(0);
-    const hit = (await searchMemories(ctx, { query: "clear me", threshold: 0 })).results[0];
+    const hit = (await searchMemories(ctx, { mode: "semantic", query: "clear me", threshold: 0 })).results[0];
     expect(keys(hit)).toEqual(["content", "createdAt", "id", "score", "userId"]);
   });
 
@@ -1003,7 +1006,7 @@ describe("updateMemory (PATCH)", () => {
     expect(await snapshot(ctx)).toStrictEqual(before);
     expect(await getMemory(ctx, m.id)).toStrictEqual(m);
     expect(embedder.calls).toBe(calls);
-    const { results } = await searchMemories(ctx, { query: "original content", threshold: 0.99 });
+    const { results } = await searchMemories(ctx, { mode: "semantic", query: "original content", threshold: 0.99 });
     expect(results.map((r) => r.id)).toEqual([m.id]);
   });
 });

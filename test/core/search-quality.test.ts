@@ -30,11 +30,11 @@ describe("semantic search with the real model", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it.each(related)("finds %j for %j although they share no word, above every unrelated memory", async (memory, query) => {
+  it.each(related.flatMap(([m, q]) => (["semantic", "hybrid"] as const).map((mode) => [m, q, mode] as const)))("finds %j for %j although they share no word, above every unrelated memory (%s)", async (memory, query, mode) => {
     const words = (s: string) => new Set(s.toLowerCase().match(/[a-z]+/g));
     const shared = [...words(query)].filter((w) => words(memory).has(w));
     expect(shared).toEqual([]);
-    const { results } = await searchMemories(ctx, { query, userId: "alice", threshold: 0 });
+    const { results } = await searchMemories(ctx, { query, userId: "alice", threshold: 0, mode });
     expect(results[0].id).toBe(ids.get(memory));
     expect(results[0].score).toBeGreaterThan(0.5);
     for (const text of unrelated) {
@@ -44,8 +44,8 @@ describe("semantic search with the real model", () => {
     }
   });
 
-  it("keeps unrelated memories below the default threshold of 0.5", async () => {
-    const { results } = await searchMemories(ctx, { query: "new pet cat", userId: "alice" });
+  it.each(["semantic", "hybrid"] as const)("keeps unrelated memories below the default threshold of 0.5 (%s)", async (mode) => {
+    const { results } = await searchMemories(ctx, { query: "new pet cat", userId: "alice", mode });
     expect(results.map((h) => h.id)).toEqual([ids.get("I adopted a kitten last week")]);
   });
 
@@ -55,8 +55,10 @@ describe("semantic search with the real model", () => {
     try {
       const mine = await createMemory(c, { content: "I adopted a kitten last week", userId: "alice" });
       for (let i = 0; i < 30; i++) await createMemory(c, { content: i % 2 ? "new pet cat" : "a new pet cat", userId: `bob${i}` });
-      const { results } = await searchMemories(c, { query: "new pet cat", userId: "alice", limit: 1, threshold: 0 });
-      expect(results.map((h) => h.id)).toEqual([mine.id]);
+      for (const mode of ["semantic", "keyword", "hybrid"] as const) {
+        const { results } = await searchMemories(c, { query: mode === "keyword" ? "adopted kitten" : "new pet cat", userId: "alice", limit: 1, threshold: 0, mode });
+        expect(results.map((h) => h.id), mode).toEqual([mine.id]);
+      }
       const all = await searchMemories(c, { query: "new pet cat", limit: 5, threshold: 0 });
       expect(all.results.every((h) => h.userId !== "alice")).toBe(true);
     } finally {
