@@ -96,6 +96,7 @@ describe("mm memories (in-process)", () => {
       [["memories", "search", "x", "--limit", "ten"], "VALIDATION_ERROR"],
       [["memories", "search", "x", "--threshold", "1.5"], "VALIDATION_ERROR"],
       [["memories", "search", "x", "--threshold", "high"], "VALIDATION_ERROR"],
+      [["memories", "search", "x", "--mode", "fuzzy"], "VALIDATION_ERROR"],
       [["memories", "list", "--page", "0"], "VALIDATION_ERROR"],
       [["memories", "list", "--limit", "2.5"], "VALIDATION_ERROR"],
       [["memories", "list", "--format", "xml"], "VALIDATION_ERROR"],
@@ -117,6 +118,15 @@ describe("mm memories (in-process)", () => {
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
     expect(r.stderr).toContain("MEMORY_NOT_FOUND");
     expect(r.stdout).toBe("");
+  });
+
+  it("searches in each --mode", async () => {
+    const store = await tempDir();
+    const m = parse(await mm(store, ["memories", "add", "walrus colony on the ice", "--user", "u"]));
+    for (const mode of ["hybrid", "semantic", "keyword"]) {
+      const r = parse(await mm(store, ["memories", "search", "walrus", "--mode", mode, "--threshold", "0"]));
+      expect(r.results.map((h: { id: string }) => h.id), mode).toEqual([m.id]);
+    }
   });
 
   it("clamps list and search limits above 100 and reports the size used", async () => {

@@ -49,7 +49,8 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-t, --tag <tag>", "only memories with this tag (repeatable; all must match)", collect)
     .option("-l, --limit <n>", "maximum results (default 10, at most 100)")
     .option("--threshold <score>", "minimum score, 0 to 1 (default 0.5)")
-    .action((query: string, opts: FieldFlags & { limit?: string; threshold?: string }, cmd: Command) =>
+    .option("--mode <mode>", "hybrid (default: keywords + meaning + conversational context), semantic or keyword")
+    .action((query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
         const body = await (await core()).searchMemories(
           ctx,
@@ -60,6 +61,7 @@ export function registerMemories(program: Command, app: CliApp): void {
             tags: opts.tag,
             limit: numberFlag(opts.limit),
             threshold: numberFlag(opts.threshold),
+            mode: opts.mode,
           }),
         );
         await app.output.result(body, (t) => renderHits(t, body.results));
