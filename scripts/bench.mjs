@@ -4,6 +4,7 @@
 //   --sizes 10000,100000   store sizes for the search/growth runs (add 1000000 by hand: slow)
 //   --quick                a short smoke run (sizes 2000, few queries) for tests
 //   --out <file>           where to write the JSON
+//   --sections a,b         only some of: ingest, cold, search (default all)
 // Texts come from ../shared/data/locomo-dev when present (read at run time, never copied), else
 // from a template generator. Large stores are filled through the store API with vectors derived
 // from a pool of real embeddings (the same vector space, made distinct with small noise), because
@@ -26,6 +27,7 @@ const QUICK = args.includes("--quick");
 const SIZES = (flag("sizes", QUICK ? "2000" : "10000,100000")).split(",").map(Number);
 const OUT = resolve(flag("out", join(root, "bench-results", "bench.json")));
 const QUERIES = QUICK ? 20 : 200;
+const SECTIONS = new Set(flag("sections", "ingest,cold,search").split(","));
 const INGEST_N = QUICK ? 200 : 2000;
 
 const { useLiteProvider } = await import(join(root, "dist/embedder/use-lite.js"));
@@ -43,9 +45,9 @@ const texts = loadTexts();
 const queries = loadQueries();
 const work = mkdtempSync(join(tmpdir(), "mm-bench-"));
 try {
-  await benchIngest();
-  await benchColdStart();
-  for (const size of SIZES) await benchSearch(size);
+  if (SECTIONS.has("ingest")) await benchIngest();
+  if (SECTIONS.has("cold")) await benchColdStart();
+  if (SECTIONS.has("search")) for (const size of SIZES) await benchSearch(size);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

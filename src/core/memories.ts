@@ -232,7 +232,7 @@ export interface BatchOptions {
   batchSize?: number;
   /** Called once per input line, in line order, after its batch is committed (or it failed). */
   onResult?: (result: BatchLineResult) => void;
-  /** Stop reading after the current batch (Ctrl-C). Lines already read are still committed. */
+  /** Stop reading (Ctrl-C); lines already read, up to one batch beyond the current, are still committed. */
   signal?: AbortSignal;
   /** Find people, places and organisations in each line and link them (see createMemoryWithExtraction). */
   extract?: boolean;
@@ -259,14 +259,30 @@ export async function addMemoriesFromLines(
   let failed = 0;
   let lineNo = 0;
 
-  const flush = async () => {
-    const valid = pending.filter((p) => p.input);
-    if (valid.length) {
+  type Pending = (typeof pending)[number];
+
+  /** Embeds a batch (and extracts); marks every line failed if that fails. */
+  const prepare = async (batch: Pending[]) => {
+    const valid = batch.filter((p) => p.input);
+    if (!valid.length) return undefined;
+    try {
+      await options.beforeWrite?.(valid.length);
+      const vectors = await embedChecked(ctx, valid.map((p) => p.input!.content));
+      const rows = valid.map((p, i) => newRow(ctx, p.input!, vectors[i]));
+      const mentions = extractMentions ? await Promise.all(valid.map((p) => extractMentions(p.input!.content))) : undefined;
+      return { valid, rows, mentions };
+    } catch (err) {
+      const error = toMmError(err);
+      for (const p of valid) p.error = error;
+      return undefined;
+    }
+  };
+
+  /** Commits a prepared batch, then reports each of its lines (in order, after the commit). */
+  const commit = async (batch: Pending[], prepared: Awaited<ReturnType<typeof prepare>>) => {
+    if (prepared) {
+      const { valid, rows, mentions } = prepared;
       try {
-        await options.beforeWrite?.(valid.length);
-        const vectors = await embedChecked(ctx, valid.map((p) => p.input!.content));
-        const rows = valid.map((p, i) => newRow(ctx, p.input!, vectors[i]));
-        const mentions = extractMentions ? await Promise.all(valid.map((p) => extractMentions(p.input!.content))) : undefined;
         await ctx.store.write(async (w) => {
           // Links are checked under the lock, per line: a line naming a missing entity fails alone.
           const live = await ctx.store.getEntities(ctx.accountId, rows.flatMap((r) => r.entityIds));
@@ -294,17 +310,27 @@ export async function addMemoriesFromLines(
         }
       }
     }
-    for (const p of pending) {
-      const row = p.row;
-      if (row) {
+    for (const p of batch) {
+      if (p.row) {
         added++;
-        options.onResult?.({ line: p.line, memory: toMemory(row), ...(p.extracted ? { extracted: p.extracted } : {}) });
+        options.onResult?.({ line: p.line, memory: toMemory(p.row), ...(p.extracted ? { extracted: p.extracted } : {}) });
       } else {
         failed++;
         options.onResult?.({ line: p.line, error: p.error });
       }
     }
+  };
+
+  // Pipelined: batch N is written while batch N+1 is embedded. Commits stay in order, and a line
+  // is still reported only after the commit that holds it.
+  let writing: Promise<void> = Promise.resolve();
+  const flush = async () => {
+    const batch = pending;
     pending = [];
+    if (!batch.length) return;
+    const prepared = await prepare(batch);
+    await writing;
+    writing = commit(batch, prepared);
   };
 
   for await (const text of lines) {
@@ -319,6 +345,7 @@ export async function addMemoriesFromLines(
     if (options.signal?.aborted) break;
   }
   await flush();
+  await writing;
   return { added, failed, stopped: options.signal?.aborted ?? false };
 }
 
