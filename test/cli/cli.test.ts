@@ -1,42 +1,19 @@
 import { createServer, type Server } from "node:http";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { Readable, Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { run } from "../../src/cli/main.js";
 import { VERSION } from "../../src/cli/version.js";
-import { createTestEmbedder } from "../helpers/test-embedder.js";
+import { runCli, Capture, stdinOf, type CliResult } from "../helpers/run-cli.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
 
-class Capture extends Writable {
-  text = "";
-  constructor(readonly isTTY: boolean) {
-    super();
-  }
-  override _write(chunk: Buffer, _enc: string, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
 
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
-/** Runs the CLI in-process with the deterministic test embedder and captured streams. */
-async function mm(store: string, args: string[], opts: { tty?: boolean; input?: string; env?: Record<string, string> } = {}): Promise<Result> {
-  const stdout = new Capture(opts.tty ?? false);
-  const stderr = new Capture(opts.tty ?? false);
-  const stdin = Object.assign(Readable.from(opts.input !== undefined ? [Buffer.from(opts.input)] : []), { isTTY: false });
-  const code = await run(["--store", store, ...args], { stdout, stderr, stdin, env: { ...opts.env }, embedder: createTestEmbedder() });
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
+const mm = runCli;
 
-const parse = (r: Result) => JSON.parse(r.stdout);
+const parse = (r: CliResult) => JSON.parse(r.stdout);
 
 describe("mm memories (in-process)", () => {
   it("prints JSON when piped, a table on a terminal, and JSON on a terminal with --json", async () => {
@@ -233,7 +210,7 @@ describe("mm store and mm init", () => {
     const store = join(await tempDir(), "s");
     const stdout = new Capture(false);
     const stderr = new Capture(false);
-    const stdin = Object.assign(Readable.from([]), { isTTY: false });
+    const stdin = stdinOf();
     const code = await run(["init", "--store", store], { stdout, stderr, stdin, env: {} });
     expect(code, stderr.text).toBe(0);
     expect(JSON.parse(stdout.text)).toEqual({
@@ -260,7 +237,7 @@ describe("mm store and mm init", () => {
     });
     await new Promise<void>((r) => server!.listen(0, "127.0.0.1", () => r()));
     const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
-    const io = () => ({ stdout: new Capture(false), stderr: new Capture(false), stdin: Object.assign(Readable.from([]), { isTTY: false }), env: {} });
+    const io = () => ({ stdout: new Capture(false), stderr: new Capture(false), stdin: stdinOf(), env: {} });
 
     const fresh = join(await tempDir(), "s");
     const a = io();

@@ -1,25 +1,11 @@
-import { Readable, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { run } from "../../src/cli/main.js";
-import { createTestEmbedder } from "../helpers/test-embedder.js";
+import { runCli } from "../helpers/run-cli.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
 
-function capture() {
-  const s = new Writable({ write: (c, _e, cb) => ((s.text += c.toString()), cb()) }) as Writable & { text: string; isTTY: boolean };
-  s.text = "";
-  s.isTTY = false;
-  return s;
-}
 
-async function mm(store: string, args: string[], input?: string) {
-  const stdout = capture();
-  const stderr = capture();
-  const stdin = Object.assign(Readable.from(input ? [Buffer.from(input)] : []), { isTTY: false });
-  const code = await run(["--store", store, ...args], { stdout, stderr, stdin, env: {}, embedder: createTestEmbedder() });
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
+const mm = (store: string, args: string[], input?: string) => runCli(store, args, { input });
 
 describe("mm memories add --extract", () => {
   it("creates entities once, reuses them, links them, and reports on stderr", async () => {

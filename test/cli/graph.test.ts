@@ -1,44 +1,21 @@
-import { Readable, Writable } from "node:stream";
 import { Graphviz } from "@hpcc-js/wasm-graphviz";
 import { describe, expect, it } from "vitest";
-import { run } from "../../src/cli/main.js";
 import { openContext } from "../../src/core/context.js";
 import { createEntity } from "../../src/core/entities.js";
 import { exportGraph } from "../../src/core/graph.js";
 import { toDot, toMermaid } from "../../src/core/graph-format.js";
 import { createRelation } from "../../src/core/relations.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
+import { runCli, type CliResult } from "../helpers/run-cli.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
 
-class Capture extends Writable {
-  text = "";
-  constructor(readonly isTTY: boolean) {
-    super();
-  }
-  override _write(chunk: Buffer, _enc: string, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
 
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
-/** Runs the CLI in-process with the deterministic test embedder and captured streams. */
-async function mm(store: string, args: string[], opts: { tty?: boolean } = {}): Promise<Result> {
-  const stdout = new Capture(opts.tty ?? false);
-  const stderr = new Capture(opts.tty ?? false);
-  const stdin = Object.assign(Readable.from([]), { isTTY: false });
-  const code = await run(["--store", store, ...args], { stdout, stderr, stdin, env: {}, embedder: createTestEmbedder() });
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
+const mm = runCli;
 
-const parse = (r: Result) => JSON.parse(r.stdout);
+const parse = (r: CliResult) => JSON.parse(r.stdout);
 
 /**
  * A store holding Ann -KNOWS-> Bob -KNOWS-> Cy, Acme -EMPLOYS-> Cy (so Ann…Acme needs one edge
