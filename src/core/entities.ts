@@ -6,7 +6,7 @@ import type { EntityRecord, StoreWriter } from "../storage/store.js";
 import { z } from "zod";
 import { withSnapshot, type Context } from "./context.js";
 import { newId } from "./ids.js";
-import { toListItem as toMemoryListItem, type MemoryListItem, type Page } from "./memories.js";
+import { page, toListItem as toMemoryListItem, type MemoryListItem, type Page } from "./memories.js";
 
 /** Create and get shape (spec §2.2): description and metadata only when supplied. */
 export interface Entity {
@@ -68,7 +68,7 @@ export async function listEntities(ctx: Context, rawQuery: unknown): Promise<Pag
     total = matches.length;
     records = matches.slice(offset, offset + q.limit);
   }
-  return { items: records.map(toEntityListItem), pagination: { page: q.page, limit: q.limit, total, totalPages: Math.ceil(total / q.limit) } };
+  return page(records.map(toEntityListItem), q, total);
 }
 
 /** PATCH semantics like memories; a rename onto another entity's name and type is refused. */
@@ -120,7 +120,7 @@ export async function listEntityMemories(ctx: Context, id: string, rawQuery: unk
   const { records, total } = await withSnapshot(ctx, (store) =>
     store.listMemories({ accountId: ctx.accountId, entityId: id }, { offset: (q.page - 1) * q.limit, limit: q.limit }),
   );
-  return { items: records.map(toMemoryListItem), pagination: { page: q.page, limit: q.limit, total, totalPages: Math.ceil(total / q.limit) } };
+  return page(records.map(toMemoryListItem), q, total);
 }
 
 export interface Mention {

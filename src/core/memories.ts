@@ -51,6 +51,11 @@ export interface Page<T> {
   pagination: Pagination;
 }
 
+/** A list response: the items of page `q.page` of size `q.limit` (the size used, after clamping), out of `total`. */
+export function page<T>(items: T[], q: { page: number; limit: number }, total: number): Page<T> {
+  return { items, pagination: { page: q.page, limit: q.limit, total, totalPages: Math.ceil(total / q.limit) } };
+}
+
 export async function createMemory(ctx: Context, raw: unknown): Promise<Memory> {
   const input = parseCreateMemory(raw);
   const [vector] = await embedChecked(ctx, [input.content]);
@@ -109,10 +114,7 @@ export async function listMemories(ctx: Context, rawQuery: unknown): Promise<Pag
   const { records, total } = await withSnapshot(ctx, (store) =>
     store.listMemories({ accountId: ctx.accountId, userId: q.userId, agentId: q.agentId, tags: q.tags }, { offset: (q.page - 1) * q.limit, limit: q.limit }),
   );
-  return {
-    items: records.map(toListItem),
-    pagination: { page: q.page, limit: q.limit, total, totalPages: Math.ceil(total / q.limit) },
-  };
+  return page(records.map(toListItem), q, total);
 }
 
 /**

@@ -3,7 +3,7 @@ import { parseCreateRelation, parseListRelations } from "../schemas/relation.js"
 import type { EntityRecord, RelationRecord } from "../storage/store.js";
 import { withSnapshot, type Context } from "./context.js";
 import { newId } from "./ids.js";
-import type { Page } from "./memories.js";
+import { page, type Page } from "./memories.js";
 
 /** Create shape (spec §2.3): no endpoint summaries; metadata only when supplied. */
 export interface Relation {
@@ -75,7 +75,7 @@ export async function listRelations(ctx: Context, rawQuery: unknown): Promise<Pa
     return { ...page, ends: await store.getEntities(ctx.accountId, page.records.flatMap((r) => [r.sourceId, r.targetId])) };
   });
   const items = records.map((r) => attachEnds(r, ends)).filter((r): r is RelationWithEnds => r !== undefined).map(({ metadata: _omit, ...item }) => item);
-  return { items, pagination: { page: q.page, limit: q.limit, total, totalPages: Math.ceil(total / q.limit) } };
+  return page(items, q, total);
 }
 
 export async function deleteRelation(ctx: Context, id: string): Promise<{ success: boolean; id: string }> {
