@@ -31,5 +31,6 @@ if (existing.pagination.total === 0) {
   }
 }
 show("list", ["memories", "list", "--user", "quickstart"]);
-show("search", ["memories", "search", "what does she drink at breakfast", "--user", "quickstart", "--threshold", "0.2"]);
+show("search", ["memories", "search", "what do I drink in the morning?", "--user", "quickstart"]);
+show("search by meaning alone", ["memories", "search", "where does my sibling live", "--user", "quickstart", "--mode", "semantic", "--threshold", "0.3"]);
 console.log("\nNext: `npm link` puts `mm` on your PATH; `mm --help` lists every command.");
