@@ -5,6 +5,7 @@ import { createMemory, getMemory, updateMemory } from "../../src/core/memories.j
 import { createRelation, getRelation, listRelations } from "../../src/core/relations.js";
 import { ENTITY_TYPES } from "../../src/schemas/entity.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
+import { codeOf } from "../helpers/errors.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
@@ -15,14 +16,6 @@ async function setup(options: { accountId?: string; storeDir?: string } = {}): P
   return Object.assign(ctx, { tick: () => (t += 1000) });
 }
 
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    return (err as { code: string }).code;
-  }
-  throw new Error("expected an error");
-}
 
 async function entityCount(ctx: Context): Promise<number> {
   return (await listEntities(ctx, {})).pagination.total;

@@ -3,6 +3,7 @@ import { openContext, type Context } from "../../src/core/context.js";
 import { createEntity, deleteEntity } from "../../src/core/entities.js";
 import { createRelation, deleteRelation, getRelation, listRelations } from "../../src/core/relations.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
+import { codeOf } from "../helpers/errors.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
@@ -14,14 +15,6 @@ async function setup(accountId?: string, storeDir?: string) {
   return { ctx, person };
 }
 
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    return (err as { code: string }).code;
-  }
-  throw new Error("expected an error");
-}
 
 const count = async (ctx: Context) => (await listRelations(ctx, {})).pagination.total;
 

@@ -1,39 +1,13 @@
-import { Readable, Writable } from "node:stream";
-import { run } from "../../src/cli/main.js";
-import { createTestEmbedder } from "./test-embedder.js";
+import { runCli as runCliOn, type CliResult } from "./run-cli.js";
 
-class Capture extends Writable {
-  text = "";
-  readonly isTTY = false;
-  override _write(chunk: Buffer, _enc: string, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
-
-export interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type { CliResult };
 
 /**
  * Runs the real CLI in-process (piped, so JSON output) on `storeDir` as `account`, with the test
  * embedder and the given clock: the same store, embedder and clock a test server uses.
  */
-export async function runCli(storeDir: string, account: string, args: string[], clock?: () => Date): Promise<CliResult> {
-  const stdout = new Capture();
-  const stderr = new Capture();
-  const stdin = Object.assign(Readable.from([]), { isTTY: false });
-  const code = await run(["--store", storeDir, "--account", account, "--json", ...args], {
-    stdout,
-    stderr,
-    stdin,
-    env: {},
-    embedder: createTestEmbedder(),
-    clock,
-  });
-  return { code, stdout: stdout.text, stderr: stderr.text };
+export function runCli(storeDir: string, account: string, args: string[], clock?: () => Date): Promise<CliResult> {
+  return runCliOn(storeDir, ["--account", account, "--json", ...args], { clock });
 }
 
 const ID = /\b(mem|ent|rel)_[0-9A-Z]{24}\b/g;

@@ -26,9 +26,20 @@ export function stdinOf(input?: string): Readable & { isTTY: boolean } {
 }
 
 /** Runs the whole CLI in-process on `store`, with the deterministic test embedder and captured streams. */
-export async function runCli(store: string, args: string[], opts: { tty?: boolean; input?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+export async function runCli(
+  store: string,
+  args: string[],
+  opts: { tty?: boolean; input?: string; env?: Record<string, string>; clock?: () => Date } = {},
+): Promise<CliResult> {
   const stdout = new Capture(opts.tty ?? false);
   const stderr = new Capture(opts.tty ?? false);
-  const code = await run(["--store", store, ...args], { stdout, stderr, stdin: stdinOf(opts.input), env: { ...opts.env }, embedder: createTestEmbedder() });
+  const code = await run(["--store", store, ...args], {
+    stdout,
+    stderr,
+    stdin: stdinOf(opts.input),
+    env: { ...opts.env },
+    embedder: createTestEmbedder(),
+    clock: opts.clock,
+  });
   return { code, stdout: stdout.text, stderr: stderr.text };
 }
