@@ -268,32 +268,13 @@ export class Store {
   }
 
   async getMemory(accountId: string, id: string): Promise<MemoryRecord | undefined> {
-    const rows = await this.memories
-      .query()
-      .where(`accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`)
-      .select(RECORD_COLUMNS)
-      .limit(1)
-      .toArray();
-    return rows.length ? toRecord(rows[0]) : undefined;
+    const q = this.memories.query().where(`accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`).select(RECORD_COLUMNS).limit(1);
+    return (await readMemoryRows(q, false))[0];
   }
 
   /** Newest first (createdAt, then id, descending): stable across pages whatever the physical order. */
-  async listMemories(filter: MemoryFilter, page: { offset: number; limit: number }): Promise<{ records: MemoryRecord[]; total: number }> {
-    const where = memoryWhere(filter);
-    const total = await this.memories.countRows(where);
-    if (page.offset >= total) return { records: [], total };
-    const rows = await this.memories
-      .query()
-      .where(where)
-      .orderBy([
-        { columnName: "createdAt", ascending: false },
-        { columnName: "id", ascending: false },
-      ])
-      .offset(page.offset)
-      .limit(page.limit)
-      .select(RECORD_COLUMNS)
-      .toArray();
-    return { records: rows.map(toRecord), total };
+  async listMemories(filter: MemoryFilter, page: PageWindow): Promise<{ records: MemoryRecord[]; total: number }> {
+    return newestFirstPage(this.memories, memoryWhere(filter), RECORD_COLUMNS, page, (q) => readMemoryRows(q, false));
   }
 
   /**
@@ -382,12 +363,8 @@ export class Store {
   }
 
   /** Newest first, stable across pages. */
-  async listEntities(accountId: string, filter: { type?: string }, page: { offset: number; limit: number }): Promise<{ records: EntityRecord[]; total: number }> {
-    const where = entityWhere(accountId, filter);
-    const total = await this.graph.countRows(where);
-    if (page.offset >= total) return { records: [], total };
-    const rows = await this.graph.query().where(where).orderBy(NEWEST_FIRST).offset(page.offset).limit(page.limit).select(ENTITY_COLUMNS).toArray();
-    return { records: rows.map(toEntity), total };
+  async listEntities(accountId: string, filter: { type?: string }, page: PageWindow): Promise<{ records: EntityRecord[]; total: number }> {
+    return newestFirstPage(this.graph, entityWhere(accountId, filter), ENTITY_COLUMNS, page, async (q) => (await q.toArray()).map(toEntity));
   }
 
   /** Every entity whose folded name contains `foldedQuery` (the caller ranks and pages them). */
@@ -410,12 +387,8 @@ export class Store {
     return rows.length ? toRelation(rows[0]) : undefined;
   }
 
-  async listRelations(filter: RelationFilter, page: { offset: number; limit: number }): Promise<{ records: RelationRecord[]; total: number }> {
-    const where = relationWhere(filter);
-    const total = await this.graph.countRows(where);
-    if (page.offset >= total) return { records: [], total };
-    const rows = await this.graph.query().where(where).orderBy(NEWEST_FIRST).offset(page.offset).limit(page.limit).select(RELATION_COLUMNS).toArray();
-    return { records: rows.map(toRelation), total };
+  async listRelations(filter: RelationFilter, page: PageWindow): Promise<{ records: RelationRecord[]; total: number }> {
+    return newestFirstPage(this.graph, relationWhere(filter), RELATION_COLUMNS, page, async (q) => (await q.toArray()).map(toRelation));
   }
 
   /** Relations touching any of `entityIds` in the given direction (for traversal), optionally of one type. */
@@ -610,18 +583,9 @@ export class StoreWriter {
     return true;
   }
 
-  getMemory(accountId: string, id: string): Promise<MemoryRecord | undefined> {
-    return this.store.getMemory(accountId, id);
-  }
-
   async getMemoryRow(accountId: string, id: string): Promise<MemoryRow | undefined> {
-    const rows = await this.memories
-      .query()
-      .where(`accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`)
-      .limit(1)
-      .toArray();
-    if (!rows.length) return undefined;
-    return { ...toRecord(rows[0]), vector: toFloat32(rows[0].vector) };
+    const q = this.memories.query().where(`accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`).select([...RECORD_COLUMNS, "vector"]).limit(1);
+    return (await readMemoryRows(q, true))[0] as MemoryRow | undefined;
   }
 }
 
@@ -642,6 +606,22 @@ const OLDEST_FIRST = [
   { columnName: "createdAt", ascending: true },
   { columnName: "id", ascending: true },
 ];
+
+type PageWindow = { offset: number; limit: number };
+type PagedQuery = ReturnType<Table["query"]>;
+
+/** One page of `table` rows matching `where`, newest first (createdAt, then id), and the total. */
+async function newestFirstPage<T>(
+  table: Table,
+  where: string,
+  columns: string[],
+  page: PageWindow,
+  read: (query: PagedQuery) => Promise<T[]>,
+): Promise<{ records: T[]; total: number }> {
+  const total = await table.countRows(where);
+  if (page.offset >= total) return { records: [], total };
+  return { records: await read(table.query().where(where).orderBy(NEWEST_FIRST).offset(page.offset).limit(page.limit).select(columns)), total };
+}
 
 function entityWhere(accountId: string, filter: { type?: string }): string {
   const parts = [`kind = 'entity'`, `accountId = ${sqlString(accountId)}`];
@@ -797,22 +777,6 @@ function toFloat32(cell: unknown): Float32Array {
 
 function toArrowRow(row: MemoryRow): Record<string, unknown> {
   return { ...row, vector: Array.from(row.vector) };
-}
-
-function toRecord(r: Record<string, unknown>): MemoryRecord {
-  return {
-    id: String(r.id),
-    accountId: String(r.accountId),
-    content: String(r.content),
-    userId: String(r.userId),
-    agentId: r.agentId == null ? null : String(r.agentId),
-    tags: toStringArray(r.tags),
-    metadata: r.metadata == null ? null : String(r.metadata),
-    entityIds: toStringArray(r.entityIds),
-    createdAt: String(r.createdAt),
-    updatedAt: String(r.updatedAt),
-    seq: Number(r.seq ?? 0),
-  };
 }
 
 async function connect(dir: string): Promise<Connection> {
