@@ -59,9 +59,9 @@ export function registerServe(program: Command, app: CliApp): void {
         warm: flags.warm,
         log,
       });
-      log({ time: new Date().toISOString(), event: "listening", url: server.url, store: storeDir });
-      if (output.isTable) output.note(`mm serve: listening on ${server.url} (store ${storeDir}); Ctrl-C stops`);
-      await new Promise<void>((resolve) => {
+      // The shutdown handler goes in before "listening" is announced: a client that signals as
+      // soon as it sees the announcement must get a graceful stop, not Node's default kill.
+      const stopped = new Promise<void>((resolve) => {
         const release = io.onShutdown?.(async (signal) => {
           log({ time: new Date().toISOString(), event: "shutdown", signal });
           await server.close();
@@ -70,5 +70,8 @@ export function registerServe(program: Command, app: CliApp): void {
         });
         if (!io.onShutdown) resolve();
       });
+      log({ time: new Date().toISOString(), event: "listening", url: server.url, store: storeDir });
+      if (output.isTable) output.note(`mm serve: listening on ${server.url} (store ${storeDir}); Ctrl-C stops`);
+      await stopped;
     });
 }
