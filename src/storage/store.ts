@@ -91,7 +91,7 @@ export interface RelationFilter {
 export interface StoreStats {
   path: string;
   embedder: EmbedderConfig;
-  memories: TableStats & { unindexedTextRows: number };
+  memories: TableStats & { unindexedTextRows: number; vectorIndex: VectorIndexStats | null };
   graph: TableStats & { entities: number; relations: number };
   diskBytes: number;
 }
@@ -105,12 +105,36 @@ export interface TableStats {
   bytes: number;
 }
 
+export interface VectorIndexStats {
+  name: string;
+  type: "IVF_FLAT";
+  partitions: number;
+  indexedRows: number;
+  unindexedRows: number;
+}
+
+/**
+ * The sizes at which the store changes strategy. The defaults come from measurements on a 2-core
+ * machine (README, "Speed, memory and scale"); tests shrink them to exercise the same code paths
+ * on small tables.
+ */
+export interface StoreTuning {
+  /** Maintenance builds a vector index once the memories table holds this many rows. */
+  vectorIndexMinRows: number;
+  /** A search whose filter leaves at most this many rows stays exact even when there is an index. */
+  exactSearchMaxRows: number;
+}
+
+export const DEFAULT_TUNING: StoreTuning = { vectorIndexMinRows: 50_000, exactSearchMaxRows: 20_000 };
+
 export interface OptimizeResult {
   fragmentsRemoved: number;
   fragmentsAdded: number;
   oldVersionsRemoved: number;
   bytesRemoved: number;
   tempFilesRemoved: number;
+  /** Set when this pass built (or retrained) the vector index. */
+  vectorIndexBuilt?: { partitions: number; rows: number };
 }
 
 const MEMORIES = "memories";
@@ -127,8 +151,22 @@ const GRAPH = "graph";
 const ENTITY_COLUMNS = ["id", "accountId", "name", "nameKey", "type", "description", "metadata", "createdAt", "updatedAt"];
 const RELATION_COLUMNS = ["id", "accountId", "sourceId", "targetId", "type", "metadata", "createdAt"];
 const RECORD_COLUMNS = ["id", "accountId", "content", "userId", "agentId", "tags", "metadata", "entityIds", "createdAt", "updatedAt", "seq"];
-/** Auto-maintenance runs when the table's version crosses a multiple of this. */
+/** Auto-maintenance runs when the table's version crosses a multiple of this (times `sizeSteps`). */
 const MAINTENANCE_EVERY_VERSIONS = 32;
+/**
+ * Maintenance rewrites every fragment under LanceDB's 1M-row target, so its cost grows with the
+ * table. To keep the total work proportional to what is written (amortised), both triggers scale
+ * with size: the version interval by one step per this many rows, and the unindexed-row trigger
+ * to a fixed fraction of the table.
+ */
+const MAINTENANCE_ROWS_PER_STEP = 100_000;
+const MAINTENANCE_GROWTH_FRACTION = 0.2;
+/** Vector index name prefix; the suffix is the partition count it was trained with. */
+const VECTOR_INDEX_PREFIX = "vector_ivf_flat_p";
+/** Partitions an unfiltered top-10 search probes (recall@10 = 1.000 at 100k rows, measured). */
+const BASE_PROBES = 20;
+/** How long a process trusts what it last read of the vector index before asking LanceDB again. */
+const VECTOR_INDEX_CACHE_MS = 5_000;
 /** Old versions younger than this are kept, so a concurrent reader's snapshot stays readable. */
 const DEFAULT_KEEP_VERSIONS_MS = 10 * 60_000;
 /** LanceDB leaves `data/.tmp*` behind after a kill -9; only ones this old are surely orphaned. */
@@ -154,13 +192,16 @@ export class Store {
     private readonly db: Connection,
     private memories: Table,
     private graph: Table,
+    readonly tuning: StoreTuning,
+    /** Shared with snapshot views, so a view doesn't re-read the index list. */
+    private readonly indexCache: { at: number; value: VectorIndexInfo | null },
   ) {}
 
   /**
    * Opens the store at `dir`, creating it with `create` as its embedder when it doesn't exist.
    * Refuses a non-empty directory that isn't a store, so a mistyped `--store ~` litters nothing.
    */
-  static async open(dir: string, options: { create?: EmbedderConfig; now?: () => Date } = {}): Promise<Store> {
+  static async open(dir: string, options: { create?: EmbedderConfig; now?: () => Date; tuning?: Partial<StoreTuning> } = {}): Promise<Store> {
     let config = await readConfig(dir);
     if (!config) {
       if (!options.create) {
@@ -197,7 +238,7 @@ export class Store {
       await withWriteLock(dir, () => db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true }));
     }
     const graph = await db.openTable(GRAPH);
-    const store = new Store(dir, config, db, memories, graph);
+    const store = new Store(dir, config, db, memories, graph, { ...DEFAULT_TUNING, ...options.tuning }, { at: 0, value: null });
     await store.ensureIndexes();
     return store;
   }
@@ -210,7 +251,7 @@ export class Store {
   async snapshot(): Promise<Store> {
     const [memories, graph] = await Promise.all([this.db.openTable(MEMORIES), this.db.openTable(GRAPH)]);
     await Promise.all([memories.checkout(await memories.version()), graph.checkout(await graph.version())]);
-    const view = new Store(this.dir, this.config, this.db, memories, graph);
+    const view = new Store(this.dir, this.config, this.db, memories, graph, this.tuning, this.indexCache);
     view.pinned = true;
     return view;
   }
@@ -286,8 +327,39 @@ export class Store {
     if (vector.length !== this.config.embedder.dims) {
       throw new MmError("EMBEDDER_MISMATCH", `Query vector has ${vector.length} dims; the store's vectors have ${this.config.embedder.dims}.`);
     }
-    const q = this.memories.query().nearestTo(Array.from(vector)).distanceType("cosine").where(memoryWhere(filter)).select(RECORD_COLUMNS).limit(limit);
+    const where = memoryWhere(filter);
+    let q = this.memories.query().nearestTo(Array.from(vector)).distanceType("cosine").where(where).select(RECORD_COLUMNS).limit(limit);
+    const plan = await this.vectorPlan(where, limit);
+    q = plan.exact ? q.bypassVectorIndex() : q.nprobes(plan.nprobes);
     return (await readMemoryRows(q, false)).map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
+  }
+
+  /**
+   * Exact or approximate? Without a vector index, or when the filter leaves few rows (a user's own
+   * memories, read through the B-tree), exact search is both fast and exact. Otherwise the IVF
+   * index probes partitions: BASE_PROBES for an unfiltered top-10, scaled up by 1/selectivity (a
+   * filter keeping a quarter of the rows leaves a quarter of each partition) and by the square
+   * root of limit/10. Once that would read more than a quarter of the partitions, exact search is
+   * cheaper again.
+   */
+  async vectorPlan(where: string, limit: number): Promise<{ exact: true } | { exact: false; nprobes: number }> {
+    const index = await this.vectorIndex();
+    if (!index) return { exact: true };
+    const [total, scope] = await Promise.all([this.memories.countRows(), this.memories.countRows(where)]);
+    if (scope <= this.tuning.exactSearchMaxRows) return { exact: true };
+    const nprobes = Math.ceil(BASE_PROBES * (total / scope) * Math.sqrt(Math.max(1, limit / 10)));
+    if (nprobes > index.partitions / 4) return { exact: true };
+    return { exact: false, nprobes };
+  }
+
+  /** The vector index, if the table has one (cached for a few seconds across this process's views). */
+  private async vectorIndex(): Promise<VectorIndexInfo | null> {
+    const now = Date.now();
+    if (now - this.indexCache.at > VECTOR_INDEX_CACHE_MS) {
+      this.indexCache.value = vectorIndexOf(await this.memories.listIndices());
+      this.indexCache.at = now;
+    }
+    return this.indexCache.value;
   }
 
   /**
@@ -424,9 +496,9 @@ export class Store {
       const before = (await this.memories.version()) + (await this.graph.version());
       const result = await fn(new StoreWriter(this, this.memories, this.graph));
       const after = (await this.memories.version()) + (await this.graph.version());
-      const crossed = Math.floor(after / MAINTENANCE_EVERY_VERSIONS) > Math.floor(before / MAINTENANCE_EVERY_VERSIONS);
-      if (crossed || (await this.unindexedTextRows()) > MAX_UNINDEXED_TEXT_ROWS) {
-        await this.optimizeLocked({ keepVersionsMs: DEFAULT_KEEP_VERSIONS_MS });
+      const rows = await this.memories.countRows();
+      if (maintenanceDue({ before, after, rows, unindexedTextRows: await this.unindexedTextRows() })) {
+        await this.maintainLocked({ keepVersionsMs: DEFAULT_KEEP_VERSIONS_MS });
       }
       return result;
     });
@@ -437,10 +509,19 @@ export class Store {
   }
 
   async stats(): Promise<StoreStats> {
+    const index = vectorIndexOf(await this.memories.listIndices());
+    const indexStats = index ? await this.memories.indexStats(index.name) : undefined;
     return {
       path: this.dir,
       embedder: this.config.embedder,
-      memories: { ...(await tableStats(this.memories)), unindexedTextRows: await this.unindexedTextRows() },
+      memories: {
+        ...(await tableStats(this.memories)),
+        unindexedTextRows: await this.unindexedTextRows(),
+        vectorIndex:
+          index && indexStats
+            ? { name: index.name, type: "IVF_FLAT", partitions: index.partitions, indexedRows: indexStats.numIndexedRows, unindexedRows: indexStats.numUnindexedRows }
+            : null,
+      },
       graph: {
         ...(await tableStats(this.graph)),
         entities: await this.graph.countRows("kind = 'entity'"),
@@ -450,9 +531,32 @@ export class Store {
     };
   }
 
-  /** Compacts small fragments and deletes versions older than `keepVersionsMs` (and orphaned temp files). */
+  /**
+   * Compacts small fragments, folds new rows into the indexes, deletes versions older than
+   * `keepVersionsMs` (and orphaned temp files), and builds or retrains the vector index when the
+   * table's size calls for it.
+   */
   async optimize(options: { keepVersionsMs?: number } = {}): Promise<OptimizeResult> {
-    return withWriteLock(this.dir, () => this.optimizeLocked({ keepVersionsMs: options.keepVersionsMs ?? DEFAULT_KEEP_VERSIONS_MS }));
+    return withWriteLock(this.dir, () => this.maintainLocked({ keepVersionsMs: options.keepVersionsMs ?? DEFAULT_KEEP_VERSIONS_MS }));
+  }
+
+  private async maintainLocked(options: { keepVersionsMs: number }): Promise<OptimizeResult> {
+    const result = await this.optimizeLocked(options);
+    const rows = await this.memories.countRows();
+    const current = vectorIndexOf(await this.memories.listIndices());
+    const wanted = wantedVectorIndex(rows, current, this.tuning);
+    if (wanted) {
+      // Dropped first: LanceDB keeps one vector index per column. In between, searches are exact.
+      if (current) await this.memories.dropIndex(current.name);
+      const { lancedb } = loadLance();
+      await this.memories.createIndex("vector", {
+        name: `${VECTOR_INDEX_PREFIX}${wanted.partitions}`,
+        config: lancedb.Index.ivfFlat({ distanceType: "cosine", numPartitions: wanted.partitions }),
+      });
+      result.vectorIndexBuilt = { partitions: wanted.partitions, rows };
+    }
+    this.indexCache.at = 0;
+    return result;
   }
 
   private async optimizeLocked(options: { keepVersionsMs: number }): Promise<OptimizeResult> {
@@ -685,6 +789,50 @@ function toRelation(r: Record<string, unknown>): RelationRecord {
     metadata: r.metadata == null ? null : String(r.metadata),
     createdAt: String(r.createdAt),
   };
+}
+
+interface VectorIndexInfo {
+  name: string;
+  partitions: number;
+}
+
+function vectorIndexOf(indices: { name: string }[]): VectorIndexInfo | null {
+  for (const { name } of indices) {
+    if (name.startsWith(VECTOR_INDEX_PREFIX)) {
+      const partitions = Number(name.slice(VECTOR_INDEX_PREFIX.length));
+      if (Number.isInteger(partitions) && partitions > 0) return { name, partitions };
+    }
+  }
+  return null;
+}
+
+/** √rows partitions (LanceDB's own default), bounded so a partition never gets tiny or huge. */
+export function vectorIndexPartitions(rows: number): number {
+  return Math.min(4096, Math.max(16, Math.round(Math.sqrt(rows))));
+}
+
+/**
+ * The index maintenance should build now, if any: the first once the table reaches
+ * `vectorIndexMinRows`, and a retrained one once the table has grown to four times the size the
+ * current one was trained for (its partitions twice too coarse). Retraining at ×4 keeps the total
+ * training work proportional to the rows written.
+ */
+export function wantedVectorIndex(rows: number, current: { partitions: number } | null, tuning: StoreTuning): { partitions: number } | null {
+  if (rows < tuning.vectorIndexMinRows) return null;
+  const partitions = vectorIndexPartitions(rows);
+  if (!current) return { partitions };
+  return partitions >= 2 * current.partitions ? { partitions } : null;
+}
+
+/**
+ * Whether a write should be followed by maintenance. Amortised: the version interval grows by a
+ * step per 100k rows and the unindexed-row trigger is a fifth of the table, so a table filled in
+ * large batches is rewritten a logarithmic number of times, not once per batch.
+ */
+export function maintenanceDue(s: { before: number; after: number; rows: number; unindexedTextRows: number }): boolean {
+  const interval = MAINTENANCE_EVERY_VERSIONS * Math.max(1, Math.ceil(s.rows / MAINTENANCE_ROWS_PER_STEP));
+  const crossed = Math.floor(s.after / interval) > Math.floor(s.before / interval);
+  return crossed || s.unindexedTextRows > Math.max(MAX_UNINDEXED_TEXT_ROWS, s.rows * MAINTENANCE_GROWTH_FRACTION);
 }
 
 async function tableStats(table: Table): Promise<TableStats> {

@@ -31,6 +31,12 @@ export function registerStore(program: Command, app: CliApp): void {
             ["fragments", `memories ${s.memories.fragments} (${s.memories.smallFragments} small), graph ${s.graph.fragments}`],
             ["versions", `memories ${s.memories.versions}, graph ${s.graph.versions}`],
             ["indices", s.memories.indices + s.graph.indices],
+            [
+              "vector index",
+              s.memories.vectorIndex
+                ? `${s.memories.vectorIndex.type}, ${s.memories.vectorIndex.partitions} partitions, ${s.memories.vectorIndex.indexedRows} rows indexed, ${s.memories.vectorIndex.unindexedRows} not yet`
+                : "none (exact search)",
+            ],
             ["table bytes", s.memories.bytes + s.graph.bytes],
             ["disk bytes", s.diskBytes],
           ]),
@@ -40,7 +46,7 @@ export function registerStore(program: Command, app: CliApp): void {
 
   store
     .command("optimize")
-    .description("compact small fragments and delete old versions (this also runs on its own every few dozen writes)")
+    .description("compact small fragments, update the indexes and delete old versions (this also runs on its own as the store grows)")
     .option("--keep-minutes <n>", "keep versions younger than this, for readers still using them", "10")
     .action((opts: { keepMinutes: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
@@ -58,6 +64,7 @@ export function registerStore(program: Command, app: CliApp): void {
             ["old versions removed", r.oldVersionsRemoved],
             ["bytes removed", r.bytesRemoved],
             ["orphan temp files removed", r.tempFilesRemoved],
+            ["vector index built", r.vectorIndexBuilt ? `${r.vectorIndexBuilt.partitions} partitions over ${r.vectorIndexBuilt.rows} rows` : "no"],
           ]),
         );
       }),
