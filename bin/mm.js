@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { run } from "../dist/cli/main.js";
+import { run } from "../dist/bundle/main.js";
 
 let finished = false;
 // If the event loop ever empties while a command is still pending, never exit 0 as if it worked.
