@@ -33,6 +33,9 @@ export interface Usage {
  * - Month rollover is a new file; old months stay as an audit trail.
  */
 export class QuotaLedger {
+  /** Account directories this process has made (or found), so a charge skips the mkdir call. */
+  private readonly made = new Set<string>();
+
   constructor(
     private readonly dir: string,
     private readonly clock: () => Date = () => new Date(),
@@ -48,9 +51,24 @@ export class QuotaLedger {
    * period's usage has reached `limit`.
    */
   async charge(accountId: string, limit: number | null, bucket: Bucket, count = 1): Promise<Usage> {
+    const accountDir = join(this.dir, safe(accountId));
+    if (!this.made.has(accountDir)) {
+      await mkdir(accountDir, { recursive: true });
+      this.made.add(accountDir);
+    }
+    try {
+      return await this.append(accountId, limit, bucket, count);
+    } catch (err) {
+      // Only a directory that went away under a running process (a deleted ledger) is retried.
+      if (await stat(accountDir).then(() => true, () => false)) throw err;
+      await mkdir(accountDir, { recursive: true });
+      return this.append(accountId, limit, bucket, count);
+    }
+  }
+
+  private async append(accountId: string, limit: number | null, bucket: Bucket, count: number): Promise<Usage> {
     const now = this.clock();
     const file = this.file(accountId, now);
-    await mkdir(join(this.dir, safe(accountId)), { recursive: true });
     // One write for all `count` records: it lands whole or (if the process dies first) not at all.
     const record = (`${now.toISOString()} ${bucket}`.padEnd(RECORD_BYTES - 1) + "\n").repeat(count);
     const base = { accountId, period: period(now), limit, resetAt: nextMonth(now).toISOString() };

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
@@ -55,6 +55,17 @@ describe("quota ledger", () => {
     expect(used).toBeLessThan(300 + 50);
     const bytes = (await readFile(join(dir, "acct_k", `${new Date().toISOString().slice(0, 7)}.log`))).length;
     expect(bytes % 32).toBe(0);
+  });
+
+  it("recreates its directory if the ledger is deleted under a running process", async () => {
+    const dir = await tempDir();
+    for (const limit of [null, 10]) {
+      const ledger = new QuotaLedger(join(dir, `l${limit}`));
+      expect((await ledger.charge("acct_x", limit, "read")).used).toBe(1);
+      await rm(join(dir, `l${limit}`), { recursive: true, force: true });
+      expect((await ledger.charge("acct_x", limit, "read")).used).toBe(1);
+      expect((await ledger.charge("acct_x", limit, "read")).used).toBe(2);
+    }
   });
 
   it("refuses past the limit with the spec's extras, counting nothing", async () => {
