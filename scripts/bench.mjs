@@ -5,6 +5,8 @@
 //   --quick                a short smoke run (sizes 2000, few queries) for tests
 //   --out <file>           where to write the JSON
 //   --sections a,b         only some of: ingest, cold, search (default all)
+//   --index-min-rows <n>   build the vector index from n rows (default 50,000; the smoke test
+//   --exact-max-rows <n>   uses small values to exercise the index on a small store)
 // Texts come from ../shared/data/locomo-dev when present (read at run time, never copied), else
 // from a template generator. Large stores are filled through the store API with vectors derived
 // from a pool of real embeddings (the same vector space, made distinct with small noise), because
@@ -29,6 +31,10 @@ const OUT = resolve(flag("out", join(root, "bench-results", "bench.json")));
 const QUERIES = QUICK ? 20 : 200;
 const SECTIONS = new Set(flag("sections", "ingest,cold,search").split(","));
 const INGEST_N = QUICK ? 200 : 2000;
+const TUNING = {
+  ...(flag("index-min-rows") ? { vectorIndexMinRows: Number(flag("index-min-rows")) } : {}),
+  ...(flag("exact-max-rows") ? { exactSearchMaxRows: Number(flag("exact-max-rows")) } : {}),
+};
 
 const { useLiteProvider } = await import(join(root, "dist/embedder/use-lite.js"));
 const { Store } = await import(join(root, "dist/storage/store.js"));
@@ -107,7 +113,7 @@ async function benchSearch(size) {
   record(`search @${label(size)}`, "  slowest batch of 5,000 (a maintenance pass)", round(fill.slowestBatchMs / 1000), "s");
 
   // The floor: query embedding plus the bare LanceDB queries, in one process, same filters.
-  const s = await Store.open(store);
+  const s = await Store.open(store, { tuning: TUNING });
   const embedder = useLiteProvider.create({ ...DEFAULT_EMBEDDER, options: { workers: 1 } }, {});
   await embedder.embed(["warm"]);
   const users = userCount(size);
@@ -145,7 +151,7 @@ async function benchSearch(size) {
   const stats = await s.stats();
   const index = stats.memories.vectorIndex;
   const section = `search @${label(size)}`;
-  record(section, "vector index (built by maintenance)", index ? `IVF_FLAT, ${index.partitions} partitions` : "none (below 50k rows)", "");
+  record(section, "vector index (built by maintenance)", index ? `IVF_FLAT, ${index.partitions} partitions` : "none (table below the index size)", "");
   if (index) {
     // Account-wide top-10 (no user filter: the whole table is in scope), through the index and
     // exactly (a second handle that never uses it), on the same query vectors.
@@ -235,7 +241,7 @@ async function fillStore(dir, size) {
     mkdirSync(dirname(poolFile), { recursive: true });
     writeFileSync(poolFile, JSON.stringify(pool));
   }
-  const store = await Store.open(dir, { create: DEFAULT_EMBEDDER });
+  const store = await Store.open(dir, { create: DEFAULT_EMBEDDER, tuning: TUNING });
   const users = userCount(size);
   const started = performance.now();
   let slowestBatchMs = 0;

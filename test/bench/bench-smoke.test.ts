@@ -1,0 +1,37 @@
+import { spawnSync } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { useTempDirs } from "../helpers/temp.js";
+
+const tempDir = useTempDirs();
+const BENCH = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "scripts", "bench.mjs");
+
+/**
+ * A short run of `npm run bench` (the real script, model, store and `mm serve`), so the benchmark
+ * can't silently rot. Small tuning values make maintenance build the vector index on 8,000 rows,
+ * so the index path (recall against exact search) runs too. No figure is asserted against a
+ * speed target: timing belongs to the benchmark, not to tests.
+ */
+describe("npm run bench --quick", () => {
+  it("measures every section, prints the table and writes the JSON", async () => {
+    const out = join(await tempDir(), "bench.json");
+    const r = spawnSync(process.execPath, [BENCH, "--quick", "--sizes", "8000", "--index-min-rows", "5000", "--exact-max-rows", "100", "--out", out], {
+      encoding: "utf8",
+      env: { ...process.env, LANCEDB_LOG: "error" },
+      timeout: 400_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain("mm bench ·");
+    const json = JSON.parse(await readFile(out, "utf8"));
+    expect(Object.keys(json.figures)).toEqual(["ingest", "cold start", "search @8k"]);
+    expect(json.figures.ingest["mm memories add --batch"].value).toBeGreaterThan(0);
+    expect(json.figures["cold start"]["mm memories list"].value).toBeGreaterThan(0);
+    const search = json.figures["search @8k"];
+    expect(search["vector index (built by maintenance)"].value).toMatch(/^IVF_FLAT, \d+ partitions$/);
+    expect(search["index recall@10 vs exact search"].value).toBeGreaterThanOrEqual(0.9);
+    expect(search["semantic p50 / p95 (HTTP)"].value).toMatch(/^[\d.]+ \/ [\d.]+$/);
+    expect(search["mm serve peak RSS"].value).toBeGreaterThan(50);
+  }, 420_000);
+});
