@@ -151,7 +151,7 @@ const GRAPH = "graph";
 const ENTITY_COLUMNS = ["id", "accountId", "name", "nameKey", "type", "description", "metadata", "createdAt", "updatedAt"];
 const RELATION_COLUMNS = ["id", "accountId", "sourceId", "targetId", "type", "metadata", "createdAt"];
 const RECORD_COLUMNS = ["id", "accountId", "content", "userId", "agentId", "tags", "metadata", "entityIds", "createdAt", "updatedAt", "seq"];
-/** Auto-maintenance runs when the table's version crosses a multiple of this (times `sizeSteps`). */
+/** Auto-maintenance runs when the table's version crosses a multiple of this, times one step per 100k rows (maintenanceDue). */
 const MAINTENANCE_EVERY_VERSIONS = 32;
 /**
  * Maintenance rewrites every fragment under LanceDB's 1M-row target, so its cost grows with the
