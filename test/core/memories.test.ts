@@ -16,7 +16,7 @@ import {
 } from "../../src/core/memories.js";
 import type { Embedder } from "../../src/embedder/types.js";
 import { MmError } from "../../src/errors.js";
-import { createTestEmbedder } from "../helpers/test-embedder.js";
+import { createTestEmbedder, withEmbed } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
@@ -1160,16 +1160,10 @@ describe("addMemoriesFromLines", () => {
 
   it("a failing embed fails only its own batch; other batches are stored", async () => {
     const base = createTestEmbedder();
-    const flaky: Embedder = {
-      id: base.id,
-      provider: base.provider,
-      model: base.model,
-      dims: base.dims,
-      async embed(texts) {
-        if (texts.some((t) => t.includes("boom"))) throw new Error("embedder exploded");
-        return base.embed(texts);
-      },
-    };
+    const flaky = withEmbed(async (texts) => {
+      if (texts.some((t) => t.includes("boom"))) throw new Error("embedder exploded");
+      return base.embed(texts);
+    });
     const { ctx } = await setup({ embedder: flaky });
     const lines = ["g1", "g2", "g3", "boom", "g5"].map((content) => JSON.stringify({ content, userId: "u" }));
     const results: BatchLineResult[] = [];
@@ -1191,32 +1185,14 @@ describe("addMemoriesFromLines", () => {
 describe("embedder output checks", () => {
   // Regression: only the length was checked, so a zero vector was stored and never found again.
   it("rejects an all-zero embedding instead of storing an unsearchable memory", async () => {
-    const base = createTestEmbedder();
-    const zero: Embedder = {
-      id: base.id,
-      provider: base.provider,
-      model: base.model,
-      dims: base.dims,
-      async embed(texts) {
-        return texts.map(() => new Float32Array(base.dims));
-      },
-    };
+    const zero = withEmbed(async (texts, dims) => texts.map(() => new Float32Array(dims)));
     const { ctx } = await setup({ embedder: zero });
     await catchError(createMemory(ctx, { content: "green tea", userId: "u" }));
     expect(await ctx.store.countMemories()).toBe(0);
   });
 
   it("rejects vectors of the wrong length with EMBEDDER_MISMATCH and stores nothing", async () => {
-    const base = createTestEmbedder();
-    const short: Embedder = {
-      id: base.id,
-      provider: base.provider,
-      model: base.model,
-      dims: base.dims,
-      async embed(texts) {
-        return texts.map(() => new Float32Array(base.dims - 1).fill(0.1));
-      },
-    };
+    const short = withEmbed(async (texts, dims) => texts.map(() => new Float32Array(dims - 1).fill(0.1)));
     const { ctx } = await setup({ embedder: short });
     await expectMmError(createMemory(ctx, { content: "green tea", userId: "u" }), "EMBEDDER_MISMATCH");
     expect(await ctx.store.countMemories()).toBe(0);

@@ -28,3 +28,9 @@ export function createTestEmbedder(dims = 64, model = "bag-of-words"): Embedder 
     },
   };
 }
+
+/** The test embedder's identity (so a store accepts it) with another `embed`: for faulty embedders. */
+export function withEmbed(embed: (texts: string[], dims: number) => Promise<Float32Array[]>, dims = 64): Embedder {
+  const base = createTestEmbedder(dims);
+  return { id: base.id, provider: base.provider, model: base.model, dims, embed: (texts) => embed(texts, dims) };
+}
