@@ -11,12 +11,12 @@
 // from a template generator. Large stores are filled through the store API with vectors derived
 // from a pool of real embeddings (the same vector space, made distinct with small noise), because
 // embedding 100k texts would take most of an hour on 2 cores.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createInterface } from "node:readline";
+import { startMmServe } from "./mm-serve.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const BIN = join(root, "bin", "mm.js");
@@ -287,27 +287,12 @@ function userCount(size) {
 
 async function serve(store) {
   const searchMs = [];
-  const child = spawn(process.execPath, [BIN, "serve", "--port", "0", "--rate-search", "100000", "--rate-read", "100000", "--rate-write", "100000"], {
-    env: env(store),
-    stdio: ["ignore", "ignore", "pipe"],
+  const server = await startMmServe(BIN, env(store), {
+    rateLimit: 100_000,
+    onLog: (e) => e.path === "/v1/memories/search" && searchMs.push(e.ms),
   });
-  const url = await new Promise((resolveUrl, reject) => {
-    child.once("exit", (code) => reject(new Error(`mm serve exited ${code}`)));
-    createInterface({ input: child.stderr }).on("line", (line) => {
-      try {
-        const e = JSON.parse(line);
-        if (e.event === "listening") resolveUrl(e.url);
-        if (e.path === "/v1/memories/search") searchMs.push(e.ms);
-      } catch {}
-    });
-  });
-  return {
-    url,
-    pid: child.pid,
-    /** The server's own time per search request (its access log), in arrival order. */
-    searchMs,
-    stop: () => new Promise((r) => (child.once("exit", r), child.kill("SIGTERM"))),
-  };
+  /** searchMs: the server's own time per search request (its access log), in arrival order. */
+  return { ...server, searchMs };
 }
 
 function peakRss(pid) {
