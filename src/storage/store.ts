@@ -416,13 +416,19 @@ export class Store {
   }
 
   async getEntity(accountId: string, id: string): Promise<EntityRecord | undefined> {
+    const row = await this.graphRowById("entity", ENTITY_COLUMNS, accountId, id);
+    return row && toEntity(row);
+  }
+
+  /** One row of the graph table (an entity or a relation) by id, or undefined. */
+  private async graphRowById(kind: "entity" | "relation", columns: string[], accountId: string, id: string): Promise<Record<string, unknown> | undefined> {
     const rows = await this.graph
       .query()
-      .where(`kind = 'entity' AND accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`)
-      .select(ENTITY_COLUMNS)
+      .where(`kind = '${kind}' AND accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`)
+      .select(columns)
       .limit(1)
       .toArray();
-    return rows.length ? toEntity(rows[0]) : undefined;
+    return rows[0];
   }
 
   /** The entities among `ids` that exist for this account, by id. */
@@ -466,13 +472,8 @@ export class Store {
   }
 
   async getRelation(accountId: string, id: string): Promise<RelationRecord | undefined> {
-    const rows = await this.graph
-      .query()
-      .where(`kind = 'relation' AND accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`)
-      .select(RELATION_COLUMNS)
-      .limit(1)
-      .toArray();
-    return rows.length ? toRelation(rows[0]) : undefined;
+    const row = await this.graphRowById("relation", RELATION_COLUMNS, accountId, id);
+    return row && toRelation(row);
   }
 
   async listRelations(filter: RelationFilter, page: PageWindow): Promise<{ records: RelationRecord[]; total: number }> {
