@@ -513,8 +513,8 @@ export class Store {
       const before = (await this.memories.version()) + (await this.graph.version());
       const result = await fn(new StoreWriter(this, this.memories, this.graph));
       const after = (await this.memories.version()) + (await this.graph.version());
-      const rows = await this.memories.countRows();
-      if (maintenanceDue({ before, after, rows, unindexedTextRows: await this.unindexedTextRows() })) {
+      const [rows, unindexedTextRows] = await Promise.all([this.memories.countRows(), this.unindexedTextRows()]);
+      if (maintenanceDue({ before, after, rows, unindexedTextRows })) {
         await this.maintainLocked({ keepVersionsMs: DEFAULT_KEEP_VERSIONS_MS });
       }
       return result;
