@@ -98,6 +98,11 @@ export class MmError extends Error {
   }
 }
 
+/** VALIDATION_ERROR for one field, in the same form schema failures take. */
+export function validationError(field: string, message: string): MmError {
+  return new MmError("VALIDATION_ERROR", `Invalid request: ${field}: ${message}`, { details: [{ field, message }] });
+}
+
 /**
  * Turns anything thrown into an MmError. Unknown errors become INTERNAL_ERROR with a generic
  * message, so no stack or internals reach a user; the original stays on `cause` for logging.

@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import { validationError } from "../schemas/validate.js";
+import { validationError } from "../errors.js";
 
 /** `--metadata '<json>'`: parsed here, validated (object, size) by the service like any body. */
 export function jsonFlag(field: string, value: string | undefined): unknown {

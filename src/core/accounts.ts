@@ -1,7 +1,6 @@
 import { createHash, randomInt, timingSafeEqual } from "node:crypto";
 import { MmError } from "../errors.js";
-import { CreateAccountInput, CreateKeyInput, PLAN_QUOTAS, SetPlanInput } from "../schemas/account.js";
-import { parseWith } from "../schemas/validate.js";
+import { PLAN_QUOTAS } from "../schemas/enums.js";
 import { AuthFile, DEFAULT_ACCOUNT, type AccountRecord, type AuthData, type KeyRecord, type Plan } from "../storage/auth-file.js";
 import { newId } from "./ids.js";
 
@@ -33,6 +32,9 @@ export interface Principal {
   keyId: string;
 }
 
+/** Input schemas load on first use: resolving the account is on every command's path, zod is not. */
+const schemas = () => import("../schemas/account.js");
+
 const KEY_RANDOM_CHARS = 40; // base62: ≈238 bits
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 /** lastUsedAt is written at most this often per key, so authentication stays a read. */
@@ -53,7 +55,7 @@ export class Accounts {
   }
 
   async create(raw: unknown): Promise<Account> {
-    const input = parseWith(CreateAccountInput, raw, "account");
+    const input = (await schemas()).parseCreateAccount(raw);
     return this.file.update((data) => {
       if (data.accounts.some((a) => a.name.toLowerCase() === input.name.toLowerCase())) {
         throw new MmError("VALIDATION_ERROR", `An account named "${input.name}" already exists.`, { details: [{ field: "name", message: "already exists" }] });
@@ -74,7 +76,7 @@ export class Accounts {
   }
 
   async setPlan(idOrName: string, raw: unknown): Promise<Account> {
-    const { plan } = parseWith(SetPlanInput, raw, "plan");
+    const { plan } = (await schemas()).parseSetPlan(raw);
     return this.file.update((data) => {
       const account = findAccount(data, idOrName);
       account.plan = plan;
@@ -84,7 +86,7 @@ export class Accounts {
 
   /** Creates a key and returns it in full, the only time it is ever shown; only its SHA-256 is kept. */
   async createKey(raw: unknown): Promise<KeyInfo & { key: string }> {
-    const input = parseWith(CreateKeyInput, raw, "key");
+    const input = (await schemas()).parseCreateKey(raw);
     const key = `mm_${Array.from({ length: KEY_RANDOM_CHARS }, () => BASE62[randomInt(62)]).join("")}`;
     return this.file.update((data) => {
       const account = findAccount(data, input.account);

@@ -1,9 +1,7 @@
 import { MmError } from "../errors.js";
-import { foldName, parseCreateEntity, parseListEntities, parseUpdateEntity, type EntityType } from "../schemas/entity.js";
-import { parseWith, positiveInt, clampedLimit } from "../schemas/validate.js";
-import { DEFAULT_LIST_LIMIT, MAX_PAGE_LIMIT } from "../schemas/memory.js";
+import { foldName, parseCreateEntity, parseEntityMemoriesQuery, parseListEntities, parseUpdateEntity } from "../schemas/entity.js";
+import type { EntityType } from "../schemas/enums.js";
 import type { EntityRecord, StoreWriter } from "../storage/store.js";
-import { z } from "zod";
 import { withSnapshot, type Context } from "./context.js";
 import { newId } from "./ids.js";
 import { page, toListItem as toMemoryListItem, type MemoryListItem, type Page } from "./memories.js";
@@ -108,14 +106,9 @@ export async function deleteEntity(ctx: Context, id: string): Promise<{ success:
   return { success: true, id, deletedRelations };
 }
 
-const EntityMemoriesQuery = z.strictObject({
-  page: positiveInt.default(1),
-  limit: clampedLimit(MAX_PAGE_LIMIT).default(DEFAULT_LIST_LIMIT),
-});
-
 /** The memories linked to an entity (via `entityIds`), newest first, in the memory list shape. */
 export async function listEntityMemories(ctx: Context, id: string, rawQuery: unknown = {}): Promise<Page<MemoryListItem>> {
-  const q = parseWith(EntityMemoriesQuery, rawQuery, "list query");
+  const q = parseEntityMemoriesQuery(rawQuery);
   if (!(await ctx.store.getEntity(ctx.accountId, id))) throw entityNotFound(id);
   const { records, total } = await withSnapshot(ctx, (store) =>
     store.listMemories({ accountId: ctx.accountId, entityId: id }, { offset: (q.page - 1) * q.limit, limit: q.limit }),

@@ -1,4 +1,5 @@
-import { foldName, type EntityType } from "../schemas/entity.js";
+import { foldName } from "../schemas/entity.js";
+import type { EntityType } from "../schemas/enums.js";
 import type { Mention } from "./entities.js";
 
 /** Names longer than this are almost always a mis-tagged clause, not a name. */

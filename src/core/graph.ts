@@ -1,6 +1,5 @@
-import { MmError } from "../errors.js";
+import { MmError, validationError } from "../errors.js";
 import { parseExportQuery, parseNeighborsQuery, parsePathQuery, type Direction } from "../schemas/graph.js";
-import { validationError } from "../schemas/validate.js";
 import type { EntityRecord, RelationRecord } from "../storage/store.js";
 import type { Context } from "./context.js";
 import { entityNotFound } from "./entities.js";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import { ErrorEnvelope } from "../schemas/responses.js";
 import { VERSION } from "../cli/version.js";
 import type { Route } from "./routes.js";
@@ -62,7 +62,7 @@ export function buildOpenApi(routes: Route[]): Json {
   };
 }
 
-function jsonSchema(schema: z.ZodType, io: "input" | "output" = "input"): Json {
+function jsonSchema(schema: z.core.$ZodType, io: "input" | "output" = "input"): Json {
   const out = z.toJSONSchema(schema, {
     target: "draft-2020-12",
     io,

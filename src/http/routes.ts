@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type { core } from "zod/mini";
 import type { Context } from "../core/context.js";
 import type { Bucket } from "../limits/ledger.js";
 import * as memories from "../core/memories.js";
@@ -24,9 +24,9 @@ export interface Route {
   path: string;
   bucket: Bucket;
   summary: string;
-  body?: z.ZodType;
-  query?: z.ZodType;
-  response: z.ZodType;
+  body?: core.$ZodType;
+  query?: core.$ZodType;
+  response: core.$ZodType;
   /** Success status; a handler may override it (entity create returns 200 for an existing entity). */
   status: 200 | 201;
   /** Beyond the spec (documented as an extension). */

@@ -1,17 +1,21 @@
-import { z } from "zod";
-import { charLength, isWellFormed } from "./validate.js";
+import * as z from "zod/mini";
+import { PLANS } from "./enums.js";
+import { parseWith, text } from "./validate.js";
 
-export const PLANS = ["free", "hobby", "enterprise"] as const;
+const label = text({ max: 100 });
 
-/** Monthly operations per plan (spec §8.2); null is unlimited. */
-export const PLAN_QUOTAS: Record<(typeof PLANS)[number], number | null> = { free: 1_000, hobby: 50_000, enterprise: null };
-
-const label = z
-  .string()
-  .refine((s) => s.trim().length > 0, "must not be empty")
-  .refine((s) => charLength(s) <= 100, "must be at most 100 characters")
-  .refine(isWellFormed, "must be valid Unicode");
-
-export const CreateAccountInput = z.strictObject({ name: label, plan: z.enum(PLANS).default("free") });
+export const CreateAccountInput = z.strictObject({ name: label, plan: z._default(z.enum(PLANS), "free") });
 export const SetPlanInput = z.strictObject({ plan: z.enum(PLANS) });
-export const CreateKeyInput = z.strictObject({ account: z.string().min(1, "must not be empty"), name: label });
+export const CreateKeyInput = z.strictObject({ account: z.string().check(z.minLength(1, "must not be empty")), name: label });
+
+export function parseCreateAccount(raw: unknown): z.output<typeof CreateAccountInput> {
+  return parseWith(CreateAccountInput, raw, "account");
+}
+
+export function parseSetPlan(raw: unknown): z.output<typeof SetPlanInput> {
+  return parseWith(SetPlanInput, raw, "plan");
+}
+
+export function parseCreateKey(raw: unknown): z.output<typeof CreateKeyInput> {
+  return parseWith(CreateKeyInput, raw, "key");
+}

@@ -1,49 +1,44 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import { MmError } from "../errors.js";
-import { charLength, clampedLimit, isWellFormed, metadataObject, parseWith, positiveInt, requireObject } from "./validate.js";
-import { DEFAULT_LIST_LIMIT, MAX_PAGE_LIMIT } from "./memory.js";
-
-export const ENTITY_TYPES = ["PERSON", "ORGANIZATION", "LOCATION", "PRODUCT", "EVENT", "CONCEPT", "OTHER"] as const;
-export type EntityType = (typeof ENTITY_TYPES)[number];
+import { isWellFormed, metadataObject, parseWith, requireObject, text } from "./validate.js";
+import { ENTITY_TYPES } from "./enums.js";
+import { pageQuery } from "./memory.js";
 
 export const MAX_NAME_LENGTH = 500;
 export const MAX_DESCRIPTION_LENGTH = 10_000;
 
-const name = z
-  .string()
-  .refine((s) => charLength(s) <= MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`)
-  .refine(isWellFormed, "must be valid Unicode");
-const description = z
-  .string()
-  .refine((s) => charLength(s) <= MAX_DESCRIPTION_LENGTH, `must be at most ${MAX_DESCRIPTION_LENGTH} characters`)
-  .refine(isWellFormed, "must be valid Unicode");
+// Blank names get NAME_REQUIRED before the schema runs.
+const name = text({ max: MAX_NAME_LENGTH, blank: true });
+const description = text({ max: MAX_DESCRIPTION_LENGTH, blank: true });
 const entityType = z.enum(ENTITY_TYPES);
 
 export const CreateEntityInput = z.strictObject({
   name,
   type: entityType,
-  description: description.optional(),
-  metadata: metadataObject.optional(),
+  description: z.optional(description),
+  metadata: z.optional(metadataObject),
 });
 export type CreateEntityInput = z.output<typeof CreateEntityInput>;
 
 export const UpdateEntityInput = z
   .strictObject({
-    name: name.optional(),
-    type: entityType.optional(),
-    description: description.nullable().optional(),
-    metadata: metadataObject.nullable().optional(),
+    name: z.optional(name),
+    type: z.optional(entityType),
+    description: z.optional(z.nullable(description)),
+    metadata: z.optional(z.nullable(metadataObject)),
   })
-  .refine((v) => Object.keys(v).length > 0, "give at least one of name, type, description, metadata");
+  .check(z.refine((v) => Object.keys(v).length > 0, "give at least one of name, type, description, metadata"));
 export type UpdateEntityInput = z.output<typeof UpdateEntityInput>;
 
 export const ListEntitiesQuery = z.strictObject({
-  type: entityType.optional(),
-  search: z.string().refine(isWellFormed, "must be valid Unicode").optional(),
-  page: positiveInt.default(1),
-  limit: clampedLimit(MAX_PAGE_LIMIT).default(DEFAULT_LIST_LIMIT),
+  type: z.optional(entityType),
+  search: z.optional(z.string().check(z.refine(isWellFormed, "must be valid Unicode"))),
+  ...pageQuery,
 });
 export type ListEntitiesQuery = z.output<typeof ListEntitiesQuery>;
+
+/** GET /v1/entities/:id/memories query. */
+export const EntityMemoriesQuery = z.strictObject(pageQuery);
 
 /** Entity create: NAME_REQUIRED and INVALID_ENTITY_TYPE (with `allowed`) come before generic validation. */
 export function parseCreateEntity(raw: unknown): CreateEntityInput {
@@ -64,6 +59,10 @@ export function parseListEntities(raw: unknown): ListEntitiesQuery {
   const body = requireObject(raw, "query");
   if (body.type !== undefined) checkType(body.type, false);
   return parseWith(ListEntitiesQuery, body, "entity list query");
+}
+
+export function parseEntityMemoriesQuery(raw: unknown): z.output<typeof EntityMemoriesQuery> {
+  return parseWith(EntityMemoriesQuery, raw, "list query");
 }
 
 function checkName(value: unknown, required: boolean): void {

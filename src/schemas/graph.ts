@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import { checkRelationType } from "./relation.js";
 import { parseWith, positiveInt, requireObject } from "./validate.js";
 
@@ -9,28 +9,27 @@ export type Direction = "out" | "in" | "both";
 export const MAX_GRAPH_DEPTH = 10;
 export const DEFAULT_PATH_MAX_DEPTH = 6;
 
-const hops = positiveInt.pipe(z.number().max(MAX_GRAPH_DEPTH, `must be at most ${MAX_GRAPH_DEPTH}`));
+const hops = z.pipe(positiveInt, z.number().check(z.lte(MAX_GRAPH_DEPTH, `must be at most ${MAX_GRAPH_DEPTH}`)));
 const direction = z.enum(["out", "in", "both"], { error: "must be out, in or both" });
 
 export const NeighborsQuery = z.strictObject({
-  depth: hops.default(1),
-  type: z.string().optional(),
-  direction: direction.default("both"),
+  depth: z._default(hops, 1),
+  type: z.optional(z.string()),
+  direction: z._default(direction, "both"),
 });
 
 export const PathQuery = z.strictObject({
-  type: z.string().optional(),
-  direction: direction.default("both"),
-  maxDepth: hops.default(DEFAULT_PATH_MAX_DEPTH),
+  type: z.optional(z.string()),
+  direction: z._default(direction, "both"),
+  maxDepth: z._default(hops, DEFAULT_PATH_MAX_DEPTH),
 });
 
 export const ExportQuery = z.strictObject({
-  root: z.string().min(1, "must not be empty").optional(),
-  depth: hops.optional(),
-  type: z.string().optional(),
-  direction: direction.optional(),
+  root: z.optional(z.string().check(z.minLength(1, "must not be empty"))),
+  depth: z.optional(hops),
+  type: z.optional(z.string()),
+  direction: z.optional(direction),
 });
-
 
 export function parseNeighborsQuery(raw: unknown): z.output<typeof NeighborsQuery> {
   return parseWith(NeighborsQuery, checkedType(raw), "neighbors query");

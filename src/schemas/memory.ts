@@ -1,6 +1,6 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import { MmError } from "../errors.js";
-import { charLength, isWellFormed, clampedLimit, clampedLimitNumber, identifier, metadataObject, parseWith, positiveInt, requireObject, tagList } from "./validate.js";
+import { charLength, clampedLimit, clampedLimitNumber, identifier, metadataObject, parseWith, positiveInt, requireObject, tagList, text } from "./validate.js";
 
 export const MAX_CONTENT_LENGTH = 10_000;
 export const MAX_QUERY_LENGTH = 10_000;
@@ -9,38 +9,35 @@ export const DEFAULT_LIST_LIMIT = 20;
 export const DEFAULT_SEARCH_LIMIT = 10;
 export const DEFAULT_THRESHOLD = 0.5;
 
-const content = z
-  .string()
-  .refine((s) => s.trim().length > 0, "must not be empty")
-  .refine(isWellFormed, "must be valid Unicode");
+const content = text(); // its length gets CONTENT_TOO_LONG, checked before the schema
 
 export const MAX_ENTITY_LINKS = 100;
 
 /** Entities a memory mentions (beyond the spec): ids, deduplicated, checked to exist by the service. */
-const entityIdList = z
-  .array(z.string().min(1, "must not be empty"))
-  .max(MAX_ENTITY_LINKS, `at most ${MAX_ENTITY_LINKS} entity ids`)
-  .transform((ids) => [...new Set(ids)]);
+const entityIdList = z.pipe(
+  z.array(z.string().check(z.minLength(1, "must not be empty"))).check(z.maxLength(MAX_ENTITY_LINKS, `at most ${MAX_ENTITY_LINKS} entity ids`)),
+  z.transform((ids: string[]) => [...new Set(ids)]),
+);
 
 export const CreateMemoryInput = z.strictObject({
   content,
   userId: identifier,
-  agentId: identifier.optional(),
-  tags: tagList.optional(),
-  metadata: metadataObject.optional(),
-  entityIds: entityIdList.optional(),
+  agentId: z.optional(identifier),
+  tags: z.optional(tagList),
+  metadata: z.optional(metadataObject),
+  entityIds: z.optional(entityIdList),
 });
 export type CreateMemoryInput = z.output<typeof CreateMemoryInput>;
 
 export const UpdateMemoryInput = z
   .strictObject({
-    content: content.optional(),
-    agentId: identifier.nullable().optional(),
-    tags: tagList.nullable().optional(),
-    metadata: metadataObject.nullable().optional(),
-    entityIds: entityIdList.nullable().optional(),
+    content: z.optional(content),
+    agentId: z.optional(z.nullable(identifier)),
+    tags: z.optional(z.nullable(tagList)),
+    metadata: z.optional(z.nullable(metadataObject)),
+    entityIds: z.optional(z.nullable(entityIdList)),
   })
-  .refine((v) => Object.keys(v).length > 0, "give at least one of content, agentId, tags, metadata, entityIds");
+  .check(z.refine((v) => Object.keys(v).length > 0, "give at least one of content, agentId, tags, metadata, entityIds"));
 export type UpdateMemoryInput = z.output<typeof UpdateMemoryInput>;
 
 export const SEARCH_MODES = ["semantic", "keyword", "hybrid"] as const;
@@ -49,30 +46,33 @@ export type SearchMode = (typeof SEARCH_MODES)[number];
 export const DEFAULT_SEARCH_MODE: SearchMode = "hybrid";
 
 export const SearchMemoriesInput = z.strictObject({
-  query: z
-    .string()
-    .refine((s) => s.trim().length > 0, "must not be empty")
-    .refine((s) => charLength(s) <= MAX_QUERY_LENGTH, `must be at most ${MAX_QUERY_LENGTH} characters`)
-    .refine(isWellFormed, "must be valid Unicode"),
-  userId: identifier.optional(),
-  agentId: identifier.optional(),
-  tags: tagList.optional(),
-  limit: clampedLimitNumber(MAX_PAGE_LIMIT).default(DEFAULT_SEARCH_LIMIT),
-  threshold: z.number().min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").default(DEFAULT_THRESHOLD),
-  mode: z.enum(SEARCH_MODES, { error: "must be semantic, keyword or hybrid" }).default(DEFAULT_SEARCH_MODE),
+  query: text({ max: MAX_QUERY_LENGTH }),
+  userId: z.optional(identifier),
+  agentId: z.optional(identifier),
+  tags: z.optional(tagList),
+  limit: z._default(clampedLimitNumber(MAX_PAGE_LIMIT), DEFAULT_SEARCH_LIMIT),
+  threshold: z._default(z.number().check(z.gte(0, "must be between 0 and 1"), z.lte(1, "must be between 0 and 1")), DEFAULT_THRESHOLD),
+  mode: z._default(z.enum(SEARCH_MODES, { error: "must be semantic, keyword or hybrid" }), DEFAULT_SEARCH_MODE),
 });
 export type SearchMemoriesInput = z.output<typeof SearchMemoriesInput>;
 
+/** `page` and `limit` of every list query: limits above the maximum are clamped. */
+export const pageQuery = {
+  page: z._default(positiveInt, 1),
+  limit: z._default(clampedLimit(MAX_PAGE_LIMIT), DEFAULT_LIST_LIMIT),
+};
+
 /** GET /v1/memories query: tags arrive comma-separated; empty items are ignored. */
 export const ListMemoriesQuery = z.strictObject({
-  userId: identifier.optional(),
-  agentId: identifier.optional(),
-  tags: z
-    .union([z.string(), z.array(z.string())])
-    .transform((v) => (Array.isArray(v) ? v : v.split(",")).map((t) => t.trim()).filter(Boolean))
-    .optional(),
-  page: positiveInt.default(1),
-  limit: clampedLimit(MAX_PAGE_LIMIT).default(DEFAULT_LIST_LIMIT),
+  userId: z.optional(identifier),
+  agentId: z.optional(identifier),
+  tags: z.optional(
+    z.pipe(
+      z.union([z.string(), z.array(z.string())]),
+      z.transform((v: string | string[]) => (Array.isArray(v) ? v : v.split(",")).map((t) => t.trim()).filter(Boolean)),
+    ),
+  ),
+  ...pageQuery,
 });
 export type ListMemoriesQuery = z.output<typeof ListMemoriesQuery>;
 

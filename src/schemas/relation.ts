@@ -1,27 +1,26 @@
-import { z } from "zod";
-import { MmError } from "../errors.js";
-import { metadataObject, parseWith, positiveInt, clampedLimit, requireObject, validationError } from "./validate.js";
-import { DEFAULT_LIST_LIMIT, MAX_PAGE_LIMIT } from "./memory.js";
+import * as z from "zod/mini";
+import { MmError, validationError } from "../errors.js";
+import { metadataObject, parseWith, requireObject } from "./validate.js";
+import { pageQuery } from "./memory.js";
 
 export const RELATION_TYPE_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;
 export const SUGGESTED_RELATION_TYPES = ["WORKS_FOR", "KNOWS", "LOCATED_IN", "PART_OF", "CREATED", "RELATED_TO"] as const;
 
-const entityId = z.string().min(1, "must not be empty");
+const entityId = z.string().check(z.minLength(1, "must not be empty"));
 
 export const CreateRelationInput = z.strictObject({
   sourceId: entityId,
   targetId: entityId,
   type: z.string(),
-  metadata: metadataObject.optional(),
+  metadata: z.optional(metadataObject),
 });
 export type CreateRelationInput = z.output<typeof CreateRelationInput>;
 
 export const ListRelationsQuery = z.strictObject({
-  sourceId: entityId.optional(),
-  targetId: entityId.optional(),
-  type: z.string().optional(),
-  page: positiveInt.default(1),
-  limit: clampedLimit(MAX_PAGE_LIMIT).default(DEFAULT_LIST_LIMIT),
+  sourceId: z.optional(entityId),
+  targetId: z.optional(entityId),
+  type: z.optional(z.string()),
+  ...pageQuery,
 });
 export type ListRelationsQuery = z.output<typeof ListRelationsQuery>;
 

@@ -1,65 +1,68 @@
-import { z } from "zod";
+import * as z from "zod/mini";
+import { ENTITY_TYPES } from "./enums.js";
 
 /**
  * Response shapes, for the OpenAPI document and for tests that check bodies field for field.
  * The services build these shapes; these schemas describe them.
  */
-const iso = z.string().describe("ISO 8601 UTC timestamp with milliseconds");
+const iso = z.string().check(z.describe("ISO 8601 UTC timestamp with milliseconds"));
 const metadata = z.record(z.string(), z.unknown());
 
 export const Memory = z.strictObject({
-  id: z.string().regex(/^mem_[0-9A-Z]{24}$/),
+  id: z.string().check(z.regex(/^mem_[0-9A-Z]{24}$/)),
   content: z.string(),
   userId: z.string(),
-  agentId: z.string().optional(),
-  tags: z.array(z.string()).optional(),
-  metadata: metadata.optional(),
-  entityIds: z.array(z.string()).optional().describe("extension: linked entities, present only when the memory has links"),
+  agentId: z.optional(z.string()),
+  tags: z.optional(z.array(z.string())),
+  metadata: z.optional(metadata),
+  entityIds: z.optional(z.array(z.string())).check(z.describe("extension: linked entities, present only when the memory has links")),
   createdAt: iso,
   updatedAt: iso,
 });
-export const MemoryListItem = Memory.omit({ metadata: true, entityIds: true });
+export const MemoryListItem = z.omit(Memory, { metadata: true, entityIds: true });
 export const SearchHit = z.strictObject({
   id: z.string(),
   content: z.string(),
-  score: z.number().min(0).max(1),
+  score: z.number().check(z.gte(0), z.lte(1)),
   userId: z.string(),
-  agentId: z.string().optional(),
-  tags: z.array(z.string()).optional(),
+  agentId: z.optional(z.string()),
+  tags: z.optional(z.array(z.string())),
   createdAt: iso,
 });
 export const SearchResults = z.strictObject({ results: z.array(SearchHit) });
 
+const entityType = z.enum(ENTITY_TYPES);
+
 export const Entity = z.strictObject({
-  id: z.string().regex(/^ent_[0-9A-Z]{24}$/),
+  id: z.string().check(z.regex(/^ent_[0-9A-Z]{24}$/)),
   name: z.string(),
-  type: z.enum(["PERSON", "ORGANIZATION", "LOCATION", "PRODUCT", "EVENT", "CONCEPT", "OTHER"]),
-  description: z.string().optional(),
-  metadata: metadata.optional(),
+  type: entityType,
+  description: z.optional(z.string()),
+  metadata: z.optional(metadata),
   createdAt: iso,
   updatedAt: iso,
 });
-export const EntityListItem = Entity.omit({ metadata: true });
-export const EntitySummary = z.strictObject({ id: z.string(), name: z.string(), type: Entity.shape.type });
+export const EntityListItem = z.omit(Entity, { metadata: true });
+export const EntitySummary = z.strictObject({ id: z.string(), name: z.string(), type: entityType });
 
 export const Relation = z.strictObject({
-  id: z.string().regex(/^rel_[0-9A-Z]{24}$/),
+  id: z.string().check(z.regex(/^rel_[0-9A-Z]{24}$/)),
   sourceId: z.string(),
   targetId: z.string(),
   type: z.string(),
-  metadata: metadata.optional(),
+  metadata: z.optional(metadata),
   createdAt: iso,
 });
-export const RelationWithEnds = Relation.extend({ source: EntitySummary, target: EntitySummary });
-export const RelationListItem = RelationWithEnds.omit({ metadata: true });
+export const RelationWithEnds = z.extend(Relation, { source: EntitySummary, target: EntitySummary });
+export const RelationListItem = z.omit(RelationWithEnds, { metadata: true });
 
 export const Deleted = z.strictObject({ success: z.boolean(), id: z.string() });
-export const EntityDeleted = Deleted.extend({ deletedRelations: z.number().int().describe("relations deleted with the entity") });
+export const EntityDeleted = z.extend(Deleted, { deletedRelations: z.int().check(z.describe("relations deleted with the entity")) });
 
-export function page<T extends z.ZodType>(item: T) {
+export function page<T extends z.ZodMiniType>(item: T) {
   return z.strictObject({
     items: z.array(item),
-    pagination: z.strictObject({ page: z.number().int(), limit: z.number().int(), total: z.number().int(), totalPages: z.number().int() }),
+    pagination: z.strictObject({ page: z.int(), limit: z.int(), total: z.int(), totalPages: z.int() }),
   });
 }
 

@@ -3,7 +3,7 @@ import { openContext, type Context } from "../../src/core/context.js";
 import { createEntity, deleteEntity, getEntity, listEntities, listEntityMemories, updateEntity } from "../../src/core/entities.js";
 import { createMemory, getMemory, updateMemory } from "../../src/core/memories.js";
 import { createRelation, getRelation, listRelations } from "../../src/core/relations.js";
-import { ENTITY_TYPES } from "../../src/schemas/entity.js";
+import { ENTITY_TYPES } from "../../src/schemas/enums.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { codeOf } from "../helpers/errors.js";
 import { useTempDirs } from "../helpers/temp.js";

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { Accounts, type Account, type KeyInfo } from "../../core/accounts.js";
 import { QuotaLedger } from "../../limits/ledger.js";
-import { PLANS } from "../../schemas/account.js";
+import { PLANS } from "../../schemas/enums.js";
 import { DEFAULT_EMBEDDER } from "../../embedder/index.js";
 import { resolveStorePath } from "../../storage/paths.js";
 import { Store } from "../../storage/store.js";

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import type { Entity, EntityListItem } from "../../core/entities.js";
 import type { MemoryListItem, Page } from "../../core/memories.js";
-import { ENTITY_TYPES } from "../../schemas/entity.js";
+import { ENTITY_TYPES } from "../../schemas/enums.js";
 import { withContext } from "../context.js";
 import { defined, jsonFlag } from "../flags.js";
 import type { CliApp } from "../main.js";
