@@ -34,4 +34,18 @@ describe("lazy loading", () => {
     const searched = await importsOf(store, ["memories", "search", "greetings", "--threshold", "0"]);
     expect(searched.some((u) => u.includes("@energetic-ai/embeddings"))).toBe(true);
   });
+
+  it("validates with zod/mini only, and loads no zod at all for a command that validates nothing", async () => {
+    const store = join(await tempDir(), "store");
+    spawnSync(process.execPath, [MM_BIN, "memories", "add", "hello there", "--user", "u"], { env: { ...process.env, MM_STORE: store, LANCEDB_LOG: "error" } });
+    // Schema class names survive minification as the strings zod registers them under.
+    const bundled = async (args: string[]) => {
+      const files = (await importsOf(store, args)).filter((u) => u.includes("/dist/bundle/"));
+      return (await Promise.all(files.map((u) => readFile(fileURLToPath(u), "utf8")))).join("\n");
+    };
+    const listing = await bundled(["memories", "list"]);
+    expect(listing).toContain('"ZodMiniString"');
+    expect(listing, "classic zod is bundled: every validating command would load all of it").not.toContain('"ZodString"');
+    expect(await bundled(["store", "stats"])).not.toContain('"ZodMini');
+  });
 });
