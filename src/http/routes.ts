@@ -5,7 +5,7 @@ import * as memories from "../core/memories.js";
 import * as entities from "../core/entities.js";
 import * as relations from "../core/relations.js";
 import { CreateMemoryInput, ListMemoriesQuery, SearchMemoriesInput, UpdateMemoryInput } from "../schemas/memory.js";
-import { CreateEntityInput, ListEntitiesQuery, UpdateEntityInput } from "../schemas/entity.js";
+import { CreateEntityInput, EntityMemoriesQuery, ListEntitiesQuery, UpdateEntityInput } from "../schemas/entity.js";
 import { CreateRelationInput, ListRelationsQuery } from "../schemas/relation.js";
 import * as R from "../schemas/responses.js";
 
@@ -93,7 +93,7 @@ export const ROUTES: Route[] = [
   },
   {
     method: "GET", path: "/v1/entities/:id/memories", bucket: "read", status: 200, summary: "List the memories linked to an entity",
-    response: R.page(R.MemoryListItem), extension: true,
+    query: EntityMemoriesQuery, response: R.page(R.MemoryListItem), extension: true,
     run: (ctx, { params, query }) => entities.listEntityMemories(ctx, params.id, query),
   },
   {

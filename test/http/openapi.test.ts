@@ -97,6 +97,10 @@ describe("the document", () => {
     expect(doc.security).toEqual([{ bearer: [] }]);
     const list = doc.paths["/v1/memories"].get.parameters.map((p: any) => p.name);
     for (const q of ["userId", "agentId", "tags", "page", "limit"]) expect(list).toContain(q);
+    for (const path of ["/v1/memories", "/v1/entities", "/v1/relations", "/v1/entities/{id}/memories"]) {
+      const names = (doc.paths[path].get.parameters ?? []).filter((p: any) => p.in === "query").map((p: any) => p.name);
+      expect(names, `${path} documents its paging`).toEqual(expect.arrayContaining(["page", "limit"]));
+    }
   });
 });
 
