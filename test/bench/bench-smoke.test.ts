@@ -1,8 +1,9 @@
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { collect } from "../helpers/spawn-mm.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
@@ -17,12 +18,15 @@ const BENCH = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "scripts
 describe("npm run bench --quick", () => {
   it("measures every section, prints the table and writes the JSON", async () => {
     const out = join(await tempDir(), "bench.json");
-    const r = spawnSync(process.execPath, [BENCH, "--quick", "--sizes", "8000", "--index-min-rows", "5000", "--exact-max-rows", "100", "--out", out], {
-      encoding: "utf8",
+    // Not spawnSync: a minute-long synchronous wait blocks this test worker's event loop, and
+    // vitest's worker RPC times out after 60 s ("Timeout calling onTaskUpdate").
+    const child = spawn(process.execPath, [BENCH, "--quick", "--sizes", "8000", "--index-min-rows", "5000", "--exact-max-rows", "100", "--out", out], {
       env: { ...process.env, LANCEDB_LOG: "error" },
+      stdio: ["ignore", "pipe", "pipe"],
       timeout: 400_000,
     });
-    expect(r.status, r.stderr).toBe(0);
+    const r = await collect(child);
+    expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("mm bench ·");
     const json = JSON.parse(await readFile(out, "utf8"));
     expect(Object.keys(json.figures)).toEqual(["ingest", "cold start", "search @8k"]);
