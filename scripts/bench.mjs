@@ -185,26 +185,22 @@ async function benchSearch(size) {
   try {
     const key = JSON.parse(run(["keys", "create", "--name", "bench"], store)).key;
     const latency = { semantic: [], hybrid: [] };
+    const search = async (query, userId, mode) => {
+      const res = await fetch(`${server.url}/v1/memories/search`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ query, userId, limit: 10, threshold: 0, mode }),
+      });
+      await res.json();
+    };
     for (const [i, q] of warmups.entries()) {
-      for (const mode of ["semantic", "hybrid"]) {
-        const res = await fetch(`${server.url}/v1/memories/search`, {
-          method: "POST",
-          headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
-          body: JSON.stringify({ query: q, userId: `user${i % users}`, limit: 10, threshold: 0, mode }),
-        });
-        await res.json();
-      }
+      for (const mode of ["semantic", "hybrid"]) await search(q, `user${i % users}`, mode);
     }
     for (const mode of ["semantic", "hybrid"]) {
       for (let i = 0; i < QUERIES; i++) {
         const q = queries[i % queries.length] + (i >= queries.length ? ` ${i}` : "") + (mode === "hybrid" ? " " : "");
         const t = performance.now();
-        const res = await fetch(`${server.url}/v1/memories/search`, {
-          method: "POST",
-          headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
-          body: JSON.stringify({ query: q, userId: `user${i % users}`, limit: 10, threshold: 0, mode }),
-        });
-        await res.json();
+        await search(q, `user${i % users}`, mode);
         latency[mode].push(performance.now() - t);
       }
     }
