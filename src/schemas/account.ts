@@ -1,12 +1,12 @@
 import * as z from "zod/mini";
 import { PLANS } from "./enums.js";
-import { parseWith, text } from "./validate.js";
+import { parseWith, reference, text } from "./validate.js";
 
 const label = text({ max: 100 });
 
 export const CreateAccountInput = z.strictObject({ name: label, plan: z._default(z.enum(PLANS), "free") });
 export const SetPlanInput = z.strictObject({ plan: z.enum(PLANS) });
-export const CreateKeyInput = z.strictObject({ account: z.string().check(z.minLength(1, "must not be empty")), name: label });
+export const CreateKeyInput = z.strictObject({ account: reference, name: label });
 
 export function parseCreateAccount(raw: unknown): z.output<typeof CreateAccountInput> {
   return parseWith(CreateAccountInput, raw, "account");

@@ -1,6 +1,6 @@
 import * as z from "zod/mini";
 import { MmError } from "../errors.js";
-import { isWellFormed, metadataObject, parseWith, requireObject, text } from "./validate.js";
+import { metadataObject, parseWith, requireObject, text } from "./validate.js";
 import { ENTITY_TYPES } from "./enums.js";
 import { pageQuery } from "./memory.js";
 
@@ -32,7 +32,7 @@ export type UpdateEntityInput = z.output<typeof UpdateEntityInput>;
 
 export const ListEntitiesQuery = z.strictObject({
   type: z.optional(entityType),
-  search: z.optional(z.string().check(z.refine(isWellFormed, "must be valid Unicode"))),
+  search: z.optional(text({ blank: true })),
   ...pageQuery,
 });
 export type ListEntitiesQuery = z.output<typeof ListEntitiesQuery>;

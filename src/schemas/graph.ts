@@ -1,6 +1,6 @@
 import * as z from "zod/mini";
 import { checkRelationType } from "./relation.js";
-import { parseWith, positiveInt, requireObject } from "./validate.js";
+import { parseWith, positiveInt, reference, requireObject } from "./validate.js";
 
 /** Which way relations are followed: `out` is source→target, `in` target→source, `both` either. */
 export type Direction = "out" | "in" | "both";
@@ -25,7 +25,7 @@ export const PathQuery = z.strictObject({
 });
 
 export const ExportQuery = z.strictObject({
-  root: z.optional(z.string().check(z.minLength(1, "must not be empty"))),
+  root: z.optional(reference),
   depth: z.optional(hops),
   type: z.optional(z.string()),
   direction: z.optional(direction),

@@ -1,6 +1,6 @@
 import * as z from "zod/mini";
 import { MmError } from "../errors.js";
-import { charLength, clampedLimit, clampedLimitNumber, identifier, metadataObject, parseWith, positiveInt, requireObject, tagList, text } from "./validate.js";
+import { charLength, clampedLimit, clampedLimitNumber, identifier, metadataObject, parseWith, positiveInt, reference, requireObject, tagList, text } from "./validate.js";
 
 export const MAX_CONTENT_LENGTH = 10_000;
 export const MAX_QUERY_LENGTH = 10_000;
@@ -15,7 +15,7 @@ export const MAX_ENTITY_LINKS = 100;
 
 /** Entities a memory mentions (beyond the spec): ids, deduplicated, checked to exist by the service. */
 const entityIdList = z.pipe(
-  z.array(z.string().check(z.minLength(1, "must not be empty"))).check(z.maxLength(MAX_ENTITY_LINKS, `at most ${MAX_ENTITY_LINKS} entity ids`)),
+  z.array(reference).check(z.maxLength(MAX_ENTITY_LINKS, `at most ${MAX_ENTITY_LINKS} entity ids`)),
   z.transform((ids: string[]) => [...new Set(ids)]),
 );
 

@@ -1,12 +1,12 @@
 import * as z from "zod/mini";
 import { MmError, validationError } from "../errors.js";
-import { metadataObject, parseWith, requireObject } from "./validate.js";
+import { metadataObject, parseWith, reference, requireObject } from "./validate.js";
 import { pageQuery } from "./memory.js";
 
 export const RELATION_TYPE_PATTERN = /^[A-Z][A-Z0-9_]{0,63}$/;
 export const SUGGESTED_RELATION_TYPES = ["WORKS_FOR", "KNOWS", "LOCATED_IN", "PART_OF", "CREATED", "RELATED_TO"] as const;
 
-const entityId = z.string().check(z.minLength(1, "must not be empty"));
+const entityId = reference;
 
 export const CreateRelationInput = z.strictObject({
   sourceId: entityId,

@@ -89,6 +89,9 @@ export function text(options: { max?: number; blank?: boolean } = {}) {
   );
 }
 
+/** A reference to a stored object (entity id, account id or name): any string but "". */
+export const reference = z.string().check(z.minLength(1, "must not be empty"));
+
 /** Non-empty identifier-like strings (user, agent): 1-256 characters, not blank, well-formed Unicode. */
 export const identifier = text({ max: 256 });
 
