@@ -136,18 +136,19 @@ export async function searchMemories(ctx: Context, raw: unknown): Promise<{ resu
 
 async function gatherCandidates(ctx: Context, mode: SearchMode, query: string, filter: MemoryFilter, limit: number): Promise<Candidate[]> {
   if (mode === "semantic") {
-    const vector = await embedQuery(ctx, query);
-    return (await ctx.store.searchMemories(vector, filter, limit)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
+    return (await ctx.store.searchMemories(embedQuery(ctx, query), filter, limit)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
   }
   const keywords = keywordQuery(query);
   if (mode === "keyword") {
     return keywords ? (await ctx.store.searchMemoriesText(keywords, filter, limit)).map((h) => ({ record: h.record, bm25: h.score })) : [];
   }
-  const [vector, textHits] = await Promise.all([
-    embedQuery(ctx, denseQuery(query)),
+  // The keyword search and the vector search's routing run while the query embeds.
+  const embedding = embedQuery(ctx, denseQuery(query));
+  const [vector, textHits, vectorHits] = await Promise.all([
+    embedding,
     keywords ? ctx.store.searchMemoriesText(keywords, filter, CANDIDATES, { withVectors: true }) : Promise.resolve([]),
+    ctx.store.searchMemories(embedding, filter, CANDIDATES),
   ]);
-  const vectorHits = await ctx.store.searchMemories(vector, filter, CANDIDATES);
   const byId = new Map<string, Candidate>();
   for (const h of vectorHits) byId.set(h.record.id, { record: h.record, cosine: 1 - h.distance });
   for (const h of textHits) {

@@ -227,19 +227,26 @@ export class Store {
     if (config.formatVersion > STORE_FORMAT_VERSION) {
       throw new MmError("STORE_ERROR", `The store at ${dir} was written by a newer mm (format ${config.formatVersion}); upgrade mm.`);
     }
+    // The metadata reads below don't depend on each other; each is a round trip to LanceDB's
+    // threads, so they run together (a cold `mm` command opens the store every time).
     const db = await connect(dir);
-    const memories = await db.openTable(MEMORIES);
-    if (!(await memories.schema()).fields.some((f) => f.name === "seq")) {
+    const [memories, tables] = await Promise.all([db.openTable(MEMORIES), db.tableNames()]);
+    const [schema, indices, graph] = await Promise.all([
+      memories.schema(),
+      memories.listIndices(),
+      tables.includes(GRAPH) ? db.openTable(GRAPH) : undefined,
+    ]);
+    if (!schema.fields.some((f) => f.name === "seq")) {
       // Stores made before sequence numbers: old memories get 0 (no neighbours), new ones count from 1.
       await withWriteLock(dir, () => memories.addColumns([{ name: "seq", valueSql: "CAST(0 AS INT)" }]));
     }
-    if (!(await db.tableNames()).includes(GRAPH)) {
+    if (!graph) {
       // Stores made before the knowledge graph existed gain its table on first open.
       await withWriteLock(dir, () => db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true }));
     }
-    const graph = await db.openTable(GRAPH);
-    const store = new Store(dir, config, db, memories, graph, { ...DEFAULT_TUNING, ...options.tuning }, { at: 0, value: null, counts: new Map() });
-    await store.ensureIndexes();
+    const indexCache = { at: Date.now(), value: vectorIndexOf(indices), counts: new Map() };
+    const store = new Store(dir, config, db, memories, graph ?? (await db.openTable(GRAPH)), { ...DEFAULT_TUNING, ...options.tuning }, indexCache);
+    await store.ensureIndexes(indices);
     return store;
   }
 
@@ -263,16 +270,14 @@ export class Store {
    * - a B-tree on memories' userId, so a per-user search or list reads that user's rows, not the
    *   table (measured at 100k rows: 517 → 46 ms for a prefiltered exact vector search).
    * New rows are searchable at once (LanceDB scans rows an index hasn't absorbed yet); maintenance
-   * folds them in, because scanning many is slow.
+   * folds them in, because scanning many is slow. `indices` is the index list read at open.
    */
-  private async ensureIndexes(): Promise<void> {
-    const wanted = [TEXT_INDEX, USER_INDEX];
-    const have = async () => new Set((await this.memories.listIndices()).map((i) => i.name));
-    const haveSet = await have();
-    if (wanted.every((n) => haveSet.has(n))) return;
+  private async ensureIndexes(indices: { name: string }[]): Promise<void> {
+    if ([TEXT_INDEX, USER_INDEX].every((n) => indices.some((i) => i.name === n))) return;
     const { lancedb } = loadLance();
     await withWriteLock(this.dir, async () => {
-      const existing = await have();
+      // Another process may have built them meanwhile.
+      const existing = new Set((await this.memories.listIndices()).map((i) => i.name));
       if (!existing.has(TEXT_INDEX)) {
         await this.memories.createIndex("content", {
           name: TEXT_INDEX,
@@ -286,6 +291,11 @@ export class Store {
   /** True when `dir` holds a store, without creating or opening anything. */
   static async exists(dir: string): Promise<boolean> {
     return (await readConfig(dir)) !== undefined;
+  }
+
+  /** The store's `config.json` (its embedder, among others), without opening the store; undefined if none. */
+  static configAt(dir: string): Promise<StoreConfig | undefined> {
+    return readConfig(dir);
   }
 
   /**
@@ -321,15 +331,20 @@ export class Store {
   /**
    * Nearest memories by cosine distance. The filter is applied inside the vector query
    * (LanceDB prefilters `where` by default), so other users' closer memories cannot crowd
-   * the requested user's out of the top k.
+   * the requested user's out of the top k. `vector` may still be on its way (being embedded):
+   * the search is routed (see vectorPlan) meanwhile.
    */
-  async searchMemories(vector: Float32Array, filter: MemoryFilter, limit: number): Promise<{ record: MemoryRecord; distance: number }[]> {
-    if (vector.length !== this.config.embedder.dims) {
-      throw new MmError("EMBEDDER_MISMATCH", `Query vector has ${vector.length} dims; the store's vectors have ${this.config.embedder.dims}.`);
-    }
+  async searchMemories(
+    vector: Float32Array | Promise<Float32Array>,
+    filter: MemoryFilter,
+    limit: number,
+  ): Promise<{ record: MemoryRecord; distance: number }[]> {
     const where = memoryWhere(filter);
-    let q = this.memories.query().nearestTo(Array.from(vector)).distanceType("cosine").where(where).select(RECORD_COLUMNS).limit(limit);
-    const plan = await this.vectorPlan(where, limit);
+    const [v, plan] = await Promise.all([vector, this.vectorPlan(where, limit)]);
+    if (v.length !== this.config.embedder.dims) {
+      throw new MmError("EMBEDDER_MISMATCH", `Query vector has ${v.length} dims; the store's vectors have ${this.config.embedder.dims}.`);
+    }
+    let q = this.memories.query().nearestTo(Array.from(v)).distanceType("cosine").where(where).select(RECORD_COLUMNS).limit(limit);
     q = plan.exact ? q.bypassVectorIndex() : q.nprobes(plan.nprobes);
     return (await readMemoryRows(q, false)).map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
   }

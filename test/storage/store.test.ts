@@ -3,7 +3,9 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openContext } from "../../src/core/context.js";
+import { createEntity, getEntity } from "../../src/core/entities.js";
 import { createMemory, listMemories } from "../../src/core/memories.js";
+import { loadLance } from "../../src/storage/lance.js";
 import { withWriteLock } from "../../src/storage/lock.js";
 import { resolveStorePath } from "../../src/storage/paths.js";
 import { Store } from "../../src/storage/store.js";
@@ -108,6 +110,52 @@ describe("store", () => {
     const left = await readdir(data);
     expect(left).toContain(".tmp_new");
     expect(left).not.toContain(".tmp_old");
+    await ctx.close();
+  });
+});
+
+describe("opening", () => {
+  it("upgrades a store made before sequence numbers and the knowledge graph, keeping its memories", async () => {
+    const dir = await tempDir();
+    const ctx = await openContext({ storeDir: dir, embedder: createTestEmbedder() });
+    const kept = await createMemory(ctx, { content: "written by an old mm", userId: "u" });
+    await ctx.close();
+    // Make it an old store: no seq column, no graph table.
+    const { lancedb } = loadLance();
+    const db = await lancedb.connect(join(dir, "db"));
+    await (await db.openTable("memories")).dropColumns(["seq"]);
+    await db.dropTable("graph");
+    expect(await db.tableNames()).toEqual(["memories"]);
+
+    const upgraded = await openContext({ storeDir: dir, embedder: createTestEmbedder() });
+    const [old] = (await listMemories(upgraded, {})).items;
+    expect(old).toMatchObject({ id: kept.id, content: "written by an old mm" });
+    expect((await upgraded.store.getMemory(upgraded.accountId, kept.id))?.seq).toBe(0);
+    const fresh = await createMemory(upgraded, { content: "written by this one", userId: "u" });
+    expect((await upgraded.store.getMemory(upgraded.accountId, fresh.id))?.seq).toBe(1);
+    const { entity } = await createEntity(upgraded, { name: "Alice", type: "PERSON" });
+    expect((await getEntity(upgraded, entity.id)).name).toBe("Alice");
+    await upgraded.close();
+    expect((await db.tableNames()).sort()).toEqual(["graph", "memories"]);
+  });
+});
+
+describe("vector search", () => {
+  it("routes while the query vector is still on its way, and checks it once it arrives", async () => {
+    const embedder = createTestEmbedder();
+    const ctx = await openContext({ storeDir: await tempDir(), embedder });
+    for (const content of ["tea with milk", "coffee at noon", "green tea leaves"]) await createMemory(ctx, { content, userId: "u" });
+    const filter = { accountId: ctx.accountId, userId: "u" };
+    const [vector] = await embedder.embed(["tea"]);
+    const now = await ctx.store.searchMemories(vector!, filter, 3);
+    const later = await ctx.store.searchMemories(new Promise<Float32Array>((r) => setTimeout(() => r(vector!), 20)), filter, 3);
+    expect(later.map((h) => h.record.content)).toEqual(now.map((h) => h.record.content));
+    expect(now).toHaveLength(3);
+
+    const failed = await ctx.store.searchMemories(Promise.reject(new Error("model gone")), filter, 3).catch((e) => e);
+    expect(failed.message).toBe("model gone");
+    const short = await ctx.store.searchMemories(Promise.resolve(new Float32Array(8)), filter, 3).catch((e) => e);
+    expect(short.code).toBe("EMBEDDER_MISMATCH");
     await ctx.close();
   });
 });
