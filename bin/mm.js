@@ -12,4 +12,13 @@ process.on("exit", (code) => {
 run(process.argv.slice(2)).then((code) => {
   finished = true;
   process.exitCode = code;
+  // The command is done: exit once the output is written, instead of waiting for whatever is
+  // still winding down (a model load started early, a closing native handle). If a stream never
+  // confirms, the process still ends on its own, with the same code.
+  flushed(process.stdout, () => flushed(process.stderr, () => process.exit(code)));
 });
+
+function flushed(stream, then) {
+  if (stream.destroyed || !stream.writable) return then();
+  stream.write("", () => then());
+}

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import type { Command } from "commander";
 import { Accounts, type Account } from "../core/accounts.js";
-import { openContext, type Context } from "../core/context.js";
+import { openContext, warmEmbedder, type Context } from "../core/context.js";
 import { QuotaLedger, type Bucket } from "../limits/ledger.js";
 import { resolveStorePath } from "../storage/paths.js";
 import type { CliApp } from "./main.js";
@@ -40,9 +40,16 @@ export interface CommandContext extends Context {
  * `--account` / MM_ACCOUNT (else the local default account), counts the command against that
  * account's monthly quota like the API would, and always closes the store.
  */
-export async function withContext<T>(app: CliApp, cmd: Command, fn: (ctx: CommandContext) => Promise<T>, options: { charge?: boolean } = {}): Promise<T> {
+export async function withContext<T>(
+  app: CliApp,
+  cmd: Command,
+  fn: (ctx: CommandContext) => Promise<T>,
+  options: { charge?: boolean; warmEmbedder?: boolean } = {},
+): Promise<T> {
   const globals = cmd.optsWithGlobals() as { store?: string; account?: string };
   const storeDir = resolveStorePath(globals.store, app.io.env);
+  // First, so that the model's own start (compiling TensorFlow.js) is done before the store opens.
+  const warmed = options.warmEmbedder && !app.io.embedder ? await warmEmbedder(storeDir, app.io.env) : undefined;
   const accountRef = globals.account ?? (app.io.env.MM_ACCOUNT || undefined);
   const account = await new Accounts(storeDir, app.io.clock).resolve(accountRef ?? "acct_default");
   const base = await openContext({
@@ -52,6 +59,7 @@ export async function withContext<T>(app: CliApp, cmd: Command, fn: (ctx: Comman
     clock: app.io.clock,
     accountId: account.id,
     hooks: crashHook(app.io.env.MM_TEST_CRASH_AT),
+    warmed,
   });
   const ledger = new QuotaLedger(join(storeDir, "ledger"), app.io.clock);
   const ctx: CommandContext = {

@@ -38,12 +38,29 @@ export interface ContextOptions {
   create?: boolean;
   /** Fault-injection points inside multi-step writes (crash tests only). */
   hooks?: (point: string) => void | Promise<void>;
+  /** The store's embedder, already loading (see warmEmbedder). */
+  warmed?: Embedder;
+}
+
+/**
+ * Creates the embedder of the store at `storeDir` and starts loading its model, for a caller that
+ * will embed and has other work to do first (open the store, check the account): a model load
+ * waits on files and on compiling WebAssembly, and that work fills the waits. Undefined when
+ * there is no store yet or the embedder can't be made; a failed load surfaces at the first
+ * embed, which loads again and reports it.
+ */
+export async function warmEmbedder(storeDir: string, env: Env): Promise<Embedder | undefined> {
+  const config = await Store.configAt(storeDir).catch(() => undefined);
+  const made = config && (await createEmbedder(config.embedder, env).catch(() => undefined));
+  made?.warm?.().catch(() => {});
+  return made;
 }
 
 export async function openContext(options: ContextOptions): Promise<Context> {
   const injected = options.embedder;
   const createWith =
     options.createWith ?? (injected ? { provider: injected.provider, model: injected.model, dims: injected.dims } : DEFAULT_EMBEDDER);
+  let warmed = injected ? undefined : options.warmed;
   const store = await Store.open(options.storeDir, { create: options.create === false ? undefined : createWith, now: options.clock });
   if (injected) store.assertEmbedder(injected);
   store.hooks = options.hooks;
@@ -54,7 +71,8 @@ export async function openContext(options: ContextOptions): Promise<Context> {
     clock: options.clock ?? (() => new Date()),
     embedder() {
       embedder ??= (async () => {
-        const e = await createEmbedder(store.config.embedder, options.env ?? {});
+        const e = warmed ?? (await createEmbedder(store.config.embedder, options.env ?? {}));
+        warmed = undefined;
         store.assertEmbedder(e);
         return e;
       })();
@@ -62,7 +80,8 @@ export async function openContext(options: ContextOptions): Promise<Context> {
       return embedder;
     },
     async close() {
-      if (embedder && !injected) await (await embedder.catch(() => undefined))?.close?.();
+      if (injected) return store.close();
+      await (warmed ?? (await embedder?.catch(() => undefined)))?.close?.();
       store.close();
     },
   };

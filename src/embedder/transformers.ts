@@ -445,6 +445,10 @@ class TransformersEmbedder implements Embedder {
     return this.loading;
   }
 
+  async warm(): Promise<void> {
+    await this.load();
+  }
+
   async embed(texts: string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
     const { tokenizer, model, settings } = await this.load();

@@ -14,6 +14,11 @@ export interface Embedder {
   readonly dims: number;
   /** Embeds texts in order, batching internally. Every vector has length `dims` and norm 1. */
   embed(texts: string[]): Promise<Float32Array[]>;
+  /**
+   * Loads the model now, ahead of the first `embed`, for a caller that knows an embedding is
+   * coming and has other work to overlap with the load. Optional: remote providers load nothing.
+   */
+  warm?(): Promise<void>;
   /** Releases workers or handles, if any. */
   close?(): Promise<void>;
 }

@@ -1,6 +1,9 @@
-// Loaded with `node --import`: records every ESM specifier the process resolves into $MM_TRACE_FILE,
-// so a test can prove which heavy modules a command did (not) load.
-import { register } from "node:module";
+// Loaded with `node --import`: records every module the process resolves into $MM_TRACE_FILE, ES
+// modules (through a resolve hook) and CommonJS ones (through require's resolver), so a test can
+// prove which heavy modules a command did (not) load.
+import { appendFileSync } from "node:fs";
+import Module, { register } from "node:module";
+import { pathToFileURL } from "node:url";
 
 const hooks = `
 import { appendFileSync } from "node:fs";
@@ -10,3 +13,10 @@ export async function resolve(specifier, context, next) {
   return result;
 }`;
 register("data:text/javascript," + encodeURIComponent(hooks));
+
+const resolveFilename = Module._resolveFilename;
+Module._resolveFilename = function (...args) {
+  const file = resolveFilename.apply(this, args);
+  if (process.env.MM_TRACE_FILE && file.startsWith("/")) appendFileSync(process.env.MM_TRACE_FILE, pathToFileURL(file).href + "\n");
+  return file;
+};

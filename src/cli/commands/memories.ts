@@ -50,23 +50,27 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-l, --limit <n>", "maximum results (default 10, at most 100)")
     .option("--threshold <score>", "minimum score, 0 to 1 (default 0.5)")
     .option("--mode <mode>", "hybrid (default: keywords + meaning + conversational context), semantic or keyword")
-    .action((query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string }, cmd: Command) =>
-      withContext(app, cmd, async (ctx) => {
-        const body = await (await core()).searchMemories(
-          ctx,
-          defined({
-            query,
-            userId: opts.user,
-            agentId: opts.agent,
-            tags: opts.tag,
-            limit: numberFlag(opts.limit),
-            threshold: numberFlag(opts.threshold),
-            mode: opts.mode,
-          }),
-        );
-        await app.output.result(body, (t) => renderHits(t, body.results));
-      }),
-    );
+    .action(async (query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string }, cmd: Command) => {
+      const raw = defined({
+        query,
+        userId: opts.user,
+        agentId: opts.agent,
+        tags: opts.tag,
+        limit: numberFlag(opts.limit),
+        threshold: numberFlag(opts.threshold),
+        mode: opts.mode,
+      });
+      await withContext(
+        app,
+        cmd,
+        async (ctx) => {
+          const body = await (await core()).searchMemories(ctx, raw);
+          await app.output.result(body, (t) => renderHits(t, body.results));
+        },
+        // Every mode but keyword embeds the query: its model loads while the store opens.
+        { warmEmbedder: opts.mode !== "keyword" },
+      );
+    });
 
   memories
     .command("list")
@@ -150,16 +154,22 @@ async function addOne(app: CliApp, cmd: Command, content: string | undefined, op
   let user = opts.user ?? io.env.MM_USER;
   if (user === undefined && canPrompt(io)) user = await promptText(io, "User id:");
   const raw = defined({ content, userId: user, agentId: opts.agent, tags: opts.tag, metadata: jsonFlag("metadata", opts.metadata), entityIds: opts.entity });
-  await withContext(app, cmd, async (ctx) => {
-    if (!opts.extract) {
-      const body = await (await core()).createMemory(ctx, raw);
-      await app.output.result(body, (t) => renderMemory(t, body));
-      return;
-    }
-    const { memory, extracted } = await (await core()).createMemoryWithExtraction(ctx, raw);
-    reportExtraction(app, extracted);
-    await app.output.result(memory, (t) => renderMemory(t, memory));
-  });
+  await withContext(
+    app,
+    cmd,
+    async (ctx) => {
+      if (!opts.extract) {
+        const body = await (await core()).createMemory(ctx, raw);
+        await app.output.result(body, (t) => renderMemory(t, body));
+        return;
+      }
+      const { memory, extracted } = await (await core()).createMemoryWithExtraction(ctx, raw);
+      reportExtraction(app, extracted);
+      await app.output.result(memory, (t) => renderMemory(t, memory));
+    },
+    // The new memory is embedded: its model loads while the store opens.
+    { warmEmbedder: typeof content === "string" && content.trim() !== "" },
+  );
 }
 
 /** What extraction did goes to stderr, so stdout stays exactly the API's memory body. */
