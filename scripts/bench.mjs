@@ -99,13 +99,22 @@ async function benchColdStart() {
   const store = join(work, "cold-store");
   spawnSync(process.execPath, [BIN, "memories", "add", "warm the page cache", "--user", "u"], { env: env(store) });
   const list = median(Array.from({ length: 5 }, () => timeCmd(["memories", "list"], store)));
-  const search = median(Array.from({ length: 3 }, () => timeCmd(["memories", "search", "page cache", "--threshold", "0"], store)));
+  // The search's floor is a process that does nothing but load the model and embed the query:
+  // both are wall times of a cold process. Alternated, so that drift on a busy machine hits both.
+  const search = [];
+  const modelProcess = [];
+  for (let i = 0; i < 5; i++) {
+    search.push(timeCmd(["memories", "search", "page cache", "--threshold", "0"], store));
+    modelProcess.push(timeProcess(["-e", modelScript("await e.embed(['page cache'])")]));
+  }
   const load = median(Array.from({ length: 3 }, modelLoadMs));
   const node = median(Array.from({ length: 5 }, () => timeProcess(["-e", "0"])));
   record("cold start", "node start-up alone (node -e 0)", round(node), "ms");
   record("cold start", "mm memories list", round(list), "ms", undefined, "≤ 300 ms", list <= 300);
-  record("cold start", "use-lite model load (in process, after start-up)", round(load), "ms");
-  record("cold start", "mm memories search", round(search), "ms", round(load), "≤ model load + 200 ms", search <= load + 200);
+  record("cold start", "use-lite model load, in process (after Node's start-up)", round(load), "ms");
+  const floor = median(modelProcess);
+  record("cold start", "use-lite model load, whole process (start-up, load, one embedding, exit)", round(floor), "ms");
+  record("cold start", "mm memories search", round(median(search)), "ms", round(floor), "≤ model-load process + 200 ms", median(search) <= floor + 200);
 }
 
 async function benchSearch(size) {
@@ -302,8 +311,14 @@ function peakRss(pid) {
   }
 }
 
+/** Node code that imports the use-lite provider, creates `e` and runs `body` (an async function's). */
+function modelScript(body) {
+  const config = JSON.stringify({ ...DEFAULT_EMBEDDER, options: { workers: 1 } });
+  return `import(${JSON.stringify(join(root, "dist/embedder/use-lite.js"))}).then(async (m) => { const e = m.useLiteProvider.create(${config}, {}); ${body}; })`;
+}
+
 function modelLoadMs() {
-  const r = spawnSync(process.execPath, ["-e", `const t=performance.now();import(${JSON.stringify(join(root, "dist/embedder/use-lite.js"))}).then(async m=>{const e=m.useLiteProvider.create(${JSON.stringify({ ...DEFAULT_EMBEDDER, options: { workers: 1 } })},{});await e.embed(["x"]);console.log(performance.now()-t)})`], { encoding: "utf8" });
+  const r = spawnSync(process.execPath, ["-e", `const t = performance.now(); ${modelScript("await e.embed(['x']); console.log(performance.now() - t)")}`], { encoding: "utf8" });
   return Number(r.stdout.trim());
 }
 
