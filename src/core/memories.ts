@@ -142,7 +142,8 @@ async function gatherCandidates(ctx: Context, mode: SearchMode, query: string, f
   if (mode === "keyword") {
     return keywords ? (await ctx.store.searchMemoriesText(keywords, filter, limit)).map((h) => ({ record: h.record, bm25: h.score })) : [];
   }
-  // The keyword search and the vector search's routing run while the query embeds.
+  // The keyword search and the vector search's routing run while the query embeds; the vector
+  // search itself starts as soon as the embedding is there, not after the keyword search.
   const embedding = embedQuery(ctx, denseQuery(query));
   const [vector, textHits, vectorHits] = await Promise.all([
     embedding,
