@@ -10,13 +10,13 @@ const tempDir = useTempDirs();
 const TRACER = fileURLToPath(new URL("../helpers/trace-imports.mjs", import.meta.url));
 const HEAVY = ["@energetic-ai", "@tensorflow", "@huggingface", "@inquirer", "cli-progress"];
 
-async function importsOf(store: string, args: string[]): Promise<string[]> {
+async function importsOf(store: string, args: string[], status = 0): Promise<string[]> {
   const trace = join(store, "..", `trace-${Math.random().toString(36).slice(2)}.txt`);
   const r = spawnSync(process.execPath, ["--import", TRACER, MM_BIN, ...args], {
     env: { ...process.env, MM_STORE: store, MM_TRACE_FILE: trace, LANCEDB_LOG: "error" },
     encoding: "utf8",
   });
-  expect(r.status, r.stderr).toBe(0);
+  expect(r.status, r.stderr).toBe(status);
   return (await readFile(trace, "utf8")).trim().split("\n");
 }
 
@@ -43,6 +43,19 @@ describe("lazy loading", () => {
     }
     const searched = await importsOf(store, ["memories", "search", "greetings", "--threshold", "0"]);
     expect(searched.some((u) => u.includes("@energetic-ai/embeddings"))).toBe(true);
+  });
+
+  it("does not start loading the model for a search or an add that will fail validation", async () => {
+    const store = join(await tempDir(), "store");
+    await importsOf(store, ["memories", "add", "hello there", "--user", "u"]);
+    for (const args of [
+      ["memories", "search", "greetings", "--mode", "hybird"],
+      ["memories", "search", "greetings", "--threshold", "7"],
+      ["memories", "add", "hello", "--user", "u", "--tag", ""],
+    ]) {
+      const loaded = await importsOf(store, args, 2);
+      expect(loaded.filter((u) => u.includes("@energetic-ai")), args.join(" ")).toEqual([]);
+    }
   });
 
   it("validates with zod/mini only, and loads no zod at all for a command that validates nothing", async () => {

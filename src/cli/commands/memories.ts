@@ -11,6 +11,20 @@ import { preview, type TableKit } from "../output.js";
 import { canPrompt, promptText } from "../prompt.js";
 
 const core = () => import("../../core/memories.js");
+const schemas = () => import("../../schemas/memory.js");
+
+/**
+ * `parse(raw)`, or undefined when it throws. Decides whether a command starts loading the model
+ * up front; the command still validates (and counts) the request as usual, so a bad one reports
+ * its error without waiting for a model it never needed.
+ */
+function passes<T>(parse: (raw: unknown) => T, raw: unknown): T | undefined {
+  try {
+    return parse(raw);
+  } catch {
+    return undefined;
+  }
+}
 
 interface FieldFlags {
   user?: string;
@@ -68,7 +82,7 @@ export function registerMemories(program: Command, app: CliApp): void {
           await app.output.result(body, (t) => renderHits(t, body.results));
         },
         // Every mode but keyword embeds the query: its model loads while the store opens.
-        { warmEmbedder: opts.mode !== "keyword" },
+        { warmEmbedder: (passes((await schemas()).parseSearchMemories, raw)?.mode ?? "keyword") !== "keyword" },
       );
     });
 
@@ -168,7 +182,7 @@ async function addOne(app: CliApp, cmd: Command, content: string | undefined, op
       await app.output.result(memory, (t) => renderMemory(t, memory));
     },
     // The new memory is embedded: its model loads while the store opens.
-    { warmEmbedder: typeof content === "string" && content.trim() !== "" },
+    { warmEmbedder: passes((await schemas()).parseCreateMemory, raw) !== undefined },
   );
 }
 
