@@ -74,6 +74,7 @@ export function registerMemories(program: Command, app: CliApp): void {
         threshold: numberFlag(opts.threshold),
         mode: opts.mode,
       });
+      const valid = passes((await schemas()).parseSearchMemories, raw);
       await withContext(
         app,
         cmd,
@@ -81,8 +82,8 @@ export function registerMemories(program: Command, app: CliApp): void {
           const body = await (await core()).searchMemories(ctx, raw);
           await app.output.result(body, (t) => renderHits(t, body.results));
         },
-        // Every mode but keyword embeds the query: its model loads while the store opens.
-        { warmEmbedder: (passes((await schemas()).parseSearchMemories, raw)?.mode ?? "keyword") !== "keyword" },
+        // A valid search in any mode but keyword embeds the query: its model loads while the store opens.
+        { warmEmbedder: valid !== undefined && valid.mode !== "keyword" },
       );
     });
 
