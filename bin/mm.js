@@ -1,5 +1,13 @@
 #!/usr/bin/env node
-import { run } from "../dist/bundle/main.js";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+// The CLI bundle is CommonJS, so that its big files compile from the V8 code caches `npm run build`
+// recorded (see src/code-cache.ts); the cache must be in place before anything else loads.
+const require = createRequire(import.meta.url);
+const { useCodeCache } = require("../dist/bundle/code-cache.js");
+useCodeCache(fileURLToPath(new URL("../dist/bundle/code-cache/", import.meta.url)), { record: process.env.MM_CODE_CACHE_RECORD === "1" });
+const { run } = require("../dist/bundle/main.js");
 
 let finished = false;
 // If the event loop ever empties while a command is still pending, never exit 0 as if it worked.

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { codeCacheDir } from "../code-cache.js";
 import { MmError } from "../errors.js";
 import type { EmbedderConfig } from "./types.js";
 
@@ -53,7 +54,7 @@ export class EmbedderPool {
   private start(): void {
     if (this.workers.length) return;
     for (let i = 0; i < this.size; i++) {
-      const worker = new Worker(workerFile(), { workerData: { config: this.config, env: this.env } });
+      const worker = new Worker(workerFile(), { workerData: { config: this.config, env: this.env, codeCache: codeCacheDir() } });
       const slot = { worker, busy: false };
       worker.on("message", (msg: { id: number; vectors?: Float32Array[]; error?: { message: string; code?: string } }) => {
         const job = this.pending.get(msg.id);

@@ -1,6 +1,7 @@
 import { constants, createReadStream } from "node:fs";
 import { access } from "node:fs/promises";
 import { createInterface } from "node:readline";
+import { createRequire } from "node:module";
 import type { Command } from "commander";
 import { MmError } from "../../errors.js";
 import type { BatchLineResult, Memory, MemoryListItem, MemorySearchHit, Page } from "../../core/memories.js";
@@ -291,7 +292,8 @@ async function* readLines(source: NodeJS.ReadableStream): AsyncGenerator<string>
 }
 
 async function startProgress(stream: NodeJS.WritableStream): Promise<{ tick(): void; log(s: string): void; stop(): void }> {
-  const { default: cliProgress } = await import("cli-progress");
+  // CommonJS, so `require`: an `import()` here would keep the CLI's main chunk out of the code cache.
+  const cliProgress = createRequire(import.meta.url)("cli-progress") as typeof import("cli-progress");
   const bar = new cliProgress.SingleBar(
     { stream, format: "adding {value} lines | {rate}/s | {duration_formatted}", fps: 5, hideCursor: true },
     cliProgress.Presets.shades_classic,

@@ -1,0 +1,52 @@
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { MM_BIN, runMm } from "../helpers/spawn-mm.js";
+import { useTempDirs } from "../helpers/temp.js";
+
+const tempDir = useTempDirs();
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const BUNDLE = join(ROOT, "dist", "bundle");
+const REPORTER = fileURLToPath(new URL("../helpers/code-cache-report.mjs", import.meta.url));
+const resolve = createRequire(join(ROOT, "package.json")).resolve;
+/** What a cold search compiles that is worth caching: the CLI, LanceDB's JavaScript, Arrow and TensorFlow.js. */
+const SEARCH_FILES = [
+  join(BUNDLE, "main.js"),
+  join(BUNDLE, "lancedb.cjs"),
+  join(dirname(resolve("apache-arrow")), "Arrow.es2015.min.js"),
+  resolve("@energetic-ai/core"),
+];
+
+describe("the CLI's code cache", () => {
+  it("is recorded by the build for the files a search compiles, from their current bytes", async () => {
+    const manifest = JSON.parse(await readFile(join(BUNDLE, "code-cache", "manifest.json"), "utf8")) as {
+      v8: string;
+      entries: { file: string; sha1: string }[];
+    };
+    expect(manifest.v8).toBe(process.versions.v8);
+    expect(manifest.entries.map((e) => e.file)).toEqual(expect.arrayContaining(SEARCH_FILES));
+    for (const { file, sha1 } of manifest.entries) {
+      expect(createHash("sha1").update(await readFile(file)).digest("hex"), file).toBe(sha1);
+    }
+  });
+
+  it("is what a spawned `mm memories search` compiles those files from", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "store");
+    expect((await runMm(["memories", "add", "the cache is warm", "--user", "u"], { store })).code).toBe(0);
+    const report = join(dir, "uses.json");
+    const r = spawnSync(process.execPath, ["--import", REPORTER, MM_BIN, "memories", "search", "is the cache warm?", "--user", "u", "--threshold", "0"], {
+      env: { ...process.env, MM_STORE: store, LANCEDB_LOG: "error", MM_CODE_CACHE_REPORT: report, MM_CODE_CACHE_MODULE: join(BUNDLE, "code-cache.js") },
+      encoding: "utf8",
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).results[0].content).toBe("the cache is warm");
+    const uses = JSON.parse(await readFile(report, "utf8")) as { file: string; outcome: string }[];
+    expect(uses.filter((u) => u.outcome !== "used")).toEqual([]);
+    expect(uses.map((u) => u.file)).toEqual(expect.arrayContaining(SEARCH_FILES));
+  });
+});
