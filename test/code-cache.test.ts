@@ -26,7 +26,7 @@ interface Outcome {
   uses: { file: string; outcome: string }[];
 }
 
-function load(dir: string, mode: "record" | "use", file: string): Outcome {
+function load(dir: string, mode: "record" | "use" | "stop", file: string): Outcome {
   const r = spawnSync(process.execPath, [RUNNER, CODE_CACHE, join(dir, "cache"), mode, file], { encoding: "utf8" });
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as Outcome;
@@ -58,6 +58,13 @@ describe("code cache", () => {
     expect(cached.value).toMatchObject({ answer: 42, sibling: "sibling", file, dir, thisIsExports: true });
     expect(cached.value.stack).toContain(`${file}:1:23`);
     expect(recorded.value).toEqual(cached.value);
+  });
+
+  it("compiles the ordinary way again once stopped", async () => {
+    const { dir, file } = await fixture();
+    load(dir, "record", file);
+    expect(load(dir, "use", file).uses).toEqual([{ file, outcome: "used" }]);
+    expect(load(dir, "stop", file)).toMatchObject({ uses: [], value: { answer: 42, sibling: "sibling" } });
   });
 
   it("never uses the cache of a file whose bytes changed, even at the same length", async () => {

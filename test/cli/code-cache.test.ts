@@ -1,4 +1,6 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -48,5 +50,22 @@ describe("the CLI's code cache", () => {
     const uses = JSON.parse(await readFile(report, "utf8")) as { file: string; outcome: string }[];
     expect(uses.filter((u) => u.outcome !== "used")).toEqual([]);
     expect(uses.map((u) => u.file)).toEqual(expect.arrayContaining(SEARCH_FILES));
+  });
+
+  it("is not what a long-running `mm serve` compiles the model and the store from", async () => {
+    const dir = await tempDir();
+    const report = join(dir, "uses.json");
+    const child = spawn(process.execPath, ["--import", REPORTER, MM_BIN, "serve", "--port", "0"], {
+      env: { ...process.env, MM_STORE: join(dir, "store"), LANCEDB_LOG: "error", MM_CODE_CACHE_REPORT: report, MM_CODE_CACHE_MODULE: join(BUNDLE, "code-cache.js") },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    // Listening means the model is loaded (serve warms it first) and the store is open.
+    for await (const line of createInterface({ input: child.stderr! })) if (line.includes('"listening"')) break;
+    child.kill("SIGTERM");
+    await once(child, "exit");
+    const uses = JSON.parse(await readFile(report, "utf8")) as { file: string; outcome: string }[];
+    expect(uses).toContainEqual({ file: join(BUNDLE, "main.js"), outcome: "used" });
+    expect(uses.map((u) => u.file)).not.toContain(resolve("@energetic-ai/core"));
+    expect(uses.map((u) => u.file)).not.toContain(join(BUNDLE, "lancedb.cjs"));
   });
 });

@@ -4,7 +4,8 @@
 import { createRequire } from "node:module";
 
 const [codeCacheModule, dir, mode, file] = process.argv.slice(2);
-const { useCodeCache, codeCacheUses } = await import(codeCacheModule);
+const { useCodeCache, stopCodeCache, codeCacheUses } = await import(codeCacheModule);
 useCodeCache(dir, { record: mode === "record" });
+if (mode === "stop") stopCodeCache();
 const value = createRequire(import.meta.url)(file);
 process.stdout.write(JSON.stringify({ value, uses: codeCacheUses() }));
