@@ -79,4 +79,10 @@ await build({
   external: ["apache-arrow", "@lancedb/lancedb-*", "*.node"],
 });
 
-await recordCodeCache(root);
+// The caches only make mm start faster: if they can't be recorded here, say so and build anyway
+// (mm then compiles the ordinary way; test/cli/code-cache.test.ts fails, so CI notices).
+try {
+  await recordCodeCache(root);
+} catch (err) {
+  console.warn(`warning: no code cache recorded, so mm will start slower: ${err.message}`);
+}
