@@ -86,10 +86,10 @@ export function useCodeCache(dir: string, options: { record?: boolean } = {}): v
 }
 
 /**
- * From now on, files compile the ordinary way again. For long-running processes: in a warm
- * `mm serve`, searches ran about 4 ms slower (p50 of 300 alternating requests, three runs) with
- * TensorFlow.js compiled from its cache, and a server's start-up is paid once. Files already
- * loaded stay as they are. Recording cannot be stopped.
+ * From now on, files compile the ordinary way again. For long-running processes: a warm
+ * `mm serve` searched about 4 ms slower (p50 of 300 alternating requests, three runs) with its
+ * files compiled through this hook, cache or no cache (README, "Cold start"), and a server's
+ * start-up is paid once. Files already loaded stay as they are. Recording cannot be stopped.
  */
 export function stopCodeCache(): void {
   if (!installed || installed.record) return;
