@@ -141,17 +141,15 @@ function recordable(content: string, filename: string): vm.Script | undefined {
   return script;
 }
 
+/** How many characters Node's module wrapper puts before a file's source. */
+const WRAPPER_PREFIX = Module.wrap("\0").indexOf("\0");
+
 /**
  * The module as Node itself wraps it. The negative column offset keeps positions on the first line
  * (all of a minified file) pointing at the file's own columns in stack traces.
  */
 function compileWrapped(content: string, filename: string, cachedData?: Buffer): vm.Script {
-  const wrapped = Module.wrap(content);
-  return new vm.Script(wrapped, {
-    filename,
-    columnOffset: -wrapped.indexOf(content),
-    cachedData,
-  });
+  return new vm.Script(Module.wrap(content), { filename, columnOffset: -WRAPPER_PREFIX, cachedData });
 }
 
 function run(script: vm.Script, module: CompilingModule, filename: string): unknown {
