@@ -23,6 +23,16 @@ const SEARCH_FILES = [
   resolve("@energetic-ai/core"),
 ];
 
+/** How to spawn `mm` on `store` so that it writes what its code cache did (see code-cache-report.mjs), and the reader. */
+function reporting(dir: string, store: string) {
+  const report = join(dir, "uses.json");
+  return {
+    node: ["--import", REPORTER, MM_BIN],
+    env: { ...process.env, MM_STORE: store, LANCEDB_LOG: "error", MM_CODE_CACHE_REPORT: report, MM_CODE_CACHE_MODULE: join(BUNDLE, "code-cache.js") },
+    uses: async () => JSON.parse(await readFile(report, "utf8")) as { file: string; outcome: string }[],
+  };
+}
+
 describe("the CLI's code cache", () => {
   it("is recorded by the build for the files a search compiles, from their current bytes", async () => {
     const manifest = JSON.parse(await readFile(join(BUNDLE, "code-cache", "manifest.json"), "utf8")) as {
@@ -40,30 +50,27 @@ describe("the CLI's code cache", () => {
     const dir = await tempDir();
     const store = join(dir, "store");
     expect((await runMm(["memories", "add", "the cache is warm", "--user", "u"], { store })).code).toBe(0);
-    const report = join(dir, "uses.json");
-    const r = spawnSync(process.execPath, ["--import", REPORTER, MM_BIN, "memories", "search", "is the cache warm?", "--user", "u", "--threshold", "0"], {
-      env: { ...process.env, MM_STORE: store, LANCEDB_LOG: "error", MM_CODE_CACHE_REPORT: report, MM_CODE_CACHE_MODULE: join(BUNDLE, "code-cache.js") },
+    const spawned = reporting(dir, store);
+    const r = spawnSync(process.execPath, [...spawned.node, "memories", "search", "is the cache warm?", "--user", "u", "--threshold", "0"], {
+      env: spawned.env,
       encoding: "utf8",
     });
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).results[0].content).toBe("the cache is warm");
-    const uses = JSON.parse(await readFile(report, "utf8")) as { file: string; outcome: string }[];
+    const uses = await spawned.uses();
     expect(uses.filter((u) => u.outcome !== "used")).toEqual([]);
     expect(uses.map((u) => u.file)).toEqual(expect.arrayContaining(SEARCH_FILES));
   });
 
   it("is not what a long-running `mm serve` compiles the model and the store from", async () => {
     const dir = await tempDir();
-    const report = join(dir, "uses.json");
-    const child = spawn(process.execPath, ["--import", REPORTER, MM_BIN, "serve", "--port", "0"], {
-      env: { ...process.env, MM_STORE: join(dir, "store"), LANCEDB_LOG: "error", MM_CODE_CACHE_REPORT: report, MM_CODE_CACHE_MODULE: join(BUNDLE, "code-cache.js") },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
+    const spawned = reporting(dir, join(dir, "store"));
+    const child = spawn(process.execPath, [...spawned.node, "serve", "--port", "0"], { env: spawned.env, stdio: ["ignore", "ignore", "pipe"] });
     // Listening means the model is loaded (serve warms it first) and the store is open.
     for await (const line of createInterface({ input: child.stderr! })) if (line.includes('"listening"')) break;
     child.kill("SIGTERM");
     await once(child, "exit");
-    const uses = JSON.parse(await readFile(report, "utf8")) as { file: string; outcome: string }[];
+    const uses = await spawned.uses();
     expect(uses).toContainEqual({ file: join(BUNDLE, "main.js"), outcome: "used" });
     expect(uses.map((u) => u.file)).not.toContain(resolve("@energetic-ai/core"));
     expect(uses.map((u) => u.file)).not.toContain(join(BUNDLE, "lancedb.cjs"));
