@@ -2,14 +2,11 @@ import { MmError, toMmError } from "../errors.js";
 import {
   parseCreateMemory,
   parseListMemories,
-  parseSearchMemories,
   parseUpdateMemory,
   type CreateMemoryInput,
-  type SearchMode,
 } from "../schemas/memory.js";
-import type { MemoryFilter, MemoryRecord, MemoryRow } from "../storage/store.js";
-import { embedChecked, embedQuery, withSnapshot, type Context } from "./context.js";
-import { CANDIDATES, denseQuery, keywordQuery, rank, type Candidate } from "./ranking.js";
+import type { MemoryRecord, MemoryRow } from "../storage/store.js";
+import { embedChecked, withSnapshot, type Context } from "./context.js";
 import { assertEntitiesExist, resolveMentions, type CreateEntityResult } from "./entities.js";
 import { newId } from "./ids.js";
 
@@ -29,15 +26,8 @@ export interface Memory {
 
 export type MemoryListItem = Omit<Memory, "metadata" | "entityIds">;
 
-export interface MemorySearchHit {
-  id: string;
-  content: string;
-  score: number;
-  userId: string;
-  agentId?: string;
-  tags?: string[];
-  createdAt: string;
-}
+
+export { searchCandidates, searchMemories, type MemorySearchHit } from "./search.js";
 
 export interface Pagination {
   page: number;
@@ -115,74 +105,6 @@ export async function listMemories(ctx: Context, rawQuery: unknown): Promise<Pag
     store.listMemories({ accountId: ctx.accountId, userId: q.userId, agentId: q.agentId, tags: q.tags }, { offset: (q.page - 1) * q.limit, limit: q.limit }),
   );
   return page(records.map(toListItem), q, total);
-}
-
-/**
- * Search in one of three modes (core/ranking.ts says how each ranks and what its score means):
- * `semantic` (embedding cosine), `keyword` (BM25 over the full-text index) and `hybrid` (both plus
- * conversational neighbours, fused and calibrated; the default). User, agent and tag filters are
- * applied inside every index query, so other users' data can't crowd a user's results out.
- */
-export async function searchMemories(ctx: Context, raw: unknown): Promise<{ results: MemorySearchHit[] }> {
-  const input = parseSearchMemories(raw);
-  const filter = { accountId: ctx.accountId, userId: input.userId, agentId: input.agentId, tags: input.tags };
-  const candidates = await gatherCandidates(ctx, input.mode, input.query, filter, input.limit);
-  const ranked = rank(input.mode, candidates)
-    .filter((h) => Number.isFinite(h.score) && h.score >= input.threshold)
-    .sort((a, b) => b.score - a.score || cmp(b.record.createdAt, a.record.createdAt))
-    .slice(0, input.limit);
-  return { results: ranked.map(({ record, score }) => toSearchHit(record, score)) };
-}
-
-async function gatherCandidates(ctx: Context, mode: SearchMode, query: string, filter: MemoryFilter, limit: number): Promise<Candidate[]> {
-  if (mode === "semantic") {
-    return (await ctx.store.searchMemories(embedQuery(ctx, query), filter, limit)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
-  }
-  const keywords = keywordQuery(query);
-  if (mode === "keyword") {
-    return keywords ? (await ctx.store.searchMemoriesText(keywords, filter, limit)).map((h) => ({ record: h.record, bm25: h.score })) : [];
-  }
-  // The keyword search and the vector search's routing run while the query embeds; the vector
-  // search itself starts as soon as the embedding is there, not after the keyword search.
-  const embedding = embedQuery(ctx, denseQuery(query));
-  const [vector, textHits, vectorHits] = await Promise.all([
-    embedding,
-    keywords ? ctx.store.searchMemoriesText(keywords, filter, CANDIDATES, { withVectors: true }) : Promise.resolve([]),
-    ctx.store.searchMemories(embedding, filter, CANDIDATES),
-  ]);
-  const byId = new Map<string, Candidate>();
-  for (const h of vectorHits) byId.set(h.record.id, { record: h.record, cosine: 1 - h.distance });
-  for (const h of textHits) {
-    const c = byId.get(h.record.id);
-    if (c) c.bm25 = h.score;
-    else byId.set(h.record.id, { record: h.record, bm25: h.score, cosine: h.vector ? dot(vector, h.vector) : undefined });
-  }
-  // Neighbours (seq ± 1 of the same user) join the candidates: context for a match is often the
-  // turn before or after it. Fetched with their vectors, in one query per user.
-  const wanted = new Map<string, { userId: string; seqs: Set<number> }>();
-  const present = new Set([...byId.values()].map((c) => `${c.record.userId}\u0000${c.record.seq}`));
-  for (const c of byId.values()) {
-    if (c.record.seq <= 0) continue;
-    for (const seq of [c.record.seq - 1, c.record.seq + 1]) {
-      if (seq < 1 || present.has(`${c.record.userId}\u0000${seq}`)) continue;
-      const entry = wanted.get(c.record.userId) ?? { userId: c.record.userId, seqs: new Set<number>() };
-      entry.seqs.add(seq);
-      wanted.set(c.record.userId, entry);
-    }
-  }
-  const neighbours = await Promise.all(
-    [...wanted.values()].map((w) => ctx.store.memoriesAtSeqs({ ...filter, userId: w.userId }, [...w.seqs])),
-  );
-  for (const row of neighbours.flat()) {
-    if (!byId.has(row.id)) byId.set(row.id, { record: row, cosine: dot(vector, row.vector) });
-  }
-  return [...byId.values()];
-}
-
-function dot(a: Float32Array, b: Float32Array): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
-  return s;
 }
 
 /**
@@ -405,21 +327,11 @@ export function toListItem(r: MemoryRecord): MemoryListItem {
   return item;
 }
 
-function toSearchHit(r: MemoryRecord, score: number): MemorySearchHit {
-  const hit: MemorySearchHit = { id: r.id, content: r.content, score, userId: r.userId } as MemorySearchHit;
-  if (r.agentId !== null) hit.agentId = r.agentId;
-  if (r.tags.length) hit.tags = r.tags;
-  hit.createdAt = r.createdAt;
-  return hit;
-}
 
 function notFound(id: string): MmError {
   return new MmError("MEMORY_NOT_FOUND", `Memory ${id} does not exist.`);
 }
 
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 /** A clock that went backwards must not make updatedAt precede the previous value. */
 function laterTimestamp(now: Date, previous: string): string {

@@ -2,40 +2,68 @@ import type { SearchMode } from "../schemas/memory.js";
 import type { MemoryRecord } from "../storage/store.js";
 
 /**
- * Ranking and score calibration for the three search modes. Every constant here was chosen on
- * the LoCoMo development split by leave-one-conversation-out cross-validation (tuned on four
- * conversations, tested on the fifth) and is documented with its figures in the README
- * ("Search quality"). Pure functions: the store queries live in core/memories.ts.
+ * Ranking and score calibration for the three search modes. Pure functions: the store queries
+ * live in core/search.ts, keyword evidence (coverage) in core/keyword.ts. Every constant was
+ * chosen on the calibration set described in docs/search-quality.md (LoCoMo's development split,
+ * leave-one-conversation-out; two hand-labelled 20-memory stores held out), and
+ * `npm run calibrate` refits them.
+ *
+ * A score depends only on the query, the memory and the memories the search could return: never
+ * on other users', agents' or accounts' data, nor on the size of the store around them.
  */
 
-/** Candidates each index contributes before fusion (30 or 100 measured the same). */
+/** Vector-index candidates fused with the keyword candidates in hybrid mode. */
 export const CANDIDATES = 50;
-/** BM25 saturation: bm / (bm + KAPPA) maps LanceDB's BM25 into [0, 1). */
-export const KAPPA = 12;
-/** Weight of the keyword signal in the hybrid; the rest is cosine similarity. */
-export const ALPHA = 0.7;
-/** A memory inherits this share of its best neighbour's keyword score (seq ± 1 of the same user). */
-export const NEIGHBOUR_WEIGHT = 0.9;
-/** Hybrid calibration: score = σ(S · (raw − T0)); 0.5 at raw = T0. */
-export const HYBRID_SLOPE = 38;
-export const HYBRID_MIDPOINT = 0.378;
-/** Keyword calibration: σ(S · (bm/(bm+KAPPA) − T0)). Weak evidence on its own (see README). */
-export const KEYWORD_SLOPE = 31;
-export const KEYWORD_MIDPOINT = 0.332;
 /**
- * A strong meaning-only match must be able to pass the default threshold in hybrid mode too, or a
- * paraphrase sharing no word with the query could never be found there. σ(S·(cos − T0)) with a
- * high midpoint: only clearly similar text (cosine ≥ ~0.6 with use-lite) gets past 0.5.
+ * Keyword-matching memories (and their neighbours) ranked in full per search. When more match, the
+ * best-covered are kept, newest first among equals; a query of common words in a huge scope is the
+ * only case that reaches it.
  */
-export const SEMANTIC_SLOPE = 30;
-export const SEMANTIC_MIDPOINT = 0.6;
+export const KEYWORD_POOL = 500;
+/**
+ * The hybrid score's constants:
+ * - `keywordWeight`: weight of keyword coverage; the rest is cosine similarity.
+ * - `neighbourShare`, `neighbourCap`: a memory inherits this share of its best neighbour's coverage
+ *   (seq ± 1 of the same user), up to the cap. Context for a match then ranks just below it in a
+ *   conversation, but in a store of unrelated facts the fact added next to a match does not pass
+ *   the default threshold on that alone (it also needs a cosine of about 0.45).
+ * - `slope`, `midpoint`: score = σ(slope · (raw − midpoint)), 0.5 at raw = midpoint.
+ * - `meaningSlope`, `meaningMidpoint`: a strong match by meaning alone passes 0.5 too (the spec:
+ *   "hits may be found without exact word match"): from a cosine of meaningMidpoint up, the score
+ *   is at least σ(meaningSlope · (cosine − meaningMidpoint)). Below it this adds nothing, so it
+ *   never reorders the weaker candidates (a floor with a sigmoid tail cost 0.01 MRR@10).
+ */
+export interface HybridParams {
+  keywordWeight: number;
+  neighbourShare: number;
+  neighbourCap: number;
+  slope: number;
+  midpoint: number;
+  meaningSlope: number;
+  meaningMidpoint: number;
+}
+
+export const HYBRID: Readonly<HybridParams> = {
+  keywordWeight: 0.55,
+  neighbourShare: 0.8,
+  neighbourCap: 0.35,
+  slope: 49,
+  midpoint: 0.34,
+  meaningSlope: 60,
+  meaningMidpoint: 0.62,
+};
+
+/** Keyword calibration: score = σ(slope · (coverage − midpoint)). */
+export const KEYWORD: Readonly<{ slope: number; midpoint: number }> = { slope: 29, midpoint: 0.225 };
 
 export interface Candidate {
   record: MemoryRecord;
-  /** Cosine similarity to the (rewritten) query, when known. */
+  /** Cosine similarity to the (rewritten) query; hybrid and semantic modes. */
   cosine?: number;
-  /** Raw BM25 from the full-text index, when the memory matched the keyword query. */
-  bm25?: number;
+  /** Share of the query's keyword weight the memory contains (core/keyword.ts); 0 when none. */
+  coverage?: number;
+  /** The larger coverage of its two neighbours (seq − 1, seq + 1 of the same user). */
+  neighbourCoverage?: number;
 }
 
 export interface Ranked {
@@ -88,46 +116,44 @@ export function clamp01(x: number): number {
   return Math.min(1, Math.max(0, x));
 }
 
-/** Semantic mode: the cosine similarity clamped to [0, 1], as decisions.md defines `score`. */
-export function rankSemantic(candidates: Candidate[]): Ranked[] {
-  return candidates.map((c) => ({ record: c.record, score: clamp01(c.cosine ?? 0) }));
+/** Semantic mode: the cosine similarity clamped to [0, 1], as the API defines `score`. */
+export function semanticScore(cosine: number): number {
+  return clamp01(cosine);
 }
 
-/** Keyword mode: calibrated saturated BM25. */
-export function rankKeyword(candidates: Candidate[]): Ranked[] {
-  return candidates.map((c) => {
-    const b = c.bm25 ?? 0;
-    return { record: c.record, score: sigmoid(KEYWORD_SLOPE * (b / (b + KAPPA) - KEYWORD_MIDPOINT)) };
-  });
+/** Keyword mode: calibrated coverage. A memory holding every query word scores ≈ 1, one holding none ≈ 0. */
+export function keywordScore(coverage: number, p: { slope: number; midpoint: number } = KEYWORD): number {
+  return sigmoid(p.slope * (coverage - p.midpoint));
 }
 
 /**
- * Hybrid mode. For each candidate (both indexes' top hits and their neighbours):
- *   b   = max(bm25, NEIGHBOUR_WEIGHT × max(bm25 of seq−1, seq+1))   (max-propagation: a turn next
- *         to a keyword match is context for it, and can only rank just below it)
- *   raw = ALPHA · b/(b+KAPPA) + (1−ALPHA) · cosine
- *   score = max(σ(HYBRID_SLOPE·(raw − HYBRID_MIDPOINT)), σ(SEMANTIC_SLOPE·(cosine − SEMANTIC_MIDPOINT)))
- * Neighbours are memories of the same user adjacent in insertion order (`seq`).
+ * Hybrid evidence before calibration: keyword coverage (or a capped share of a neighbour's) and
+ * cosine, fused. The ranking follows it, except where the meaning floor lifts a strong paraphrase.
  */
-export function rankHybrid(candidates: Candidate[], options: { semanticFloor?: boolean } = {}): Ranked[] {
-  const bySeq = new Map<string, Candidate>();
-  const key = (r: MemoryRecord, seq: number) => `${r.accountId}\u0000${r.userId}\u0000${seq}`;
-  for (const c of candidates) bySeq.set(key(c.record, c.record.seq), c);
-  return candidates.map((c) => {
-    const own = c.bm25 ?? 0;
-    const prev = c.record.seq > 0 ? bySeq.get(key(c.record, c.record.seq - 1))?.bm25 ?? 0 : 0;
-    const next = c.record.seq > 0 ? bySeq.get(key(c.record, c.record.seq + 1))?.bm25 ?? 0 : 0;
-    const b = Math.max(own, NEIGHBOUR_WEIGHT * Math.max(prev, next));
-    const cosine = clamp01(c.cosine ?? 0);
-    const raw = ALPHA * (b / (b + KAPPA)) + (1 - ALPHA) * cosine;
-    let score = sigmoid(HYBRID_SLOPE * (raw - HYBRID_MIDPOINT));
-    if (options.semanticFloor !== false) score = Math.max(score, sigmoid(SEMANTIC_SLOPE * (cosine - SEMANTIC_MIDPOINT)));
-    return { record: c.record, score };
-  });
+export function hybridRaw(coverage: number, neighbourCoverage: number, cosine: number, p: HybridParams = HYBRID): number {
+  const keyword = Math.max(coverage, Math.min(p.neighbourCap, p.neighbourShare * neighbourCoverage));
+  return p.keywordWeight * keyword + (1 - p.keywordWeight) * clamp01(cosine);
 }
 
-export function rank(mode: SearchMode, candidates: Candidate[], options: { semanticFloor?: boolean } = {}): Ranked[] {
-  if (mode === "semantic") return rankSemantic(candidates);
-  if (mode === "keyword") return rankKeyword(candidates);
-  return rankHybrid(candidates, options);
+/**
+ * Hybrid mode: σ(slope · (raw − midpoint)), raised to σ(meaningSlope · (cosine − meaningMidpoint))
+ * when the cosine reaches meaningMidpoint. A memory with every query word has raw ≥ 0.55 and
+ * scores ≥ 0.999; one sharing no word with the query needs a cosine of 0.62.
+ */
+export function hybridScore(coverage: number, neighbourCoverage: number, cosine: number, p: HybridParams = HYBRID): number {
+  const c = clamp01(cosine);
+  const score = sigmoid(p.slope * (hybridRaw(coverage, neighbourCoverage, c, p) - p.midpoint));
+  return c >= p.meaningMidpoint ? Math.max(score, sigmoid(p.meaningSlope * (c - p.meaningMidpoint))) : score;
+}
+
+export function rank(mode: SearchMode, candidates: Candidate[]): Ranked[] {
+  return candidates.map((c) => ({
+    record: c.record,
+    score:
+      mode === "semantic"
+        ? semanticScore(c.cosine ?? 0)
+        : mode === "keyword"
+          ? keywordScore(c.coverage ?? 0)
+          : hybridScore(c.coverage ?? 0, c.neighbourCoverage ?? 0, c.cosine ?? 0),
+  }));
 }

@@ -48,6 +48,13 @@ export interface MemoryRow extends MemoryRecord {
  */
 export type Seq = number;
 
+/** Where a memory sits: its id, and its place in its user's sequence. */
+export interface MemoryPosition {
+  id: string;
+  userId: string;
+  seq: Seq;
+}
+
 export interface MemoryFilter {
   accountId: string;
   userId?: string;
@@ -394,40 +401,48 @@ export class Store {
   }
 
   /**
-   * The memories at the given sequence positions of one user (a search's candidates' neighbours),
-   * with their vectors, so their similarity to the query can be computed without another search.
+   * The scope's memories whose content contains `word` as the full-text index analyses it
+   * (stemmed, accents folded), at most `max` of them: which memories a query word touches, and how
+   * many, for keyword coverage (core/keyword.ts). Only ids and positions; no content.
    */
-  async memoriesAtSeqs(filter: MemoryFilter & { userId: string }, seqs: number[]): Promise<MemoryRow[]> {
-    const valid = [...new Set(seqs)].filter((n) => Number.isInteger(n) && n > 0);
-    if (!valid.length) return [];
-    const rows = await this.memories
-      .query()
-      .where(`${memoryWhere(filter)} AND seq IN (${valid.join(", ")})`)
-      .select([...RECORD_COLUMNS, "vector"]);
-    return (await readMemoryRows(rows, true)) as MemoryRow[];
+  async memoriesWithWord(word: string, filter: MemoryFilter, max: number): Promise<MemoryPosition[]> {
+    const rows = await this.memories.query().fullTextSearch(word, { columns: ["content"] }).where(memoryWhere(filter)).select(["id", "userId", "seq"]).limit(max).toArray();
+    return rows.map((r) => ({ id: String(r.id), userId: String(r.userId), seq: Number(r.seq) }));
   }
 
   /**
-   * Full-text (BM25) search over content, prefiltered like vector search. `score` is LanceDB's raw
-   * BM25, which is only comparable within one query's results.
+   * Exact cosine distance from `vector` to exactly the given memories of the scope: those ids, and
+   * each user's memories at the given sequence positions. For ranking keyword matches and their
+   * neighbours beside the vector index's own nearest; a few hundred rows, so no index is used.
    */
-  async searchMemoriesText(
-    query: string,
+  async nearestAmong(
+    vector: Float32Array,
     filter: MemoryFilter,
-    limit: number,
-    options: { withVectors?: boolean } = {},
-  ): Promise<{ record: MemoryRecord; score: number; vector?: Float32Array }[]> {
+    among: { ids: string[]; seqs: Map<string, number[]> },
+  ): Promise<{ record: MemoryRecord; distance: number }[]> {
+    const parts = among.ids.length ? [`id IN (${among.ids.map(sqlString).join(", ")})`] : [];
+    for (const [userId, seqs] of among.seqs) {
+      const valid = [...new Set(seqs)].filter((n) => Number.isInteger(n) && n > 0);
+      if (valid.length) parts.push(`(userId = ${sqlString(userId)} AND seq IN (${valid.join(", ")}))`);
+    }
+    if (!parts.length) return [];
+    const limit = among.ids.length + [...among.seqs.values()].reduce((n, s) => n + s.length, 0);
     const q = this.memories
       .query()
-      .fullTextSearch(query, { columns: ["content"] })
-      .where(memoryWhere(filter))
-      .select(options.withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS)
+      .nearestTo(Array.from(vector))
+      .distanceType("cosine")
+      .where(`${memoryWhere(filter)} AND (${parts.join(" OR ")})`)
+      .bypassVectorIndex()
+      .select(RECORD_COLUMNS)
       .limit(limit);
-    return (await readMemoryRows(q, Boolean(options.withVectors))).map(({ _score, vector, ...record }) => ({
-      record,
-      score: Number(_score),
-      ...(vector ? { vector } : {}),
-    }));
+    return (await readMemoryRows(q, false)).map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
+  }
+
+  /** The scope's memories with these ids (no vectors), in no particular order. */
+  async memoriesByIds(filter: MemoryFilter, ids: string[]): Promise<MemoryRecord[]> {
+    if (!ids.length) return [];
+    const q = this.memories.query().where(`${memoryWhere(filter)} AND id IN (${ids.map(sqlString).join(", ")})`).select(RECORD_COLUMNS).limit(ids.length);
+    return readMemoryRows(q, false);
   }
 
   async getEntity(accountId: string, id: string): Promise<EntityRecord | undefined> {

@@ -45,7 +45,7 @@ describe("mm serve (spawned, real model)", () => {
     expect(added.status).toBe(201);
     expect(added.headers.get("x-quota-limit")).toBe("50000");
     expect(added.headers.get("x-ratelimit-limit")).toBe("500");
-    const search = await api(url, key, "/v1/memories/search", { method: "POST", body: JSON.stringify({ query: "new pet cat", userId: "alice" }) });
+    const search = await api(url, key, "/v1/memories/search", { method: "POST", body: JSON.stringify({ query: "who adopted a new kitten?", userId: "alice" }) });
     expect((await search.json()).results).toHaveLength(1);
 
     // The CLI, acting as the same account on the same store, counts into the same ledger.

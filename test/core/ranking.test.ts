@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { openContext } from "../../src/core/context.js";
-import { addMemoriesFromLines, searchMemories } from "../../src/core/memories.js";
-import { ALPHA, KAPPA, NEIGHBOUR_WEIGHT, denseQuery, keywordQuery, rankHybrid, rankKeyword, rankSemantic, sigmoid, HYBRID_SLOPE, HYBRID_MIDPOINT, type Candidate } from "../../src/core/ranking.js";
+import { addMemoriesFromLines, searchCandidates, searchMemories } from "../../src/core/memories.js";
+import { HYBRID, denseQuery, hybridRaw, hybridScore, keywordQuery, keywordScore, rank } from "../../src/core/ranking.js";
 import type { MemoryRecord } from "../../src/storage/store.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
@@ -27,40 +27,45 @@ describe("query rewriting", () => {
 
 describe("scores", () => {
   it("semantic is the clamped cosine", () => {
-    expect(rankSemantic([{ record: rec("a", 1), cosine: 0.7 }, { record: rec("b", 2), cosine: -0.2 }]).map((r) => r.score)).toEqual([0.7, 0]);
+    expect(rank("semantic", [{ record: rec("a", 1), cosine: 0.7 }, { record: rec("b", 2), cosine: -0.2 }]).map((r) => r.score)).toEqual([0.7, 0]);
   });
 
-  it("keyword rises with BM25 and stays in (0, 1)", () => {
-    const s = rankKeyword([0, 2, 8, 30, 1000].map((bm25, i) => ({ record: rec(`k${i}`, i + 1), bm25 }))).map((r) => r.score);
+  it("keyword rises with coverage, passes 0.5 at full coverage and stays far below it without a match", () => {
+    const s = [0, 0.2, 0.5, 0.8, 1].map((c) => keywordScore(c));
     for (let i = 1; i < s.length; i++) expect(s[i]).toBeGreaterThan(s[i - 1]);
+    expect(s[0]).toBeLessThan(0.01);
+    expect(s[4]).toBeGreaterThan(0.99);
     for (const x of s) expect(x > 0 && x < 1).toBe(true);
   });
 
-  it("hybrid: a neighbour of a keyword match inherits 0.9 of it (max, not sum), and only within one user", () => {
-    const candidates: Candidate[] = [
-      { record: rec("hit", 5), bm25: 20, cosine: 0.3 },
-      { record: rec("before", 4), cosine: 0.3 },
-      { record: rec("after", 6), bm25: 1, cosine: 0.3 },
-      { record: rec("far", 9), cosine: 0.3 },
-      { record: rec("otherUser", 4, "v"), cosine: 0.3 },
-    ];
-    const byId = Object.fromEntries(rankHybrid(candidates, { semanticFloor: false }).map((r) => [r.record.id, r.score]));
-    const expected = (b: number, cos: number) => sigmoid(HYBRID_SLOPE * (ALPHA * (b / (b + KAPPA)) + (1 - ALPHA) * cos - HYBRID_MIDPOINT));
-    expect(byId.hit).toBeCloseTo(expected(20, 0.3), 10);
-    expect(byId.before).toBeCloseTo(expected(NEIGHBOUR_WEIGHT * 20, 0.3), 10);
-    expect(byId.after).toBeCloseTo(expected(NEIGHBOUR_WEIGHT * 20, 0.3), 10);
-    expect(byId.before).toBeLessThan(byId.hit);
-    expect(byId.far).toBeCloseTo(expected(0, 0.3), 10);
-    expect(byId.otherUser).toBeCloseTo(expected(0, 0.3), 10);
+  it("hybrid: a memory holding every query word scores ≥ 0.99 whatever its cosine", () => {
+    for (const cosine of [-0.3, 0, 0.1, 0.5]) expect(hybridScore(1, 0, cosine)).toBeGreaterThan(0.99);
   });
 
-  it("hybrid lets a strong meaning-only match pass 0.5, and keeps weak ones out", () => {
-    const [strong, weak] = rankHybrid([
-      { record: rec("s", 1), cosine: 0.7 },
-      { record: rec("w", 2), cosine: 0.35 },
-    ]);
-    expect(strong.score).toBeGreaterThan(0.5);
-    expect(weak.score).toBeLessThan(0.1);
+  it("hybrid: a neighbour inherits a capped share of a match's coverage, so a fact added next to a match needs meaning too", () => {
+    const matchRaw = hybridRaw(1, 0, 0.3);
+    const neighbourRaw = hybridRaw(0, 1, 0.3);
+    expect(neighbourRaw).toBeLessThan(matchRaw);
+    expect(neighbourRaw).toBeCloseTo(HYBRID.keywordWeight * HYBRID.neighbourCap + (1 - HYBRID.keywordWeight) * 0.3, 10);
+    // An unrelated neighbour (cosine 0.3) stays under 0.5; a related one (0.5) passes.
+    expect(hybridScore(0, 1, 0.3)).toBeLessThan(0.5);
+    expect(hybridScore(0, 1, 0.5)).toBeGreaterThan(0.5);
+    // Own coverage wins over a neighbour's share when larger.
+    expect(hybridRaw(0.6, 1, 0.3)).toBeCloseTo(HYBRID.keywordWeight * 0.6 + (1 - HYBRID.keywordWeight) * 0.3, 10);
+  });
+
+  it("hybrid lets a strong meaning-only match pass 0.5, and keeps weak ones far out", () => {
+    expect(hybridScore(0, 0, 0.7)).toBeGreaterThan(0.9);
+    expect(hybridScore(0, 0, HYBRID.meaningMidpoint + 0.01)).toBeGreaterThan(0.5);
+    expect(hybridScore(0, 0, 0.45)).toBeLessThan(0.05);
+    expect(hybridScore(0, 0, 0.35)).toBeLessThan(0.01);
+  });
+
+  it("rank scores each candidate by its mode", () => {
+    const c = [{ record: rec("a", 1), cosine: 0.4, coverage: 1, neighbourCoverage: 0 }];
+    expect(rank("semantic", c)[0].score).toBe(0.4);
+    expect(rank("keyword", c)[0].score).toBe(keywordScore(1));
+    expect(rank("hybrid", c)[0].score).toBe(hybridScore(1, 0, 0.4));
   });
 });
 
@@ -74,6 +79,29 @@ describe("hybrid search end to end", () => {
     expect(results[0].id).toBe(ids[1]);
     expect(results.slice(1, 3).map((r) => r.id).sort()).toEqual([ids[0], ids[2]].sort());
     expect(results[1].score).toBeLessThan(results[0].score);
+    await ctx.close();
+  });
+});
+
+describe("hybrid search's pruning", () => {
+  it("returns exactly what ranking every keyword candidate would, in a store larger than the vector candidates", async () => {
+    const ctx = await openContext({ storeDir: await tempDir(), embedder: createTestEmbedder() });
+    const topics = ["garden", "tea", "dentist", "marathon", "cello", "lisbon", "budget", "kitten", "plumber", "novel"];
+    const lines = Array.from({ length: 400 }, (_, i) =>
+      JSON.stringify({ content: `note ${i}: ${topics[i % 10]} and ${topics[(i * 3) % 10]} ${i % 7 ? "again" : "with the family"}`, userId: i % 3 ? "u" : "v" }),
+    );
+    await addMemoriesFromLines(ctx, lines, { batchSize: 100 });
+    for (const query of ["garden tea", "when is the dentist?", "family marathon cello", "kitten", "budget lisbon novel plumber", "again"]) {
+      for (const userId of ["u", undefined]) {
+        for (const limit of [1, 10, 40]) {
+          const got = await searchMemories(ctx, { query, userId, limit, threshold: 0 });
+          const all = rank("hybrid", await searchCandidates(ctx, { query, userId, limit }))
+            .sort((a, b) => b.score - a.score || (a.record.createdAt < b.record.createdAt ? 1 : a.record.createdAt > b.record.createdAt ? -1 : 0))
+            .slice(0, limit);
+          expect(got.results.map((r) => [r.id, r.score]), `${query} ${userId} ${limit}`).toEqual(all.map((r) => [r.record.id, r.score]));
+        }
+      }
+    }
     await ctx.close();
   });
 });

@@ -62,6 +62,8 @@ export interface TestServerOptions {
   bodyLimitBytes?: number;
   clock?: TestClock;
   log?: (entry: Record<string, unknown>) => void;
+  /** Embed with the store's own model (use-lite) instead of the bag-of-words test embedder. */
+  realModel?: boolean;
 }
 
 /** A real server on a real port over a real LanceDB store in a fresh temp directory. */
@@ -73,7 +75,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     server = await startServer({
       storeDir,
       port: 0,
-      embedder: createTestEmbedder(),
+      embedder: options.realModel ? undefined : createTestEmbedder(),
       clock,
       rateLimits: options.rateLimits ?? { read: 100_000, write: 100_000, search: 100_000 },
       bodyLimitBytes: options.bodyLimitBytes,

@@ -1,0 +1,182 @@
+import { parseSearchMemories, type SearchMemoriesInput } from "../schemas/memory.js";
+import type { MemoryFilter, MemoryPosition, MemoryRecord } from "../storage/store.js";
+import { embedQuery, type Context } from "./context.js";
+import { coverage, queryTerms, termWeights, type Term } from "./keyword.js";
+import { CANDIDATES, KEYWORD_POOL, denseQuery, hybridScore, keywordQuery, rank, type Candidate } from "./ranking.js";
+
+/** A search hit (spec §2.1): no metadata, no updatedAt; agentId and tags only when set. */
+export interface MemorySearchHit {
+  id: string;
+  content: string;
+  score: number;
+  userId: string;
+  agentId?: string;
+  tags?: string[];
+  createdAt: string;
+}
+
+/**
+ * Search in one of three modes (core/ranking.ts says how each scores): `semantic` (embedding
+ * cosine), `keyword` (coverage of the query's words) and `hybrid` (both plus conversational
+ * neighbours; the default). User, agent and tag filters are applied inside every index query, so
+ * other users' data can't crowd a user's results out, and every statistic a score uses is taken
+ * within them, so other users' and accounts' data can't move a score either.
+ */
+export async function searchMemories(ctx: Context, raw: unknown): Promise<{ results: MemorySearchHit[] }> {
+  const input = parseSearchMemories(raw);
+  const ranked = best(rank(input.mode, await gatherCandidates(ctx, input, { prune: true })), input.threshold, input.limit);
+  return { results: ranked.map(({ record, score }) => toSearchHit(record, score)) };
+}
+
+/**
+ * The memories a search would rank, with the evidence its score is computed from (cosine, keyword
+ * coverage, neighbours' coverage), before calibration and the threshold, and without the pruning
+ * that skips candidates the current constants can't rank high enough. For the calibration script
+ * (scripts/calibrate.mjs) and tests; the API never returns these.
+ */
+export async function searchCandidates(ctx: Context, raw: unknown): Promise<Candidate[]> {
+  return gatherCandidates(ctx, parseSearchMemories(raw), { prune: false });
+}
+
+/** The `limit` best at or above `threshold`: score descending, ties newest first. */
+function best<T extends { record: MemoryRecord; score: number }>(scored: T[], threshold: number, limit: number): T[] {
+  return scored
+    .filter((h) => Number.isFinite(h.score) && h.score >= threshold)
+    .sort((a, b) => b.score - a.score || cmp(b.record.createdAt, a.record.createdAt))
+    .slice(0, limit);
+}
+
+/** Keyword candidates whose exact cosine is fetched together (hybrid mode). */
+const COSINE_BATCH = 50;
+
+async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, options: { prune: boolean }): Promise<Candidate[]> {
+  const filter: MemoryFilter = { accountId: ctx.accountId, userId: input.userId, agentId: input.agentId, tags: input.tags };
+  if (input.mode === "semantic") {
+    return (await ctx.store.searchMemories(embedQuery(ctx, input.query), filter, input.limit)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
+  }
+  const terms = queryTerms(keywordQuery(input.query));
+  if (input.mode === "keyword") {
+    if (!terms.length) return [];
+    const matches = await keywordMatches(ctx, terms, filter);
+    // Keyword scores follow coverage alone, so only the `limit` best-covered need their records.
+    const top = matches.pool().filter((p) => p.coverage > 0);
+    top.sort((a, b) => b.coverage - a.coverage || cmp(b.id!, a.id!));
+    const records = await ctx.store.memoriesByIds(filter, top.slice(0, options.prune ? input.limit : KEYWORD_POOL).map((p) => p.id!));
+    return records.map((record) => ({ record, coverage: matches.coverageOf(record) }));
+  }
+
+  // The keyword lookups and the vector search's routing run while the query embeds; the vector
+  // search itself starts as soon as the embedding is there.
+  const embedding = embedQuery(ctx, denseQuery(input.query));
+  const [vector, matches, vectorHits] = await Promise.all([
+    embedding,
+    terms.length ? keywordMatches(ctx, terms, filter) : undefined,
+    ctx.store.searchMemories(embedding, filter, CANDIDATES),
+  ]);
+  const byId = new Map<string, Candidate>();
+  const add = (record: MemoryRecord, distance: number) =>
+    byId.set(record.id, {
+      record,
+      cosine: 1 - distance,
+      coverage: matches?.coverageOf(record) ?? 0,
+      neighbourCoverage: matches?.neighbourCoverageOf(record) ?? 0,
+    });
+  for (const h of vectorHits) add(h.record, h.distance);
+  // Fewer vector hits than asked for means the scope has no other memory: every keyword match and
+  // neighbour is among them already.
+  if (!matches || vectorHits.length < CANDIDATES) return [...byId.values()];
+
+  // Keyword matches and their neighbours (seq ± 1 of the same user: context for a match is often the
+  // turn before or after it) need their exact cosine. A memory outside the vector search's nearest
+  // has a cosine no higher than the farthest of them, which bounds its score: once the best
+  // remaining keyword candidate can't beat the `limit`-th score so far, none of the rest can.
+  const farthest = Math.min(...vectorHits.map((h) => 1 - h.distance));
+  const pool = matches.pool().filter((p) => !(p.id && byId.has(p.id)));
+  const bound = (p: (typeof pool)[number]) => hybridScore(p.coverage, p.neighbourCoverage, farthest);
+  pool.sort((a, b) => bound(b) - bound(a) || cmp(b.id ?? "", a.id ?? "") || b.seq - a.seq);
+  for (let i = 0; i < Math.min(pool.length, KEYWORD_POOL); i += COSINE_BATCH) {
+    if (options.prune) {
+      const kept = best([...byId.values()].map((c) => ({ record: c.record, score: hybridScore(c.coverage ?? 0, c.neighbourCoverage ?? 0, c.cosine ?? 0) })), input.threshold, input.limit);
+      const cut = kept.length < input.limit ? input.threshold : kept[kept.length - 1].score;
+      if (bound(pool[i]) < cut) break;
+    }
+    const batch = pool.slice(i, Math.min(i + COSINE_BATCH, KEYWORD_POOL));
+    const ids = batch.flatMap((p) => (p.id ? [p.id] : []));
+    const seqs = new Map<string, number[]>();
+    for (const p of batch) if (!p.id) seqs.set(p.userId, [...(seqs.get(p.userId) ?? []), p.seq]);
+    for (const h of await ctx.store.nearestAmong(vector, filter, { ids, seqs })) if (!byId.has(h.record.id)) add(h.record, h.distance);
+  }
+  return [...byId.values()];
+}
+
+/** Most memories a query word is looked up in: beyond it, the word counts as occurring in this many. */
+const WORD_LOOKUP_MAX = 5_000;
+
+/** A keyword candidate: a matched memory (with its id) or the unmatched neighbour of one (a position only). */
+interface PoolEntry {
+  id?: string;
+  userId: string;
+  seq: number;
+  coverage: number;
+  neighbourCoverage: number;
+}
+
+/**
+ * Which of the scope's memories contain which query words (from the full-text index, one lookup per
+ * word), how many memories the scope holds, and so each memory's keyword coverage and its
+ * neighbours'. Everything here is scoped to the search's own filter: other users' and accounts'
+ * memories never enter a weight.
+ */
+async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter) {
+  const [size, ...perTerm] = await Promise.all([ctx.store.countMemories(filter), ...terms.map((t) => ctx.store.memoriesWithWord(t.word, filter, WORD_LOOKUP_MAX))]);
+  const weights = termWeights(terms, { size, docFreq: perTerm.map((rows) => rows.length) });
+  const at = (userId: string, seq: number) => `${userId}\u0000${seq}`;
+  const matched = new Map<string, MemoryPosition & { terms: Set<number> }>();
+  perTerm.forEach((rows, i) => {
+    for (const r of rows) {
+      const m = matched.get(r.id) ?? { ...r, terms: new Set<number>() };
+      m.terms.add(i);
+      matched.set(r.id, m);
+    }
+  });
+  const coverageById = new Map<string, number>();
+  const coverageAt = new Map<string, number>();
+  for (const m of matched.values()) {
+    const c = coverage(weights, (i) => m.terms.has(i));
+    coverageById.set(m.id, c);
+    if (m.seq > 0) coverageAt.set(at(m.userId, m.seq), c);
+  }
+  const neighbourCoverage = (userId: string, seq: number) =>
+    seq > 0 ? Math.max(coverageAt.get(at(userId, seq - 1)) ?? 0, coverageAt.get(at(userId, seq + 1)) ?? 0) : 0;
+  return {
+    coverageOf: (r: MemoryRecord) => coverageById.get(r.id) ?? 0,
+    neighbourCoverageOf: (r: MemoryRecord) => neighbourCoverage(r.userId, r.seq),
+    /** Matched memories, and the unmatched neighbours of matched ones (by position; no id yet). */
+    pool(): PoolEntry[] {
+      const out: PoolEntry[] = [];
+      for (const m of matched.values()) out.push({ id: m.id, userId: m.userId, seq: m.seq, coverage: coverageById.get(m.id)!, neighbourCoverage: neighbourCoverage(m.userId, m.seq) });
+      const seen = new Set(coverageAt.keys());
+      for (const m of matched.values()) {
+        if (m.seq <= 0) continue;
+        for (const seq of [m.seq - 1, m.seq + 1]) {
+          if (seq < 1 || seen.has(at(m.userId, seq))) continue;
+          seen.add(at(m.userId, seq));
+          out.push({ userId: m.userId, seq, coverage: 0, neighbourCoverage: neighbourCoverage(m.userId, seq) });
+        }
+      }
+      return out;
+    },
+  };
+}
+
+function toSearchHit(r: MemoryRecord, score: number): MemorySearchHit {
+  const hit: MemorySearchHit = { id: r.id, content: r.content, score, userId: r.userId } as MemorySearchHit;
+  if (r.agentId !== null) hit.agentId = r.agentId;
+  if (r.tags.length) hit.tags = r.tags;
+  hit.createdAt = r.createdAt;
+  return hit;
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
