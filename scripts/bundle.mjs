@@ -34,7 +34,6 @@ const { outputFiles } = await build({
     "@huggingface/transformers",
     "compromise",
     "@inquirer/*",
-    "cli-progress",
   ],
 });
 

@@ -14,12 +14,16 @@ const mm = (args, opts = {}) => {
   }
   return r.stdout;
 };
+/** An argument as a shell needs it: quoted when it holds spaces or special characters. */
+const quote = (a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
 const show = (title, args) => {
-  console.log(`\n$ mm ${args.join(" ")}`);
+  console.log(`\n$ mm ${args.map(quote).join(" ")}`);
   spawnSync(process.execPath, [bin, ...args, ...extra, "--format", "table"], { stdio: "inherit" });
 };
 
-console.log(`Store: ${JSON.parse(mm(["store", "path", "--json"])).path}`);
+// `mm init` creates the store with the default model if there is none, and otherwise only reports it.
+const store = JSON.parse(mm(["init", "--json"]));
+console.log(`Store: ${store.store}${store.created ? " (created now)" : ""}`);
 const existing = JSON.parse(mm(["memories", "list", "--user", "quickstart", "--json"]));
 if (existing.pagination.total === 0) {
   for (const text of [

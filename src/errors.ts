@@ -25,6 +25,7 @@ export type ErrorCode =
   | "EMBEDDER_MISMATCH"
   | "EMBEDDER_UNAVAILABLE"
   | "STORE_ERROR"
+  | "LISTEN_ERROR"
   | "INTERRUPTED"
   | "INTERNAL_ERROR";
 
@@ -67,6 +68,7 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorClass> = {
   EMBEDDER_MISMATCH: { status: 409, exit: EXIT.config },
   EMBEDDER_UNAVAILABLE: { status: 503, exit: EXIT.config },
   STORE_ERROR: { status: 500, exit: EXIT.config },
+  LISTEN_ERROR: { status: 500, exit: EXIT.config },
   INTERRUPTED: { status: 499, exit: EXIT.interrupted },
   INTERNAL_ERROR: { status: 500, exit: EXIT.internal },
 };

@@ -3,8 +3,9 @@ import type { Command } from "commander";
 import { Accounts, type Account } from "../core/accounts.js";
 import { openContext, warmEmbedder, type Context } from "../core/context.js";
 import { QuotaLedger, type Bucket } from "../limits/ledger.js";
-import { resolveStorePath } from "../storage/paths.js";
+import { locateStore, missingStore, storeStatus } from "../core/store-location.js";
 import type { CliApp } from "./main.js";
+import { confirmDelete } from "./prompt.js";
 
 /** The rate/quota bucket of each command that is an API operation; other commands aren't counted. */
 const BUCKETS: Record<string, Bucket> = {
@@ -38,18 +39,22 @@ export interface CommandContext extends Context {
 /**
  * Opens the store named by the global flags for one command, as the account named by
  * `--account` / MM_ACCOUNT (else the local default account), counts the command against that
- * account's monthly quota like the API would, and always closes the store.
+ * account's monthly quota like the API would, and always closes the store. Only commands that add
+ * data (`create`) may create a missing store; every other command says there is none.
  */
 export async function withContext<T>(
   app: CliApp,
   cmd: Command,
   fn: (ctx: CommandContext) => Promise<T>,
-  options: { charge?: boolean; warmEmbedder?: boolean } = {},
+  options: { charge?: boolean; warmEmbedder?: boolean; create?: boolean } = {},
 ): Promise<T> {
   const globals = cmd.optsWithGlobals() as { store?: string; account?: string };
-  const storeDir = resolveStorePath(globals.store, app.io.env);
+  const location = locateStore(globals.store, app.io.env);
+  const status = await storeStatus(location);
+  if (status === "missing" && !options.create) throw missingStore(location);
+  const storeDir = location.dir;
   // First, so that the model's own start (compiling TensorFlow.js) is done before the store opens.
-  const warmed = options.warmEmbedder && !app.io.embedder ? await warmEmbedder(storeDir, app.io.env) : undefined;
+  const warmed = options.warmEmbedder && !app.io.embedder && status === "ready" ? await warmEmbedder(storeDir, app.io.env) : undefined;
   const accountRef = globals.account ?? (app.io.env.MM_ACCOUNT || undefined);
   const account = await new Accounts(storeDir, app.io.clock).resolve(accountRef ?? "acct_default");
   const base = await openContext({
@@ -74,6 +79,40 @@ export async function withContext<T>(
   } finally {
     await base.close();
   }
+}
+
+/**
+ * An entity as the person wrote it, id or name (core/entities.ts resolveEntityRef): every command
+ * that takes an entity accepts `"Ada Lovelace"` as well as `ent_…`. Undefined stays undefined.
+ */
+export async function entityRef(ctx: Context, ref: string | undefined): Promise<string | undefined> {
+  if (ref === undefined) return undefined;
+  return (await import("../core/entities.js")).resolveEntityRef(ctx, ref);
+}
+
+/**
+ * A delete command: on a terminal it first asks (unless `--yes`; scripts are never asked), naming
+ * what goes with `describe`; the operation is counted against the quota only once it goes ahead.
+ */
+export function confirmedDelete<T>(
+  app: CliApp,
+  cmd: Command,
+  yes: boolean | undefined,
+  describe: (ctx: CommandContext) => Promise<string>,
+  remove: (ctx: CommandContext) => Promise<T>,
+  done: (body: T) => string,
+): Promise<void> {
+  return withContext(
+    app,
+    cmd,
+    async (ctx) => {
+      if (!(await confirmDelete(app.io, yes, () => describe(ctx)))) return app.output.note("Nothing deleted.");
+      await ctx.charge("write", 1);
+      const body = await remove(ctx);
+      await app.output.result(body, () => done(body));
+    },
+    { charge: false },
+  );
 }
 
 /** Repeatable flag collector: `--tag a --tag b` → ["a", "b"]. */

@@ -3,6 +3,9 @@ import { Command, CommanderError } from "commander";
 import { EXIT, MmError, toMmError } from "../errors.js";
 import type { Embedder, Env } from "../embedder/index.js";
 import { Output, type OutputStreams } from "./output.js";
+import { fieldNamer } from "./messages.js";
+import { hints } from "./hints.js";
+import { orList } from "../words.js";
 import { registerEntities } from "./commands/entities.js";
 import { registerGraph } from "./commands/graph.js";
 import { registerInit } from "./commands/init.js";
@@ -41,11 +44,14 @@ export interface CliApp {
  */
 export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise<number> {
   const io = realIO(partial);
+  argv = helpArgs(argv);
+  const flags = scanGlobalFlags(argv);
+  const debug = flags.debug || io.env.MM_DEBUG === "1";
   let output: Output;
   try {
-    output = Output.create(io, scanOutputFlags(argv));
+    output = Output.create(io, { ...flags, env: io.env });
   } catch (err) {
-    output = Output.create(io, { json: true });
+    output = Output.create(io, { env: io.env, color: flags.color });
     output.error(toMmError(err));
     return EXIT.usage;
   }
@@ -58,12 +64,16 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     .option("--account <account>", "act as this account (id or name; default: $MM_ACCOUNT, else the local default account)")
     .option("--json", "print JSON (the HTTP API's response body); the default when stdout is not a terminal")
     .option("--format <format>", "table | json | ndjson (one list item per line) | mermaid | dot (graph export only)")
+    .option("--no-color", "no colour (also: NO_COLOR=1; FORCE_COLOR=1 forces it)")
+    .option("--debug", "show internal details of unexpected errors (also: MM_DEBUG=1)")
+    .helpCommand("help [command...]", "show help for a command, e.g. mm help memories search")
+    .configureHelp({ showGlobalOptions: true })
     .exitOverride()
     .showSuggestionAfterError(true)
     .configureOutput({
       writeOut: (s) => io.stdout.write(s),
       writeErr: (s) => io.stderr.write(s),
-      outputError: (s) => (usageMessage = s.replace(/^error: /, "").trim()),
+      outputError: (s) => (usageMessage = plainUsage(s)),
     });
   registerInit(program, app);
   registerMemories(program, app);
@@ -73,6 +83,9 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
   registerServe(program, app);
   registerAccounts(program, app);
   registerStore(program, app);
+  // Messages name the flags of the command that runs, once it is known.
+  program.hook("preAction", (_program, action) => void (output.fieldName = fieldNamer(action, io.env)));
+  for (const cmd of allCommands(program)) cmd.exitOverride().configureHelp({ showGlobalOptions: true });
 
   try {
     await program.parseAsync(argv, { from: "user" });
@@ -81,23 +94,117 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     if (err instanceof CommanderError) {
       if (["commander.helpDisplayed", "commander.version", "commander.help"].includes(err.code)) return EXIT.ok;
       if (err.code === "commander.executeSubCommandAsync") return EXIT.ok;
-      output.error(new MmError("VALIDATION_ERROR", usageMessage || err.message, { details: [{ field: "command", message: usageMessage || err.message }] }));
+      const message = err.code === "commander.unknownCommand" ? unknownCommand(program, err.message) : usageMessage || err.message;
+      output.error(new MmError("VALIDATION_ERROR", message, { details: [{ field: "command", message }] }));
       return EXIT.usage;
     }
-    const mmErr = toMmError(err);
-    if (mmErr.code === "INTERNAL_ERROR") io.stderr.write(`mm: internal error: ${(mmErr.cause as Error)?.stack ?? String(mmErr.cause)}\n`);
-    output.error(mmErr);
+    // Ctrl-C at a prompt: the person chose to stop; say nothing more, as a shell expects.
+    if (err instanceof Error && (err.name === "ExitPromptError" || err.name === "AbortPromptError")) {
+      if (output.isTable) io.stderr.write("\n");
+      return EXIT.interrupted;
+    }
+    const mmErr = fileSystemError(err) ?? toMmError(err);
+    if (mmErr.code === "INTERNAL_ERROR") {
+      const cause = mmErr.cause as Error | undefined;
+      if (debug) io.stderr.write(`mm: internal error: ${cause?.stack ?? String(cause)}\n`);
+      // The first sentence only: native errors go on with source paths and nested causes.
+      const what = (cause?.message ?? String(cause)).split(/\n|\s+Caused by:/)[0].slice(0, 200);
+      output.error(
+        new MmError("INTERNAL_ERROR", `something went wrong inside mm: ${what}`),
+        debug ? [] : ["Run the command again with --debug (or MM_DEBUG=1) to see where, and report it."],
+      );
+      return mmErr.exitCode;
+    }
+    output.error(mmErr, await hints(app, program, mmErr));
     return mmErr.exitCode;
   }
 }
 
+const FS_REASONS: Record<string, string> = {
+  ENOTDIR: "part of that path is a file, not a directory",
+  EISDIR: "it is a directory",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  EROFS: "the file system is read-only",
+  ENOSPC: "no space left on the device",
+  EDQUOT: "disk quota exceeded",
+  ENAMETOOLONG: "the path is too long",
+  ELOOP: "too many symbolic links",
+};
+
+/**
+ * A file-system error is about the person's disk, not a bug in mm: STORE_ERROR naming the path and
+ * the reason in words, never a stack. (The HTTP layer keeps answering 500: a client can't fix the
+ * server's disk.)
+ */
+function fileSystemError(err: unknown): MmError | undefined {
+  const e = err instanceof MmError ? err.cause : err;
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  const path = (e as NodeJS.ErrnoException | undefined)?.path;
+  if (!code || !FS_REASONS[code] || !path) return undefined;
+  return new MmError("STORE_ERROR", `Cannot use ${path}: ${FS_REASONS[code]}.`, {}, { cause: e });
+}
+
+/** Commander's usage errors, on one line and naming flags as they are typed. */
+function plainUsage(s: string): string {
+  const long = (spec: string) => /--[\w-]+/.exec(spec)?.[0] ?? spec;
+  const text = s
+    .replace(/^error: /, "")
+    .replace(/option '([^']+)' cannot be used with option '([^']+)'/, (_, a: string, b: string) => `${long(a)} can't be used with ${long(b)}`)
+    .replace(/missing required argument '([^']+)'/, "<$1> is required")
+    .replace(/required option '([^']+)' not specified/, (_, a: string) => `${long(a)} is required`)
+    .replace(/option '([^']+)' argument missing/, (_, a: string) => `${long(a)} needs a value`)
+    .replace(/\n\((Did you mean .*)\)/, " ($1)")
+    .trim();
+  return /[.?!)]$/.test(text) ? text : `${text}.`;
+}
+
+/** `mm help memories search` is `mm memories search --help`, at any depth. */
+function helpArgs(argv: string[]): string[] {
+  const withValue = new Set(["--store", "--account", "--format"]);
+  let i = 0;
+  while (i < argv.length && argv[i].startsWith("-")) i += withValue.has(argv[i]) ? 2 : 1;
+  if (argv[i] !== "help") return argv;
+  const rest = argv.slice(i + 1);
+  return [...argv.slice(0, i), ...rest.filter((a) => !a.startsWith("-")), "--help"];
+}
+
+function allCommands(cmd: Command): Command[] {
+  return cmd.commands.flatMap((c) => [c, ...allCommands(c)]);
+}
+
+/**
+ * `mm search tea` means `mm memories search tea`: point at the command that has that name one
+ * level down, rather than at the nearest spelling among the groups (which would be `serve`).
+ */
+function unknownCommand(program: Command, message: string): string {
+  const word = /'([^']+)'/.exec(message)?.[1] ?? "";
+  const matches = program.commands.flatMap((group) =>
+    group.commands.filter((c) => c.name() === word || c.aliases().includes(word)).map((c) => `mm ${group.name()} ${c.name()}`),
+  );
+  if (matches.length) return `unknown command '${word}'. Did you mean ${orList(matches.map((m) => `\`${m}\``))}?`;
+  const close = program.commands.map((c) => c.name()).filter((n) => editDistance(n, word) <= Math.max(1, Math.floor(word.length / 3)));
+  return `unknown command '${word}'.${close.length ? ` Did you mean ${orList(close.map((c) => `\`mm ${c}\``))}?` : ""} See \`mm --help\`.`;
+}
+
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+  }
+  return d[a.length][b.length];
+}
+
 /** Output flags must be known before parsing, so even a usage error is printed in the right form. */
-function scanOutputFlags(argv: string[]): { json?: boolean; format?: string } {
-  const out: { json?: boolean; format?: string } = {};
+function scanGlobalFlags(argv: string[]): { json?: boolean; format?: string; color?: boolean; debug?: boolean } {
+  const out: { json?: boolean; format?: string; color?: boolean; debug?: boolean } = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--") break;
     if (a === "--json") out.json = true;
+    else if (a === "--no-color") out.color = false;
+    else if (a === "--debug") out.debug = true;
     else if (a === "--format") out.format = argv[i + 1];
     else if (a.startsWith("--format=")) out.format = a.slice("--format=".length);
   }

@@ -1,5 +1,7 @@
+import { createRequire } from "node:module";
 import type { Writable } from "node:stream";
 import { MmError } from "../errors.js";
+import { humanMessage, type FieldNamer } from "./messages.js";
 
 /** mermaid and dot apply to `mm graph export` only; every other command refuses them. */
 export type Format = "table" | "json" | "ndjson" | "mermaid" | "dot";
@@ -10,18 +12,32 @@ export interface OutputStreams {
   stderr: Writable & { isTTY?: boolean };
 }
 
+export interface OutputOptions {
+  json?: boolean;
+  format?: string;
+  /** `--no-color`. */
+  color?: boolean;
+  env?: Record<string, string | undefined>;
+}
+
 /**
  * Renders command results. JSON mode prints exactly the HTTP response body; table mode is for
- * people at a terminal. chalk and cli-table3 load only in table mode, so piped use stays lean.
+ * people at a terminal: columns fit its width, colour follows NO_COLOR, FORCE_COLOR and
+ * `--no-color`. Errors are one line on stderr, in the words the person typed (cli/messages.ts),
+ * or the API's error envelope in JSON mode.
  */
 export class Output {
-  constructor(
+  /** How to name an API field in a message; set once the command is known (main.ts). */
+  fieldName: FieldNamer = (field) => field;
+
+  private constructor(
     private readonly io: OutputStreams,
     readonly format: Format,
-    private readonly color: boolean,
+    /** Colour on stdout (tables) and stderr (errors, notes). */
+    private readonly colors: { stdout: boolean; stderr: boolean },
   ) {}
 
-  static create(io: OutputStreams, opts: { json?: boolean; format?: string }): Output {
+  static create(io: OutputStreams, opts: OutputOptions): Output {
     let format: Format;
     if (opts.format !== undefined) {
       if (!(FORMATS as string[]).includes(opts.format)) {
@@ -29,11 +45,17 @@ export class Output {
           details: [{ field: "format", message: "must be table, json, ndjson, mermaid or dot" }],
         });
       }
+      if (opts.json && opts.format !== "json") {
+        throw new MmError("VALIDATION_ERROR", `--json can't be used with --format ${opts.format}; give one of them.`, {
+          details: [{ field: "command", message: `--json can't be used with --format ${opts.format}` }],
+        });
+      }
       format = opts.format as Format;
     } else {
       format = opts.json || !io.stdout.isTTY ? "json" : "table";
     }
-    return new Output(io, format, Boolean(io.stdout.isTTY) && format === "table");
+    const env = opts.env ?? {};
+    return new Output(io, format, { stdout: useColor(io.stdout, opts.color, env), stderr: useColor(io.stderr, opts.color, env) });
   }
 
   get isTable(): boolean {
@@ -62,7 +84,7 @@ export class Output {
   /** A result: JSON body in json/ndjson mode, else `renderTable()`'s text. */
   async result(body: unknown, renderTable: (t: TableKit) => string | Promise<string>): Promise<void> {
     if (!this.isTable) return this.json(body);
-    this.out(await renderTable(await tableKit(this.color)));
+    this.out(await renderTable(tableKit(this.colors.stdout, this.io.stdout.columns)));
   }
 
   out(line: string): void {
@@ -74,17 +96,40 @@ export class Output {
     this.io.stderr.write(line + "\n");
   }
 
-  error(err: MmError): void {
+  /** A warning on a terminal: `mm: warning: …`, in yellow where colour is on. */
+  warn(text: string): void {
+    this.note(paint(`mm: warning: ${text}`, 33, this.colors.stderr));
+  }
+
+  /** Styles for stderr text (progress lines, prompts' surroundings). */
+  get styles(): { dim(s: string): string; bold(s: string): string } {
+    const on = this.colors.stderr;
+    return { dim: (s) => paint(s, 2, on, 22), bold: (s) => paint(s, 1, on, 22) };
+  }
+
+  error(err: MmError, extra: string[] = []): void {
     if (!this.isTable) {
       this.io.stderr.write(JSON.stringify(err.toBody()) + "\n");
       return;
     }
-    const details = Array.isArray(err.extra.details)
-      ? (err.extra.details as { field: string; message: string }[]).map((d) => ` (${d.field}: ${d.message})`).join("")
-      : "";
-    const text = `mm: ${err.code}: ${err.message}${err.message.includes("(") ? "" : details}`;
-    this.io.stderr.write((this.io.stderr.isTTY ? `\u001b[31m${text}\u001b[39m` : text) + "\n");
+    this.io.stderr.write(paint(`mm: ${humanMessage(err, this.fieldName)}`, 31, this.colors.stderr) + "\n");
+    for (const line of extra) this.io.stderr.write(line + "\n");
   }
+}
+
+/**
+ * Colour on a stream: never with `--no-color` or NO_COLOR (any non-empty value, no-color.org);
+ * always with FORCE_COLOR (any value but "0" or "false"); otherwise on terminals only.
+ */
+function useColor(stream: { isTTY?: boolean }, flag: boolean | undefined, env: Record<string, string | undefined>): boolean {
+  if (flag === false || (env.NO_COLOR ?? "") !== "") return false;
+  const force = env.FORCE_COLOR;
+  if (force !== undefined && force !== "") return force !== "0" && force !== "false";
+  return Boolean(stream.isTTY);
+}
+
+function paint(s: string, code: number, on: boolean, off = 39): string {
+  return on ? `\u001b[${code}m${s}\u001b[${off}m` : s;
 }
 
 function listItems(body: unknown): unknown[] | undefined {
@@ -97,42 +142,132 @@ function listItems(body: unknown): unknown[] | undefined {
 }
 
 export interface TableKit {
-  /** A table with a header row. */
-  table(head: string[], rows: (string | number)[][], colWidths?: (number | null)[]): string;
-  /** A two-column key/value table. */
+  /**
+   * Aligned columns under a header, without borders or rules, as `docker ps` and `gh` print them.
+   * The `flex` column (default: the widest) takes the width the terminal has left and is cut with
+   * "…" where it doesn't fit; the others keep their natural width. Columns that are empty in every
+   * row are left out.
+   */
+  table(head: string[], rows: (string | number)[][], options?: { flex?: number }): string;
+  /** One `key  value` line per entry; long values wrap under themselves. Undefined values are skipped. */
   record(entries: [string, unknown][]): string;
   dim(s: string): string;
   bold(s: string): string;
   green(s: string): string;
 }
 
-async function tableKit(color: boolean): Promise<TableKit> {
-  const [{ default: Table }, { Chalk }] = await Promise.all([import("cli-table3"), import("chalk")]);
-  const chalk = new Chalk({ level: color ? 1 : 0 });
-  const style = { head: color ? ["cyan"] : [], border: color ? ["grey"] : [] };
+const require = createRequire(import.meta.url);
+const GAP = 2;
+
+/** Columns of a terminal we can't measure (a pipe with --format table): no cutting at all. */
+function tableKit(color: boolean, columns: number | undefined): TableKit {
+  const width = require("string-width") as (s: string) => number;
+  const limit = columns && columns > 20 ? columns : Infinity;
+  const dim = (s: string) => paint(s, 2, color, 22);
+  const bold = (s: string) => paint(s, 1, color, 22);
+  const pad = (s: string, w: number) => s + " ".repeat(Math.max(0, w - width(s)));
   return {
-    table(head, rows, colWidths) {
-      const t = new Table({ head, style, wordWrap: true, ...(colWidths ? { colWidths } : {}) });
-      t.push(...rows.map((r) => r.map(String)));
-      return t.toString();
+    table(head, rows, options = {}) {
+      const cells = rows.map((r) => r.map((c) => oneLine(String(c))));
+      const keep = head.map((_, i) => cells.some((r) => r[i] !== ""));
+      const cols = head.map((h, i) => ({ h, i })).filter((c) => keep[c.i]);
+      const natural = cols.map((c) => Math.max(width(c.h), ...cells.map((r) => width(r[c.i]))));
+      const flexIndex = options.flex !== undefined && keep[options.flex] ? cols.findIndex((c) => c.i === options.flex) : natural.indexOf(Math.max(...natural));
+      const others = natural.reduce((a, w, k) => (k === flexIndex ? a : a + w), 0) + GAP * (cols.length - 1);
+      const widths = natural.map((w, k) => (k === flexIndex ? Math.max(8, Math.min(w, limit - others)) : w));
+      const line = (values: string[]) =>
+        values
+          .map((v, k) => (k === values.length - 1 ? cut(v, widths[k], width) : pad(cut(v, widths[k], width), widths[k])))
+          .join(" ".repeat(GAP))
+          .trimEnd();
+      return [bold(line(cols.map((c) => c.h))), ...cells.map((r) => line(cols.map((c) => r[c.i])))].join("\n");
     },
     record(entries) {
-      const t = new Table({ style });
-      for (const [k, v] of entries) {
-        if (v === undefined) continue;
-        t.push({ [chalk.bold(k)]: typeof v === "string" ? v : JSON.stringify(v) });
-      }
-      return t.toString();
+      const shown = entries.filter(([, v]) => v !== undefined && v !== null && v !== "");
+      const keyWidth = Math.max(...shown.map(([k]) => width(k)));
+      const room = Math.max(20, limit - keyWidth - GAP);
+      return shown
+        .map(([k, v]) => {
+          const text = typeof v === "string" ? v : JSON.stringify(v);
+          const lines = wrap(text, room, width);
+          return lines.map((l, n) => (n === 0 ? `${bold(pad(k, keyWidth))}${" ".repeat(GAP)}${l}` : `${" ".repeat(keyWidth + GAP)}${l}`)).join("\n");
+        })
+        .join("\n");
     },
-    dim: (s) => chalk.dim(s),
-    bold: (s) => chalk.bold(s),
-    green: (s) => chalk.green(s),
+    dim,
+    bold,
+    green: (s) => paint(s, 32, color),
   };
 }
 
-/** One-line preview of content for tables: newlines shown as ⏎, cut at `width` characters. */
-export function preview(text: string, width = 60): string {
-  const flat = text.replace(/\r?\n/g, " ⏎ ");
-  const chars = [...flat];
-  return chars.length > width ? chars.slice(0, width - 1).join("") + "…" : flat;
+/** A cell on one line: newlines shown as ⏎, tabs as spaces. */
+function oneLine(s: string): string {
+  return s.replace(/\r?\n/g, " ⏎ ").replace(/\t/g, " ");
+}
+
+/** `s` cut to `w` display columns, ending in "…" when cut. */
+function cut(s: string, w: number, width: (s: string) => number): string {
+  if (width(s) <= w) return s;
+  let out = "";
+  for (const ch of s) {
+    if (width(out + ch) > w - 1) break;
+    out += ch;
+  }
+  return out + "…";
+}
+
+/** Lines of at most `w` display columns, broken at spaces where possible; the text's own newlines kept. */
+function wrap(text: string, w: number, width: (s: string) => number): string[] {
+  if (w === Infinity) return text.split(/\r?\n/);
+  const out: string[] = [];
+  for (const paragraph of text.split(/\r?\n/)) {
+    let line = "";
+    for (const word of paragraph.split(/(?<= )/)) {
+      if (width(line + word) > w && line) {
+        out.push(line.trimEnd());
+        line = "";
+      }
+      let rest = word;
+      while (width(rest) > w) {
+        let head = "";
+        for (const ch of rest) {
+          if (width(head + ch) > w) break;
+          head += ch;
+        }
+        out.push(head);
+        rest = rest.slice(head.length);
+      }
+      line += rest;
+    }
+    out.push(line.trimEnd());
+  }
+  return out;
+}
+
+/** Human sizes: 1.4 MiB, 512 B. */
+export function bytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} B` : `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[u]}`;
+}
+
+/** A timestamp as a person scans it in a table: `2026-11-20 14:03` (UTC). */
+export function when(iso: string): string {
+  return iso.length >= 16 ? `${iso.slice(0, 10)} ${iso.slice(11, 16)}` : iso;
+}
+
+/**
+ * The line under a page of a list, or the whole answer when the page is empty: "page 2 of 5 · 97
+ * memories", "No memories.", or "Page 5 is past the end: 3 memories on 1 page."
+ */
+export function pageLine(t: TableKit, p: { page: number; totalPages: number; total: number }, one: string, many: string, empty: boolean): string {
+  const count = `${p.total.toLocaleString("en-US")} ${p.total === 1 ? one : many}`;
+  if (empty && p.total === 0) return `No ${many}.`;
+  if (empty) return `Page ${p.page} is past the end: ${count} on ${p.totalPages} page${p.totalPages === 1 ? "" : "s"}.`;
+  return t.dim(`page ${p.page} of ${p.totalPages} · ${count}`);
 }

@@ -56,6 +56,24 @@ export async function warmEmbedder(storeDir: string, env: Env): Promise<Embedder
   return made;
 }
 
+/**
+ * Which account of the store at `storeDir` holds the memory, entity or relation `id`, if any. The
+ * CLI's hint for an id it can't find in the account it acts as (every account of a local store is
+ * its owner's); the API never asks.
+ */
+export async function findOwnerAccount(storeDir: string, id: string): Promise<{ id: string; name: string } | undefined> {
+  const store = await Store.open(storeDir);
+  try {
+    const accountId = await store.ownerOf(id);
+    if (!accountId) return undefined;
+    const { Accounts } = await import("./accounts.js");
+    const account = await new Accounts(storeDir).resolve(accountId).catch(() => undefined);
+    return { id: accountId, name: account?.name ?? accountId };
+  } finally {
+    store.close();
+  }
+}
+
 export async function openContext(options: ContextOptions): Promise<Context> {
   const injected = options.embedder;
   const createWith =

@@ -182,6 +182,27 @@ function toEntityListItem(r: EntityRecord): EntityListItem {
   return item;
 }
 
+/** Anything shaped like an id is taken as one (an unknown one then gets the same ENTITY_NOT_FOUND as over HTTP). */
+const ENTITY_ID = /^ent_/;
+
+/**
+ * An entity given by id or by name, as the CLI accepts them: an id as it is; a name when exactly
+ * one entity of the account bears it (compared as duplicates are: case, accents and spaces
+ * folded). No such name is ENTITY_NOT_FOUND; a name several entities share is VALIDATION_ERROR
+ * listing them, so the person can pick an id.
+ */
+export async function resolveEntityRef(ctx: Context, ref: string): Promise<string> {
+  if (ENTITY_ID.test(ref)) return ref;
+  const named = await ctx.store.findEntitiesByName(ctx.accountId, foldName(ref));
+  if (named.length === 1) return named[0].id;
+  if (!named.length) {
+    throw new MmError("ENTITY_NOT_FOUND", `No entity is named "${ref}". \`mm entities list --search "${ref}"\` finds names that contain it.`);
+  }
+  throw new MmError("VALIDATION_ERROR", `${named.length} entities are named "${ref}": ${named.map((e) => `${e.id} (${e.type})`).join(", ")}. Give the id of the one you mean.`, {
+    details: [{ field: "command", message: `${named.length} entities are named "${ref}"` }],
+  });
+}
+
 export function entityNotFound(id: string): MmError {
   return new MmError("ENTITY_NOT_FOUND", `Entity ${id} does not exist.`);
 }

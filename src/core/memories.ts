@@ -280,7 +280,7 @@ function parseLine(text: string): unknown {
   try {
     value = JSON.parse(text);
   } catch {
-    throw new MmError("VALIDATION_ERROR", "Line is not valid JSON.", { details: [{ field: "line", message: "not valid JSON" }] });
+    throw new MmError("VALIDATION_ERROR", "Line is not valid JSON.", { details: [{ field: "line", message: "is not valid JSON" }] });
   }
   return typeof value === "string" ? { content: value } : value;
 }

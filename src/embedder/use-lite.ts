@@ -149,7 +149,17 @@ async function readInto(file: string, into: Uint8Array): Promise<void> {
 
 export const useLiteProvider: EmbedderProvider = {
   name: "use-lite",
-  async configure(): Promise<EmbedderConfig> {
+  async configure(input): Promise<EmbedderConfig> {
+    if (input.dims !== undefined && input.dims !== DIMS) {
+      throw new MmError("VALIDATION_ERROR", `use-lite makes ${DIMS}-dimension vectors, not ${input.dims}.`, {
+        details: [{ field: "dims", message: `must be ${DIMS} for use-lite` }],
+      });
+    }
+    if (input.model !== undefined && input.model !== MODEL) {
+      throw new MmError("VALIDATION_ERROR", `use-lite has one model, ${MODEL}; --model ${input.model} is for the transformers or openai provider.`, {
+        details: [{ field: "model", message: `must be ${MODEL} for use-lite` }],
+      });
+    }
     return { provider: "use-lite", model: MODEL, dims: DIMS };
   },
   create(config: EmbedderConfig, env): Embedder {

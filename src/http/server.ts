@@ -5,6 +5,7 @@ import { serve } from "@hono/node-server";
 import { Accounts } from "../core/accounts.js";
 import { openContext } from "../core/context.js";
 import type { Embedder, Env } from "../embedder/index.js";
+import { MmError } from "../errors.js";
 import { QuotaLedger } from "../limits/ledger.js";
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from "../limits/rate-limiter.js";
 import { createApp, DEFAULT_BODY_LIMIT } from "./app.js";
@@ -27,8 +28,20 @@ export interface ServerOptions {
 export interface RunningServer {
   url: string;
   port: number;
+  /** The accounts of the store, each with its memories and live keys: what `mm serve` announces. */
+  accounts(): Promise<{ id: string; name: string; plan: string; memories: number; keys: number }[]>;
   /** Stops accepting connections, lets in-flight requests finish, then closes the store. */
   close(): Promise<void>;
+}
+
+function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
+  const where = `${host}:${port}`;
+  if (err.code === "EADDRINUSE") {
+    return new MmError("LISTEN_ERROR", `port ${port} is in use on ${host} (another mm serve?). Choose another with --port, or --port 0 for any free one.`);
+  }
+  if (err.code === "EACCES") return new MmError("LISTEN_ERROR", `no permission to listen on ${where}; ports below 1024 need privileges. Choose another with --port.`);
+  if (err.code === "EADDRNOTAVAIL" || err.code === "ENOTFOUND") return new MmError("LISTEN_ERROR", `${host} is not an address of this machine; check --host.`);
+  return new MmError("LISTEN_ERROR", `cannot listen on ${where}: ${err.message}`, {}, { cause: err });
 }
 
 /** Starts the /v1 API on the store. Loopback by default: exposing it is an explicit choice. */
@@ -36,20 +49,30 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const clock = options.clock ?? (() => new Date());
   const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock });
   const configured = ctx.store.config.server ?? {};
-  if (options.warm !== false) await (await ctx.embedder()).embed(["warm up"]);
+  const accounts = new Accounts(options.storeDir, clock);
   const app = createApp({
     ctx,
-    accounts: new Accounts(options.storeDir, clock),
+    accounts,
     ledger: new QuotaLedger(join(options.storeDir, "ledger"), clock),
     limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...configured.rateLimits, ...options.rateLimits }, () => clock().getTime()),
     bodyLimitBytes: options.bodyLimitBytes ?? configured.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
     log: options.log,
   });
   const host = options.host ?? configured.host ?? "127.0.0.1";
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? configured.port ?? 8080 }, () => resolve(s as Server)) as Server;
-    s.once("error", reject);
-  });
+  const port = options.port ?? configured.port ?? 8080;
+  // Bind before loading the model: a port in use is known in milliseconds, not after a second of
+  // model load. Requests that arrive while the model loads wait for it.
+  let server: Server;
+  try {
+    server = await new Promise<Server>((resolve, reject) => {
+      const s = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(s as Server)) as Server;
+      s.once("error", reject);
+    });
+  } catch (err) {
+    await ctx.close();
+    throw listenError(err as NodeJS.ErrnoException, host, port);
+  }
+  if (options.warm !== false) await (await ctx.embedder()).embed(["warm up"]);
   // Requests Node refuses before the app sees them (oversized headers, garbage) still get the envelope.
   server.removeAllListeners("clientError");
   server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
@@ -62,11 +85,23 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
     socket.end(`HTTP/1.1 ${tooBig ? "431 Request Header Fields Too Large" : "400 Bad Request"}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   });
-  const port = (server.address() as AddressInfo).port;
+  const boundPort = (server.address() as AddressInfo).port;
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
-    port,
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${boundPort}`,
+    port: boundPort,
+    async accounts() {
+      const [{ items }, keys] = await Promise.all([accounts.list(), accounts.listKeys()]);
+      return Promise.all(
+        items.map(async (a) => ({
+          id: a.id,
+          name: a.name,
+          plan: a.plan,
+          memories: await ctx.store.countMemories({ accountId: a.id }),
+          keys: keys.items.filter((k) => k.accountId === a.id && !k.revoked).length,
+        })),
+      );
+    },
     close() {
       closing ??= (async () => {
         await new Promise<void>((resolve) => {

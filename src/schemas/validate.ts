@@ -2,10 +2,44 @@
 // ~55 KB of zod instead of ~450 KB (50-75 ms of every validating command's start-up). Both
 // flavours would share zod's core, so one classic schema anywhere would bring all of it back.
 import * as z from "zod/mini";
-import en from "zod/v4/locales/en.js";
 import { MmError, validationError } from "../errors.js";
+import { orList } from "../words.js";
 
-z.config(en()); // zod/mini carries no messages until a locale is configured
+// zod/mini carries no messages until they are configured; these are mm's own, in the voice of
+// every other message: what the value must be, never zod's "Invalid input: expected …".
+z.config({ localeError: plainMessage });
+
+const TYPE_WORDS: Record<string, string> = {
+  string: "text",
+  number: "a number",
+  boolean: "true or false",
+  array: "a list",
+  object: "a JSON object",
+  int: "a whole number",
+};
+
+/** One plain sentence fragment per kind of problem: "must be a number", "must be one of a, b or c". */
+function plainMessage(issue: z.core.$ZodRawIssue): string | undefined {
+  switch (issue.code) {
+    case "invalid_type":
+      if (issue.input === undefined) return "is required";
+      return `must be ${TYPE_WORDS[issue.expected] ?? issue.expected}`;
+    case "invalid_value":
+      return issue.values.length === 1 ? `must be ${JSON.stringify(issue.values[0])}` : `must be one of ${orList(issue.values.map(String))}`;
+    case "too_small":
+    case "too_big": {
+      const bound = issue.code === "too_small" ? issue.minimum : issue.maximum;
+      const word = issue.code === "too_small" ? "at least" : "at most";
+      const unit = issue.origin === "string" ? " characters" : issue.origin === "array" ? " items" : "";
+      return issue.inclusive === false ? `must be ${issue.code === "too_small" ? "more" : "less"} than ${bound}${unit}` : `must be ${word} ${bound}${unit}`;
+    }
+    case "unrecognized_keys":
+      return `unknown field${issue.keys.length > 1 ? "s" : ""}`;
+    default:
+      return "is not valid";
+  }
+}
+
 
 export interface FieldIssue {
   field: string;

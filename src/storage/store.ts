@@ -445,6 +445,17 @@ export class Store {
     return readMemoryRows(q, false);
   }
 
+  /**
+   * The account that holds a memory, entity or relation with this id, whichever account it is: for
+   * the CLI's hint when an id is "not found" in the account a command acts as. Never used to read
+   * data across accounts.
+   */
+  async ownerOf(id: string): Promise<string | undefined> {
+    const table = id.startsWith("mem_") ? this.memories : id.startsWith("ent_") || id.startsWith("rel_") ? this.graph : undefined;
+    const rows = table ? await table.query().where(`id = ${sqlString(id)}`).select(["accountId"]).limit(1).toArray() : [];
+    return rows[0] ? String(rows[0].accountId) : undefined;
+  }
+
   async getEntity(accountId: string, id: string): Promise<EntityRecord | undefined> {
     const row = await this.graphRowById("entity", ENTITY_COLUMNS, accountId, id);
     return row && toEntity(row);
@@ -484,6 +495,16 @@ export class Store {
       .select(ENTITY_COLUMNS)
       .toArray();
     return rows.map(toEntity).sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id))[0];
+  }
+
+  /** Every entity of the account with this folded name, of any type. */
+  async findEntitiesByName(accountId: string, nameKey: string): Promise<EntityRecord[]> {
+    const rows = await this.graph
+      .query()
+      .where(`kind = 'entity' AND accountId = ${sqlString(accountId)} AND nameKey = ${sqlString(nameKey)}`)
+      .select(ENTITY_COLUMNS)
+      .toArray();
+    return rows.map(toEntity).sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
   }
 
   /** Newest first, stable across pages. */

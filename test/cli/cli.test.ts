@@ -25,7 +25,7 @@ describe("mm memories (in-process)", () => {
     const table = await mm(store, ["memories", "list"], { tty: true });
     expect(table.code).toBe(0);
     expect(table.stdout).toContain("tea with lemon");
-    expect(table.stdout).toContain("┌");
+    expect(table.stdout).toMatch(/id\S*\s+content\s+user/);
     expect(table.stdout).toContain("page 1 of 1 · 1 memory");
     expect(() => JSON.parse(table.stdout)).toThrow();
 
@@ -90,10 +90,11 @@ describe("mm memories (in-process)", () => {
 
   it("prints one plain line on stderr for an error on a terminal", async () => {
     const store = await tempDir();
+    await mm(store, ["memories", "add", "something", "--user", "u"]);
     const r = await mm(store, ["memories", "get", "mem_missing"], { tty: true });
     expect(r.code).toBe(3);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
-    expect(r.stderr).toContain("MEMORY_NOT_FOUND");
+    expect(r.stderr).toContain("mm: Memory mem_missing does not exist.");
     expect(r.stdout).toBe("");
   });
 

@@ -136,7 +136,7 @@ describe("mm as a spawned process", () => {
     const dir = await tempDir();
     const store = join(dir, "store");
     // Create the store first so both writers race on writes, not on creation.
-    expect((await runMm(["store", "stats"], { store })).code).toBe(0);
+    expect((await runMm(["init"], { store })).code).toBe(0);
     const files = await Promise.all(
       ["a", "b"].map(async (who) => {
         const file = join(dir, `${who}.jsonl`);

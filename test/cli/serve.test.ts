@@ -102,6 +102,7 @@ describe("mm serve (spawned, real model)", () => {
 
   it("binds to loopback by default and validates its flags", async () => {
     const store = join(await tempDir(), "store");
+    expect((await runMm(["init"], { store })).code).toBe(0);
     const { child, url } = await startServe(store, ["--no-warm"]);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     child.kill("SIGINT");
@@ -116,6 +117,8 @@ describe("mm serve (spawned, real model)", () => {
 describe("mm accounts / keys / usage", () => {
   it("creates, lists and re-plans accounts, and quota applies to the CLI too", async () => {
     const store = join(await tempDir(), "store");
+    expect((await runMm(["accounts", "list"], { store })).code).toBe(6); // no store yet: listing creates none
+    expect((await runMm(["init"], { store })).code).toBe(0);
     expect(json(await runMm(["accounts", "list"], { store })).items.map((a: { name: string }) => a.name)).toEqual(["default"]);
     const a = json(await runMm(["accounts", "create", "tiny"], { store }));
     expect(a.plan).toBe("free");

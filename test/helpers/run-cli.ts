@@ -5,7 +5,10 @@ import { createTestEmbedder } from "./test-embedder.js";
 /** A stream that keeps what was written, and says whether it is a terminal. */
 export class Capture extends Writable {
   text = "";
-  constructor(readonly isTTY: boolean) {
+  constructor(
+    readonly isTTY: boolean,
+    readonly columns?: number,
+  ) {
     super();
   }
   override _write(chunk: Buffer, _enc: string, cb: () => void): void {
@@ -29,9 +32,9 @@ export function stdinOf(input?: string): Readable & { isTTY: boolean } {
 export async function runCli(
   store: string,
   args: string[],
-  opts: { tty?: boolean; input?: string; env?: Record<string, string>; clock?: () => Date } = {},
+  opts: { tty?: boolean; columns?: number; input?: string; env?: Record<string, string>; clock?: () => Date } = {},
 ): Promise<CliResult> {
-  const stdout = new Capture(opts.tty ?? false);
+  const stdout = new Capture(opts.tty ?? false, opts.columns);
   const stderr = new Capture(opts.tty ?? false);
   const code = await run(["--store", store, ...args], {
     stdout,

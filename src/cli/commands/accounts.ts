@@ -3,14 +3,19 @@ import type { Command } from "commander";
 import { Accounts, type Account, type KeyInfo } from "../../core/accounts.js";
 import { QuotaLedger } from "../../limits/ledger.js";
 import { PLANS } from "../../schemas/enums.js";
-import { DEFAULT_EMBEDDER } from "../../embedder/index.js";
-import { resolveStorePath } from "../../storage/paths.js";
-import { Store } from "../../storage/store.js";
+import { ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
-import type { TableKit } from "../output.js";
+import { when, type TableKit } from "../output.js";
 
-function storeOf(app: CliApp, cmd: Command): string {
-  return resolveStorePath((cmd.optsWithGlobals() as { store?: string }).store, app.io.env);
+/**
+ * The store of an account command: created by the commands that create an account or a key (the
+ * first steps of serving a new store), and otherwise required to exist.
+ */
+async function storeOf(app: CliApp, cmd: Command, options: { create?: boolean } = {}): Promise<string> {
+  const location = locateStore((cmd.optsWithGlobals() as { store?: string }).store, app.io.env);
+  if (options.create) await ensureStore(location);
+  else if ((await storeStatus(location)) === "missing") throw missingStore(location);
+  return location.dir;
 }
 
 /** The global --account (or MM_ACCOUNT): the account a key, listing or usage is about. */
@@ -18,19 +23,10 @@ function accountFlag(app: CliApp, cmd: Command): string | undefined {
   return (cmd.optsWithGlobals() as { account?: string }).account ?? (app.io.env.MM_ACCOUNT || undefined);
 }
 
-/** Account commands create the store on first use, like every other command. */
-async function ensureStore(dir: string): Promise<void> {
-  if (!(await Store.exists(dir))) (await Store.open(dir, { create: DEFAULT_EMBEDDER })).close();
-}
-
 /** `mm accounts`, `mm keys` and `mm usage`: the spec's management console, as commands. */
 export function registerAccounts(program: Command, app: CliApp): void {
   const accounts = program.command("accounts").description("accounts own data, keys and a monthly quota (plans: free 1,000 · hobby 50,000 · enterprise unlimited)");
-  const svc = async (cmd: Command) => {
-    const dir = storeOf(app, cmd);
-    await ensureStore(dir);
-    return new Accounts(dir, app.io.clock);
-  };
+  const svc = async (cmd: Command, options: { create?: boolean } = {}) => new Accounts(await storeOf(app, cmd, options), app.io.clock);
 
   accounts
     .command("create")
@@ -38,7 +34,7 @@ export function registerAccounts(program: Command, app: CliApp): void {
     .argument("<name>", "a unique name")
     .option("--plan <plan>", PLANS.join(" | "), "free")
     .action(async (name: string, opts: { plan: string }, cmd: Command) => {
-      const body = await (await svc(cmd)).create({ name, plan: opts.plan });
+      const body = await (await svc(cmd, { create: true })).create({ name, plan: opts.plan });
       await app.output.result(body, (t) => renderAccounts(t, [body]));
     });
 
@@ -68,7 +64,7 @@ export function registerAccounts(program: Command, app: CliApp): void {
     .requiredOption("--name <label>", "what the key is for")
     .addHelpText("after", "\nExample:\n  mm keys create --account acme --name laptop")
     .action(async (opts: { name: string }, cmd: Command) => {
-      const body = await (await svc(cmd)).createKey({ account: accountFlag(app, cmd) ?? "acct_default", name: opts.name });
+      const body = await (await svc(cmd, { create: true })).createKey({ account: accountFlag(app, cmd) ?? "acct_default", name: opts.name });
       await app.output.result(body, (t) => `${t.bold(body.key)}\n${t.dim(`key ${body.id} for account ${body.accountId}: store it now, it can't be shown again.`)}`);
     });
 
@@ -93,8 +89,7 @@ export function registerAccounts(program: Command, app: CliApp): void {
     .command("usage")
     .description("this month's operations, quota and reset time for --account (default: the local default account)")
     .action(async (_o: unknown, cmd: Command) => {
-      const storeDir = storeOf(app, cmd);
-      await ensureStore(storeDir);
+      const storeDir = await storeOf(app, cmd);
       const ref = accountFlag(app, cmd) ?? "acct_default";
       const account = await new Accounts(storeDir, app.io.clock).resolve(ref);
       const usage = await new QuotaLedger(join(storeDir, "ledger"), app.io.clock).usage(account.id, account.quota);
@@ -113,13 +108,13 @@ export function registerAccounts(program: Command, app: CliApp): void {
 }
 
 function renderAccounts(t: TableKit, items: Account[]): string {
-  return t.table(["id", "name", "plan", "monthly quota", "created"], items.map((a) => [a.id, a.name, a.plan, a.quota ?? "unlimited", a.createdAt]));
+  return t.table(["id", "name", "plan", "monthly quota", "created"], items.map((a) => [a.id, a.name, a.plan, a.quota ?? "unlimited", when(a.createdAt)]));
 }
 
 function renderKeys(t: TableKit, items: KeyInfo[]): string {
   if (!items.length) return "No keys.";
   return t.table(
     ["id", "name", "prefix", "account", "created", "last used", "revoked"],
-    items.map((k) => [k.id, k.name, k.prefix + "…", k.accountId, k.createdAt, k.lastUsedAt ?? "never", k.revokedAt ?? "no"]),
+    items.map((k) => [k.id, k.name, k.prefix + "…", k.accountId, when(k.createdAt), k.lastUsedAt ? when(k.lastUsedAt) : "never", k.revokedAt ? when(k.revokedAt) : "no"]),
   );
 }

@@ -1,17 +1,17 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import type { Entity, EntityListItem } from "../../core/entities.js";
 import type { MemoryListItem, Page } from "../../core/memories.js";
 import { ENTITY_TYPES } from "../../schemas/enums.js";
-import { withContext } from "../context.js";
+import { confirmedDelete, entityRef, withContext } from "../context.js";
 import { defined, jsonFlag } from "../flags.js";
 import type { CliApp } from "../main.js";
-import { preview, type TableKit } from "../output.js";
+import { pageLine, when, type TableKit } from "../output.js";
 import { canPrompt, promptSelect } from "../prompt.js";
 
 const core = () => import("../../core/entities.js");
 
 export function registerEntities(program: Command, app: CliApp): void {
-  const entities = program.command("entities").alias("ent").description("people, organizations, places… in the knowledge graph");
+  const entities = program.command("entities").aliases(["entity", "ent"]).description("people, organizations, places… in the knowledge graph");
 
   entities
     .command("create")
@@ -27,11 +27,16 @@ export function registerEntities(program: Command, app: CliApp): void {
         type = await promptSelect(app.io, "Entity type", ENTITY_TYPES.map((t) => ({ value: t, name: t })));
       }
       const raw = defined({ name, type, description: opts.description, metadata: jsonFlag("metadata", opts.metadata) });
-      await withContext(app, cmd, async (ctx) => {
-        const { entity, created } = await (await core()).createEntity(ctx, raw);
-        if (!created) app.output.note(`mm: warning: ${entity.type} "${entity.name}" already exists (${entity.id}); returned it unchanged.`);
-        await app.output.result(entity, (t) => renderEntity(t, entity));
-      });
+      await withContext(
+        app,
+        cmd,
+        async (ctx) => {
+          const { entity, created } = await (await core()).createEntity(ctx, raw);
+          if (!created) app.output.warn(`${entity.type} "${entity.name}" already exists (${entity.id}); returned it unchanged.`);
+          await app.output.result(entity, (t) => renderEntity(t, entity));
+        },
+        { create: true },
+      );
     });
 
   entities
@@ -51,10 +56,10 @@ export function registerEntities(program: Command, app: CliApp): void {
   entities
     .command("get")
     .description("show one entity with its metadata")
-    .argument("<id>", "entity id (ent_…)")
+    .argument("<id>", "entity id (ent_…) or name")
     .action((id: string, _opts: unknown, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
-        const body = await (await core()).getEntity(ctx, id);
+        const body = await (await core()).getEntity(ctx, (await entityRef(ctx, id))!);
         await app.output.result(body, (t) => renderEntity(t, body));
       }),
     );
@@ -62,13 +67,13 @@ export function registerEntities(program: Command, app: CliApp): void {
   entities
     .command("update")
     .description("change an entity's name, type, description or metadata")
-    .argument("<id>", "entity id (ent_…)")
+    .argument("<id>", "entity id (ent_…) or name")
     .option("--name <name>", "new name")
     .option("--type <type>", "new type")
     .option("-d, --description <text>", "new description")
-    .option("--clear-description", "remove the description")
+    .addOption(new Option("--clear-description", "remove the description").conflicts("description"))
     .option("-m, --metadata <json>", "replace the metadata with this JSON object")
-    .option("--clear-metadata", "remove the metadata")
+    .addOption(new Option("--clear-metadata", "remove the metadata").conflicts("metadata"))
     .action(
       (
         id: string,
@@ -82,7 +87,7 @@ export function registerEntities(program: Command, app: CliApp): void {
             description: opts.clearDescription ? null : opts.description,
             metadata: opts.clearMetadata ? null : jsonFlag("metadata", opts.metadata),
           });
-          const body = await (await core()).updateEntity(ctx, id, patch);
+          const body = await (await core()).updateEntity(ctx, (await entityRef(ctx, id))!, patch);
           await app.output.result(body, (t) => renderEntity(t, body));
         }),
     );
@@ -91,23 +96,33 @@ export function registerEntities(program: Command, app: CliApp): void {
     .command("delete")
     .alias("rm")
     .description("delete an entity and every relation that starts or ends at it")
-    .argument("<id>", "entity id (ent_…)")
-    .action((id: string, _opts: unknown, cmd: Command) =>
-      withContext(app, cmd, async (ctx) => {
-        const body = await (await core()).deleteEntity(ctx, id);
-        await app.output.result(body, () => `Deleted ${body.id} and ${body.deletedRelations} relation${body.deletedRelations === 1 ? "" : "s"}`);
-      }),
+    .argument("<id>", "entity id (ent_…) or name")
+    .option("-y, --yes", "don't ask for confirmation (scripts are never asked)")
+    .action((ref: string, opts: { yes?: boolean }, cmd: Command) =>
+      confirmedDelete(
+        app,
+        cmd,
+        opts.yes,
+        async (ctx) => {
+          const id = (await entityRef(ctx, ref))!;
+          const [entity, around] = await Promise.all([(await core()).getEntity(ctx, id), (await import("../../core/graph.js")).neighbors(ctx, id, {})]);
+          const n = around.edges.length;
+          return `${entity.type} "${entity.name}" (${id})${n ? ` and the ${n} relation${n === 1 ? "" : "s"} that start or end at it` : ""}`;
+        },
+        async (ctx) => (await core()).deleteEntity(ctx, (await entityRef(ctx, ref))!),
+        (body) => `Deleted ${body.id} and ${body.deletedRelations} relation${body.deletedRelations === 1 ? "" : "s"}`,
+      ),
     );
 
   entities
     .command("memories")
     .description("list the memories linked to an entity (see memories add --entity / --extract)")
-    .argument("<id>", "entity id (ent_…)")
+    .argument("<id>", "entity id (ent_…) or name")
     .option("-p, --page <n>", "page number (default 1)")
     .option("-l, --limit <n>", "page size (default 20, at most 100)")
     .action((id: string, opts: { page?: string; limit?: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
-        const body = await (await core()).listEntityMemories(ctx, id, defined({ page: opts.page, limit: opts.limit }));
+        const body = await (await core()).listEntityMemories(ctx, (await entityRef(ctx, id))!, defined({ page: opts.page, limit: opts.limit }));
         await app.output.result(body, (t) => renderMemories(t, body));
       }),
     );
@@ -126,18 +141,18 @@ function renderEntity(t: TableKit, e: Entity): string {
 }
 
 function renderList(t: TableKit, page: Page<EntityListItem>): string {
-  const p = page.pagination;
-  const footer = t.dim(`page ${p.page} of ${Math.max(p.totalPages, 1)} · ${p.total} entit${p.total === 1 ? "y" : "ies"}`);
-  if (!page.items.length) return `No entities.\n${footer}`;
+  const line = pageLine(t, page.pagination, "entity", "entities", !page.items.length);
+  if (!page.items.length) return line;
   return `${t.table(
     ["id", "name", "type", "description", "created"],
-    page.items.map((e) => [e.id, e.name, e.type, preview(e.description ?? "", 40), e.createdAt]),
-  )}\n${footer}`;
+    page.items.map((e) => [e.id, e.name, e.type, e.description ?? "", when(e.createdAt)]),
+    { flex: 3 },
+  )}\n${line}`;
 }
 
 function renderMemories(t: TableKit, page: Page<MemoryListItem>): string {
-  const p = page.pagination;
-  const footer = t.dim(`page ${p.page} of ${Math.max(p.totalPages, 1)} · ${p.total} memor${p.total === 1 ? "y" : "ies"}`);
-  if (!page.items.length) return `No memories mention this entity.\n${footer}`;
-  return `${t.table(["id", "content", "user", "created"], page.items.map((m) => [m.id, preview(m.content, 60), m.userId, m.createdAt]))}\n${footer}`;
+  if (!page.items.length && page.pagination.total === 0) return "No memories are linked to this entity.";
+  const line = pageLine(t, page.pagination, "memory", "memories", !page.items.length);
+  if (!page.items.length) return line;
+  return `${t.table(["id", "content", "user", "created"], page.items.map((m) => [m.id, m.content, m.userId, when(m.createdAt)]), { flex: 1 })}\n${line}`;
 }

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { GraphEdge, NeighborsResult, PathResult } from "../../core/graph.js";
-import { withContext } from "../context.js";
+import { entityRef, withContext } from "../context.js";
 import { defined } from "../flags.js";
 import type { CliApp } from "../main.js";
 import type { TableKit } from "../output.js";
@@ -20,7 +20,7 @@ export function registerGraph(program: Command, app: CliApp): void {
     .command("neighbors")
     .alias("neighbours")
     .description("entities within N hops of an entity, with the relations crossed")
-    .argument("<id>", "entity id (ent_…)")
+    .argument("<id>", "entity id (ent_…) or name")
     .option("-d, --depth <n>", "hops to walk, 1 to 10 (default 1)")
     .option("-t, --type <TYPE>", "follow only relations of this type, e.g. WORKS_FOR")
     .option("--direction <dir>", "out (source→target), in, or both (default both)")
@@ -30,7 +30,7 @@ export function registerGraph(program: Command, app: CliApp): void {
     )
     .action((id: string, opts: WalkFlags & { depth?: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
-        const body = await (await core()).neighbors(ctx, id, defined({ depth: opts.depth, type: opts.type, direction: opts.direction }));
+        const body = await (await core()).neighbors(ctx, (await entityRef(ctx, id))!, defined({ depth: opts.depth, type: opts.type, direction: opts.direction }));
         await app.output.result(body, (t) => renderNeighbors(t, body));
       }),
     );
@@ -38,8 +38,8 @@ export function registerGraph(program: Command, app: CliApp): void {
   graph
     .command("path")
     .description("the shortest chain of relations between two entities")
-    .argument("<from>", "start entity id (ent_…)")
-    .argument("<to>", "end entity id (ent_…)")
+    .argument("<from>", "start entity id (ent_…) or name")
+    .argument("<to>", "end entity id (ent_…) or name")
     .option("-t, --type <TYPE>", "follow only relations of this type")
     .option("--direction <dir>", "out (follow arrows), in (against them), or both (default both)")
     .option("--max-depth <n>", "longest path searched, 1 to 10 hops (default 6)")
@@ -50,7 +50,7 @@ export function registerGraph(program: Command, app: CliApp): void {
     .action((from: string, to: string, opts: WalkFlags & { maxDepth?: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
         const api = await core();
-        const body = await api.shortestPath(ctx, from, to, defined({ type: opts.type, direction: opts.direction, maxDepth: opts.maxDepth }));
+        const body = await api.shortestPath(ctx, (await entityRef(ctx, from))!, (await entityRef(ctx, to))!, defined({ type: opts.type, direction: opts.direction, maxDepth: opts.maxDepth }));
         await app.output.result(body, () => renderPath(body, `within ${Number(opts.maxDepth ?? api.DEFAULT_PATH_MAX_DEPTH)} hops, direction ${opts.direction ?? "both"}`));
       }),
     );
@@ -58,7 +58,7 @@ export function registerGraph(program: Command, app: CliApp): void {
   graph
     .command("export")
     .description("the whole graph, or the part around --root, as Mermaid, DOT or JSON (choose with --format)")
-    .option("-r, --root <id>", "export only what is within --depth hops of this entity (included)")
+    .option("-r, --root <entity>", "export only what is within --depth hops of this entity (id or name; included)")
     .option("-d, --depth <n>", "hops from --root, 1 to 10 (default 1)")
     .option("-t, --type <TYPE>", "only relations of this type")
     .option("--direction <dir>", "with --root: out, in or both (default both)")
@@ -69,7 +69,7 @@ export function registerGraph(program: Command, app: CliApp): void {
     )
     .action((opts: WalkFlags & { root?: string; depth?: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
-        const body = await (await core()).exportGraph(ctx, defined({ root: opts.root, depth: opts.depth, type: opts.type, direction: opts.direction }));
+        const body = await (await core()).exportGraph(ctx, defined({ root: await entityRef(ctx, opts.root), depth: opts.depth, type: opts.type, direction: opts.direction }));
         const format = app.output.format;
         if (format === "json" || format === "ndjson") return app.output.json(body);
         const { toDot, toMermaid } = await formats();

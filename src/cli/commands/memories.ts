@@ -1,15 +1,17 @@
 import { constants, createReadStream } from "node:fs";
 import { access } from "node:fs/promises";
 import { createInterface } from "node:readline";
-import { createRequire } from "node:module";
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { MmError } from "../../errors.js";
 import type { BatchLineResult, Memory, MemoryListItem, MemorySearchHit, Page } from "../../core/memories.js";
-import { collect, withContext } from "../context.js";
+import { collect, confirmedDelete, entityRef, withContext } from "../context.js";
+import type { Context } from "../../core/context.js";
 import { defined, jsonFlag, numberFlag, readStdin } from "../flags.js";
 import type { CliApp } from "../main.js";
-import { preview, type TableKit } from "../output.js";
+import { pageLine, when, type TableKit } from "../output.js";
 import { canPrompt, promptText } from "../prompt.js";
+import { countLines, startProgress } from "../progress.js";
+import { humanMessage } from "../messages.js";
 
 const core = () => import("../../core/memories.js");
 const schemas = () => import("../../schemas/memory.js");
@@ -36,7 +38,7 @@ interface FieldFlags {
 }
 
 export function registerMemories(program: Command, app: CliApp): void {
-  const memories = program.command("memories").alias("mem").description("store, search and manage memories");
+  const memories = program.command("memories").aliases(["memory", "mem"]).description("store, search and manage memories");
 
   memories
     .command("add")
@@ -46,14 +48,21 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-a, --agent <agentId>", "agent the memory belongs to")
     .option("-t, --tag <tag>", "tag (repeatable)", collect)
     .option("-m, --metadata <json>", "metadata, a JSON object")
-    .option("-e, --entity <id>", "link an existing entity (repeatable)", collect)
+    .option("-e, --entity <entity>", "link an existing entity, by id or name (repeatable)", collect)
     .option("-x, --extract", "find people, places and organisations in the text; create or reuse their entities and link them")
     .option("--batch <file>", "add one memory per JSON line of <file> ('-' for stdin); flags fill fields a line leaves out")
     .option("--batch-size <n>", "lines embedded and committed together", "64")
+    .option("--skip <n>", "with --batch: skip the first n lines (to resume after an interrupt; mm prints the number)")
     .addHelpText("after", "\nExamples:\n  mm memories add \"Alice prefers tea\" --user alice --tag prefs\n  echo 'note' | mm memories add - --user alice\n  mm memories add --batch notes.jsonl --user alice")
-    .action((content: string | undefined, opts: FieldFlags & { batch?: string; batchSize: string; extract?: boolean }, cmd: Command) =>
-      opts.batch !== undefined ? addBatch(app, cmd, opts as FieldFlags & { batch: string; batchSize: string }) : addOne(app, cmd, content, opts),
-    );
+    .action((content: string | undefined, opts: FieldFlags & { batch?: string; batchSize: string; extract?: boolean }, cmd: Command) => {
+      if (opts.batch === undefined) return addOne(app, cmd, content, opts);
+      if (content !== undefined) {
+        throw new MmError("VALIDATION_ERROR", "give the content as an argument or lines with --batch, not both.", {
+          details: [{ field: "command", message: "give the content as an argument or lines with --batch, not both" }],
+        });
+      }
+      return addBatch(app, cmd, opts as FieldFlags & { batch: string; batchSize: string });
+    });
 
   memories
     .command("search")
@@ -80,8 +89,19 @@ export function registerMemories(program: Command, app: CliApp): void {
         app,
         cmd,
         async (ctx) => {
-          const body = await (await core()).searchMemories(ctx, raw);
-          await app.output.result(body, (t) => renderHits(t, body.results));
+          const api = await core();
+          const body = await api.searchMemories(ctx, raw);
+          await app.output.result(body, async (t) => {
+            if (body.results.length) return renderHits(t, body.results);
+            // Nothing passed: say what the nearest miss scored, so the person knows what to lower.
+            const threshold = valid?.threshold ?? 0.5;
+            const [closest] = (await api.searchMemories(ctx, { ...raw, threshold: 0, limit: 1 })).results;
+            if (!closest) return "No memories to search.";
+            const lower = Math.floor(closest.score * 100) / 100;
+            const byMeaning = valid?.mode === "hybrid" ? "--mode semantic --threshold 0.3 searches by meaning alone" : "";
+            const how = lower >= 0.01 ? [`--threshold ${lower} shows it`, byMeaning].filter(Boolean).join("; ") : byMeaning || "--threshold 0 ranks everything";
+            return `No memory scored ${threshold} or more. The closest scored ${closest.score.toFixed(3)}: "${short(closest.content)}"\n${t.dim(`(${how})`)}`;
+          });
         },
         // A valid search in any mode but keyword embeds the query: its model loads while the store opens.
         { warmEmbedder: valid !== undefined && valid.mode !== "keyword" },
@@ -123,13 +143,13 @@ export function registerMemories(program: Command, app: CliApp): void {
     .argument("<id>", "memory id (mem_…)")
     .argument("[content]", "new content, or '-' to read it from stdin")
     .option("-a, --agent <agentId>", "set the agent")
-    .option("--clear-agent", "remove the agent")
+    .addOption(new Option("--clear-agent", "remove the agent").conflicts("agent"))
     .option("-t, --tag <tag>", "replace the tags (repeatable)", collect)
-    .option("--clear-tags", "remove all tags")
+    .addOption(new Option("--clear-tags", "remove all tags").conflicts("tag"))
     .option("-m, --metadata <json>", "replace the metadata with this JSON object")
-    .option("--clear-metadata", "remove the metadata")
-    .option("-e, --entity <id>", "replace the linked entities (repeatable)", collect)
-    .option("--clear-entities", "remove every entity link")
+    .addOption(new Option("--clear-metadata", "remove the metadata").conflicts("metadata"))
+    .option("-e, --entity <entity>", "replace the linked entities, by id or name (repeatable)", collect)
+    .addOption(new Option("--clear-entities", "remove every entity link").conflicts("entity"))
     .action(
       (
         id: string,
@@ -143,7 +163,7 @@ export function registerMemories(program: Command, app: CliApp): void {
             agentId: opts.clearAgent ? null : opts.agent,
             tags: opts.clearTags ? null : opts.tag,
             metadata: opts.clearMetadata ? null : jsonFlag("metadata", opts.metadata),
-            entityIds: opts.clearEntities ? null : opts.entity,
+            entityIds: opts.clearEntities ? null : await entityRefs(ctx, opts.entity),
           });
           const body = await (await core()).updateMemory(ctx, id, patch);
           await app.output.result(body, (t) => renderMemory(t, body));
@@ -155,11 +175,16 @@ export function registerMemories(program: Command, app: CliApp): void {
     .alias("rm")
     .description("delete a memory permanently")
     .argument("<id>", "memory id (mem_…)")
-    .action((id: string, _opts: unknown, cmd: Command) =>
-      withContext(app, cmd, async (ctx) => {
-        const body = await (await core()).deleteMemory(ctx, id);
-        await app.output.result(body, () => `Deleted ${body.id}`);
-      }),
+    .option("-y, --yes", "don't ask for confirmation (scripts are never asked)")
+    .action((id: string, opts: { yes?: boolean }, cmd: Command) =>
+      confirmedDelete(
+        app,
+        cmd,
+        opts.yes,
+        async (ctx) => `memory ${id}: "${short((await (await core()).getMemory(ctx, id)).content)}"`,
+        async (ctx) => (await core()).deleteMemory(ctx, id),
+        (body) => `Deleted ${body.id}`,
+      ),
     );
 }
 
@@ -174,6 +199,7 @@ async function addOne(app: CliApp, cmd: Command, content: string | undefined, op
     app,
     cmd,
     async (ctx) => {
+      if (opts.entity) raw.entityIds = await entityRefs(ctx, opts.entity);
       if (!opts.extract) {
         const body = await (await core()).createMemory(ctx, raw);
         await app.output.result(body, (t) => renderMemory(t, body));
@@ -184,8 +210,19 @@ async function addOne(app: CliApp, cmd: Command, content: string | undefined, op
       await app.output.result(memory, (t) => renderMemory(t, memory));
     },
     // The new memory is embedded: its model loads while the store opens.
-    { warmEmbedder: passes((await schemas()).parseCreateMemory, raw) !== undefined },
+    { warmEmbedder: passes((await schemas()).parseCreateMemory, raw) !== undefined, create: true },
   );
+}
+
+/** The start of a text, for a question that names it. */
+export function short(text: string, max = 60): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return [...flat].length > max ? `${[...flat].slice(0, max - 1).join("")}…` : flat;
+}
+
+/** `--entity` values, ids or names, as entity ids. */
+async function entityRefs(ctx: Context, refs: string[] | undefined): Promise<string[] | undefined> {
+  return refs && Promise.all(refs.map(async (ref) => (await entityRef(ctx, ref))!));
 }
 
 /** What extraction did goes to stderr, so stdout stays exactly the API's memory body. */
@@ -202,13 +239,17 @@ function reportExtraction(app: CliApp, extracted: { entity: { id: string; name: 
   app.output.note(`${where}extracted ${extracted.map((x) => `${x.entity.type} "${x.entity.name}" (${x.created ? "new" : "existing"} ${x.entity.id})`).join(", ")}`);
 }
 
-async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: string; batchSize: string; extract?: boolean }): Promise<void> {
+async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: string; batchSize: string; skip?: string; extract?: boolean }): Promise<void> {
   const { io, output } = app;
   const batchSize = Number(opts.batchSize);
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 1024) {
     throw new MmError("VALIDATION_ERROR", "--batch-size must be an integer from 1 to 1024.", {
       details: [{ field: "batch-size", message: "must be an integer from 1 to 1024" }],
     });
+  }
+  const skip = opts.skip === undefined ? 0 : Number(opts.skip);
+  if (!Number.isInteger(skip) || skip < 0) {
+    throw new MmError("VALIDATION_ERROR", "--skip must be a whole number of lines.", { details: [{ field: "skip", message: "must be a whole number of lines" }] });
   }
   const defaults = defined({
     userId: opts.user ?? io.env.MM_USER,
@@ -222,28 +263,35 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
   const source = opts.batch === "-" ? io.stdin : createReadStream(opts.batch);
   const openError = new Promise<never>((_, reject) => source.once("error", (err: Error) => reject(unreadable(err))));
   openError.catch(() => undefined); // raced below; a failure before the race starts is not unhandled
-  const lines = readLines(source);
-  const progress = output.isTable && io.stderr.isTTY ? await startProgress(io.stderr) : undefined;
+  const lines = readLines(source, skip);
+  const total = output.isTable && io.stderr.isTTY && opts.batch !== "-" ? Math.max(0, (await countLines(opts.batch)) - skip) : undefined;
+  const progress = output.isTable && io.stderr.isTTY ? startProgress(io.stderr, total, output.styles) : undefined;
   let firstError: MmError | undefined;
+  // Line numbers are the input's own, --skip included, so a resume offset can be read off them.
+  let lastLine = skip;
   const onResult = (r: BatchLineResult) => {
+    const line = r.line + skip;
+    lastLine = Math.max(lastLine, line);
     if (r.error) firstError ??= r.error;
     if (!output.isTable) {
       output.out(
         JSON.stringify(
           r.memory
-            ? { line: r.line, memory: r.memory, ...(r.extracted ? { extracted: r.extracted.map((x) => ({ ...x.entity, created: x.created })) } : {}) }
-            : { line: r.line, error: r.error!.toBody().error },
+            ? { line, memory: r.memory, ...(r.extracted ? { extracted: r.extracted.map((x) => ({ ...x.entity, created: x.created })) } : {}) }
+            : { line, error: r.error!.toBody().error },
         ),
       );
     } else if (r.error) {
-      progress?.log(`line ${r.line}: ${r.error.code}: ${r.error.message}`);
-      if (!progress) output.note(`line ${r.line}: ${r.error.code}: ${r.error.message}`);
+      const text = `line ${line}: ${humanMessage(r.error, (f) => (f === "line" ? "the line" : f))}`;
+      if (progress) progress.log(text);
+      else output.note(text);
     }
     progress?.tick();
   };
   const stop = new AbortController();
   const release = io.onInterrupt?.(() => {
-    output.note("Interrupted: committing the lines already read, then stopping (Ctrl-C again to quit at once).");
+    progress?.log("Interrupted: committing the lines already read, then stopping (Ctrl-C again to quit at once).");
+    if (!progress) output.note("Interrupted: committing the lines already read, then stopping (Ctrl-C again to quit at once).");
     stop.abort();
   });
   const summary = await withContext(
@@ -261,7 +309,7 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
           beforeWrite: (n) => ctx.charge("write", n),
         }),
       ]),
-    { charge: false },
+    { charge: false, create: true },
   ).finally(() => {
     release?.();
     progress?.stop();
@@ -270,9 +318,12 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
   if (output.isTable) output.out(text);
   else output.note(text);
   if (summary.stopped) {
-    throw new MmError("INTERRUPTED", `Stopped by interrupt after ${summary.added + summary.failed} lines; every line reported as added is stored.`, {
+    // Every line up to lastLine is stored or reported as failed; the rest were never read.
+    const resume = `mm memories add --batch ${opts.batch === "-" ? "-" : shellQuote(opts.batch)} --skip ${lastLine}`;
+    throw new MmError("INTERRUPTED", `Stopped by interrupt after line ${lastLine}; every line reported as added is stored. To go on without adding any line twice: ${resume} (with the same other flags).`, {
       added: summary.added,
       failed: summary.failed,
+      resumeAfterLine: lastLine,
     });
   }
   if (firstError) {
@@ -283,36 +334,18 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
   }
 }
 
-/**
- * Lines of a stream, read only once iteration starts: a readline interface created earlier would
- * emit lines while the store opens, and a later `for await` would never see them.
- */
-async function* readLines(source: NodeJS.ReadableStream): AsyncGenerator<string> {
-  yield* createInterface({ input: source, crlfDelay: Infinity });
+/** A path as a shell would need it typed. */
+function shellQuote(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-async function startProgress(stream: NodeJS.WritableStream): Promise<{ tick(): void; log(s: string): void; stop(): void }> {
-  // CommonJS, so `require`: an `import()` here would keep the CLI's main chunk out of the code cache.
-  const cliProgress = createRequire(import.meta.url)("cli-progress") as typeof import("cli-progress");
-  const bar = new cliProgress.SingleBar(
-    { stream, format: "adding {value} lines | {rate}/s | {duration_formatted}", fps: 5, hideCursor: true },
-    cliProgress.Presets.shades_classic,
-  );
-  const started = Date.now();
-  let count = 0;
-  bar.start(0, 0, { rate: "0" });
-  return {
-    tick() {
-      count++;
-      bar.update(count, { rate: (count / Math.max(0.001, (Date.now() - started) / 1000)).toFixed(1) });
-    },
-    log(s: string) {
-      stream.write(`\r\u001b[K${s}\n`);
-    },
-    stop() {
-      bar.stop();
-    },
-  };
+/**
+ * Lines of a stream after the first `skip`, read only once iteration starts: a readline interface
+ * created earlier would emit lines while the store opens, and a later `for await` would never see them.
+ */
+async function* readLines(source: NodeJS.ReadableStream, skip: number): AsyncGenerator<string> {
+  let n = 0;
+  for await (const line of createInterface({ input: source, crlfDelay: Infinity })) if (++n > skip) yield line;
 }
 
 function renderMemory(t: TableKit, m: Memory): string {
@@ -330,17 +363,16 @@ function renderMemory(t: TableKit, m: Memory): string {
 }
 
 function renderList(t: TableKit, page: Page<MemoryListItem>): string {
-  const { pagination: p } = page;
-  const footer = t.dim(`page ${p.page} of ${Math.max(p.totalPages, 1)} · ${p.total} memor${p.total === 1 ? "y" : "ies"}`);
-  if (!page.items.length) return `No memories.\n${footer}`;
-  const rows = page.items.map((m) => [m.id, preview(m.content, 50), m.userId, m.agentId ?? "", (m.tags ?? []).join(", "), m.createdAt]);
-  return `${t.table(["id", "content", "user", "agent", "tags", "created"], rows)}\n${footer}`;
+  const line = pageLine(t, page.pagination, "memory", "memories", !page.items.length);
+  if (!page.items.length) return line;
+  const rows = page.items.map((m) => [m.id, m.content, m.userId, m.agentId ?? "", (m.tags ?? []).join(", "), when(m.createdAt)]);
+  return `${t.table(["id", "content", "user", "agent", "tags", "created"], rows, { flex: 1 })}\n${line}`;
 }
 
 function renderHits(t: TableKit, hits: MemorySearchHit[]): string {
-  if (!hits.length) return "No memories above the threshold.";
   return t.table(
     ["score", "content", "user", "tags", "id"],
-    hits.map((h) => [h.score.toFixed(3), preview(h.content, 60), h.userId, (h.tags ?? []).join(", "), h.id]),
+    hits.map((h) => [h.score.toFixed(3), h.content, h.userId, (h.tags ?? []).join(", "), h.id]),
+    { flex: 1 },
   );
 }

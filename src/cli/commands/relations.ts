@@ -1,21 +1,21 @@
 import type { Command } from "commander";
 import type { Page } from "../../core/memories.js";
 import type { Relation, RelationListItem, RelationWithEnds } from "../../core/relations.js";
-import { withContext } from "../context.js";
+import { confirmedDelete, entityRef, withContext } from "../context.js";
 import { defined, jsonFlag } from "../flags.js";
 import type { CliApp } from "../main.js";
-import type { TableKit } from "../output.js";
+import { pageLine, when, type TableKit } from "../output.js";
 
 const core = () => import("../../core/relations.js");
 
 export function registerRelations(program: Command, app: CliApp): void {
-  const relations = program.command("relations").alias("rel").description("typed, directed relations between entities");
+  const relations = program.command("relations").aliases(["relation", "rel"]).description("typed, directed relations between entities");
 
   relations
     .command("create")
     .description("relate two existing entities: source -[TYPE]-> target")
-    .requiredOption("--source <id>", "source entity id (ent_…)")
-    .requiredOption("--target <id>", "target entity id (ent_…)")
+    .requiredOption("--source <entity>", "source entity: id (ent_…) or name")
+    .requiredOption("--target <entity>", "target entity: id (ent_…) or name")
     .requiredOption("--type <TYPE>", "upper snake case, e.g. WORKS_FOR, KNOWS, LOCATED_IN, PART_OF, CREATED, RELATED_TO")
     .option("-m, --metadata <json>", "metadata, a JSON object")
     .addHelpText("after", "\nExample:\n  mm relations create --source ent_… --target ent_… --type WORKS_FOR --metadata '{\"since\":2021}'")
@@ -23,7 +23,7 @@ export function registerRelations(program: Command, app: CliApp): void {
       withContext(app, cmd, async (ctx) => {
         const body = await (await core()).createRelation(
           ctx,
-          defined({ sourceId: opts.source, targetId: opts.target, type: opts.type, metadata: jsonFlag("metadata", opts.metadata) }),
+          defined({ sourceId: await entityRef(ctx, opts.source), targetId: await entityRef(ctx, opts.target), type: opts.type, metadata: jsonFlag("metadata", opts.metadata) }),
         );
         await app.output.result(body, (t) => renderRelation(t, body));
       }),
@@ -32,8 +32,8 @@ export function registerRelations(program: Command, app: CliApp): void {
   relations
     .command("list")
     .description("list relations, newest first, with source and target names")
-    .option("--source <id>", "only relations from this entity")
-    .option("--target <id>", "only relations to this entity")
+    .option("--source <entity>", "only relations from this entity (id or name)")
+    .option("--target <entity>", "only relations to this entity (id or name)")
     .option("--type <TYPE>", "only this relation type")
     .option("-p, --page <n>", "page number (default 1)")
     .option("-l, --limit <n>", "page size (default 20, at most 100)")
@@ -41,7 +41,7 @@ export function registerRelations(program: Command, app: CliApp): void {
       withContext(app, cmd, async (ctx) => {
         const body = await (await core()).listRelations(
           ctx,
-          defined({ sourceId: opts.source, targetId: opts.target, type: opts.type, page: opts.page, limit: opts.limit }),
+          defined({ sourceId: await entityRef(ctx, opts.source), targetId: await entityRef(ctx, opts.target), type: opts.type, page: opts.page, limit: opts.limit }),
         );
         await app.output.result(body, (t) => renderList(t, body));
       }),
@@ -63,11 +63,19 @@ export function registerRelations(program: Command, app: CliApp): void {
     .alias("rm")
     .description("delete a relation permanently")
     .argument("<id>", "relation id (rel_…)")
-    .action((id: string, _opts: unknown, cmd: Command) =>
-      withContext(app, cmd, async (ctx) => {
-        const body = await (await core()).deleteRelation(ctx, id);
-        await app.output.result(body, () => `Deleted ${body.id}`);
-      }),
+    .option("-y, --yes", "don't ask for confirmation (scripts are never asked)")
+    .action((id: string, opts: { yes?: boolean }, cmd: Command) =>
+      confirmedDelete(
+        app,
+        cmd,
+        opts.yes,
+        async (ctx) => {
+          const r = await (await core()).getRelation(ctx, id);
+          return `relation ${r.source.name} -[${r.type}]-> ${r.target.name} (${id})`;
+        },
+        async (ctx) => (await core()).deleteRelation(ctx, id),
+        (body) => `Deleted ${body.id}`,
+      ),
     );
 }
 
@@ -84,11 +92,10 @@ function renderRelation(t: TableKit, r: Relation | RelationWithEnds): string {
 }
 
 function renderList(t: TableKit, page: Page<RelationListItem>): string {
-  const p = page.pagination;
-  const footer = t.dim(`page ${p.page} of ${Math.max(p.totalPages, 1)} · ${p.total} relation${p.total === 1 ? "" : "s"}`);
-  if (!page.items.length) return `No relations.\n${footer}`;
+  const line = pageLine(t, page.pagination, "relation", "relations", !page.items.length);
+  if (!page.items.length) return line;
   return `${t.table(
     ["id", "source", "type", "target", "created"],
-    page.items.map((r) => [r.id, `${r.source.name} (${r.source.type})`, r.type, `${r.target.name} (${r.target.type})`, r.createdAt]),
-  )}\n${footer}`;
+    page.items.map((r) => [r.id, `${r.source.name} (${r.source.type})`, r.type, `${r.target.name} (${r.target.type})`, when(r.createdAt)]),
+  )}\n${line}`;
 }

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { stopCodeCache } from "../../code-cache.js";
 import { MmError } from "../../errors.js";
-import { resolveStorePath } from "../../storage/paths.js";
+import { locateStore, missingStore, storeStatus } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
 
 interface ServeFlags {
@@ -31,7 +31,9 @@ export function registerServe(program: Command, app: CliApp): void {
       // cache's hook, it searched about 4 ms slower (see stopCodeCache).
       stopCodeCache();
       const { io, output } = app;
-      const storeDir = resolveStorePath((cmd.optsWithGlobals() as { store?: string }).store, io.env);
+      const location = locateStore((cmd.optsWithGlobals() as { store?: string }).store, io.env);
+      if ((await storeStatus(location)) === "missing") throw missingStore(location);
+      const storeDir = location.dir;
       const int = (name: string, v: string | undefined, min: number) => {
         if (v === undefined) return undefined;
         const n = Number(v);
@@ -74,8 +76,18 @@ export function registerServe(program: Command, app: CliApp): void {
         });
         if (!io.onShutdown) resolve();
       });
-      log({ time: new Date().toISOString(), event: "listening", url: server.url, store: storeDir });
-      if (output.isTable) output.note(`mm serve: listening on ${server.url} (store ${storeDir}); Ctrl-C stops`);
+      const accounts = await server.accounts();
+      log({ time: new Date().toISOString(), event: "listening", url: server.url, store: storeDir, accounts });
+      if (output.isTable) {
+        const { bold, dim } = output.styles;
+        output.note(`mm serve: listening on ${bold(server.url)} for the store ${storeDir}`);
+        output.note("Each API key sees only its own account's data:");
+        for (const a of accounts) {
+          const keys = a.keys ? `${a.keys} key${a.keys === 1 ? "" : "s"}` : "no key yet: mm keys create --account " + a.name + " --name …";
+          output.note(`  ${a.name.padEnd(12)} ${dim(`${a.memories} memor${a.memories === 1 ? "y" : "ies"}, ${keys}`)}`);
+        }
+        output.note(dim("Ctrl-C stops."));
+      }
       await stopped;
     });
 }

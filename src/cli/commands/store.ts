@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { MmError } from "../../errors.js";
-import { resolveStorePath } from "../../storage/paths.js";
+import { locateStore } from "../../core/store-location.js";
+import { bytes } from "../output.js";
 import { withContext } from "../context.js";
 import type { CliApp } from "../main.js";
 
@@ -11,7 +12,7 @@ export function registerStore(program: Command, app: CliApp): void {
     .command("path")
     .description("print the store directory in use")
     .action((_opts: unknown, cmd: Command) => {
-      const dir = resolveStorePath((cmd.optsWithGlobals() as { store?: string }).store, app.io.env);
+      const { dir } = locateStore((cmd.optsWithGlobals() as { store?: string }).store, app.io.env);
       return app.output.result({ path: dir }, () => dir);
     });
 
@@ -25,9 +26,9 @@ export function registerStore(program: Command, app: CliApp): void {
           t.record([
             ["path", s.path],
             ["embedder", `${s.embedder.provider}:${s.embedder.model} (${s.embedder.dims} dims)`],
-            ["memories", s.memories.rows],
-            ["entities", s.graph.entities],
-            ["relations", s.graph.relations],
+            ["memories", s.memories.rows.toLocaleString("en-US")],
+            ["entities", s.graph.entities.toLocaleString("en-US")],
+            ["relations", s.graph.relations.toLocaleString("en-US")],
             ["fragments", `memories ${s.memories.fragments} (${s.memories.smallFragments} small), graph ${s.graph.fragments}`],
             ["versions", `memories ${s.memories.versions}, graph ${s.graph.versions}`],
             ["indices", s.memories.indices + s.graph.indices],
@@ -37,8 +38,8 @@ export function registerStore(program: Command, app: CliApp): void {
                 ? `${s.memories.vectorIndex.type}, ${s.memories.vectorIndex.partitions} partitions, ${s.memories.vectorIndex.indexedRows} rows indexed, ${s.memories.vectorIndex.unindexedRows} not yet`
                 : "none (exact search)",
             ],
-            ["table bytes", s.memories.bytes + s.graph.bytes],
-            ["disk bytes", s.diskBytes],
+            ["table data", bytes(s.memories.bytes + s.graph.bytes)],
+            ["on disk", bytes(s.diskBytes)],
           ]),
         );
       }),
@@ -62,7 +63,7 @@ export function registerStore(program: Command, app: CliApp): void {
             ["fragments removed", r.fragmentsRemoved],
             ["fragments added", r.fragmentsAdded],
             ["old versions removed", r.oldVersionsRemoved],
-            ["bytes removed", r.bytesRemoved],
+            ["space freed", bytes(r.bytesRemoved)],
             ["orphan temp files removed", r.tempFilesRemoved],
             ["vector index built", r.vectorIndexBuilt ? `${r.vectorIndexBuilt.partitions} partitions over ${r.vectorIndexBuilt.rows} rows` : "no"],
           ]),

@@ -1,0 +1,82 @@
+import { createReadStream } from "node:fs";
+
+export interface Progress {
+  /** One more line done (added or failed). */
+  tick(): void;
+  /** A message above the bar: the bar is cleared, the message printed, and the bar drawn again below it. */
+  log(line: string): void;
+  /** Clears the bar for good, so what follows (the summary) starts on a clean line. */
+  stop(): void;
+}
+
+const WIDTH = 24;
+const REDRAW_MS = 200;
+
+/**
+ * A one-line progress bar on a terminal's stderr for batch adds: "loading the model…" until the
+ * first line is done, then done/total with a rate and an ETA (or just the count when the total is
+ * unknown, reading stdin). Messages go above it, never under it.
+ */
+export function startProgress(stream: NodeJS.WritableStream, total: number | undefined, style: { dim(s: string): string }): Progress {
+  const started = Date.now();
+  let firstAt = 0;
+  let done = 0;
+  let drawnAt = 0;
+  let stopped = false;
+  const draw = (force = false) => {
+    const now = Date.now();
+    if (stopped || (!force && now - drawnAt < REDRAW_MS)) return;
+    drawnAt = now;
+    stream.write(`\r\u001b[K${line(now)}`);
+  };
+  const line = (now: number): string => {
+    if (!done) return style.dim(`loading the model… ${seconds((now - started) / 1000)}`);
+    const rate = done / Math.max(0.001, (now - firstAt) / 1000);
+    const count = total ? `${fmt(done)}/${fmt(total)} lines` : `${fmt(done)} lines`;
+    if (!total) return `adding ${count} · ${rate.toFixed(1)}/s`;
+    const filled = Math.min(WIDTH, Math.round((done / total) * WIDTH));
+    const eta = done < total ? ` · about ${seconds((total - done) / rate)} left` : "";
+    return `[${"█".repeat(filled)}${"░".repeat(WIDTH - filled)}] ${count} · ${rate.toFixed(1)}/s${eta}`;
+  };
+  const timer = setInterval(() => draw(), REDRAW_MS);
+  timer.unref();
+  draw(true);
+  return {
+    tick() {
+      if (!done) firstAt = Date.now();
+      done++;
+      draw();
+    },
+    log(message: string) {
+      stream.write(`\r\u001b[K${message}\n`);
+      draw(true);
+    },
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+      stream.write("\r\u001b[K");
+    },
+  };
+}
+
+/** Lines in a file (its newlines, plus a last line without one), read as a stream: ~0.1 s per 100 MB. */
+export async function countLines(path: string): Promise<number> {
+  let lines = 0;
+  let last = 10;
+  for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
+    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
+    if (chunk.length) last = chunk[chunk.length - 1];
+  }
+  return lines + (last === 10 ? 0 : 1);
+}
+
+function fmt(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
+function seconds(s: number): string {
+  if (!Number.isFinite(s)) return "…";
+  if (s < 60) return `${Math.ceil(s)}s`;
+  const m = Math.floor(s / 60);
+  return m < 60 ? `${m}m${String(Math.ceil(s % 60)).padStart(2, "0")}s` : `${Math.floor(m / 60)}h${String(m % 60).padStart(2, "0")}m`;
+}
