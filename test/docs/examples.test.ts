@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import { documentedFiles, runShell, shellBlocks, showsOutput, type ShellBlock } from "../helpers/doc-examples.js";
+import { useTempDirs } from "../helpers/temp.js";
+
+const tempDir = useTempDirs();
+
+/**
+ * Every ```sh example in the README, CONTRIBUTING and docs/ runs here, exactly as printed (see
+ * runShell for the two conventions), and must exit 0. Where a ```output block follows, the example
+ * must print it (`…` stands for ids, times and scores).
+ */
+const files = await documentedFiles();
+const blocks: ShellBlock[] = (await Promise.all(files.map(shellBlocks))).flat();
+
+describe("documented shell examples", () => {
+  it("exist, and only the README's set-up commands are not run here (CI runs those)", () => {
+    expect(blocks.length).toBeGreaterThan(10);
+    const skipped = blocks.filter((b) => b.skip);
+    for (const b of skipped) expect(b.file, `${b.file}:${b.line} is skipped: ${b.skip}`).toBe("README.md");
+    expect(skipped.length).toBeLessThanOrEqual(1);
+  });
+
+  const runnable = blocks.filter((b) => !b.skip);
+  it.each(runnable.map((b) => [`${b.file}:${b.line} (${b.heading})`, b] as const))("%s", async (_name, block) => {
+    const r = await runShell(block.code, await tempDir());
+    expect(r.code, `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`).toBe(0);
+    if (block.output !== undefined) {
+      const shown = showsOutput(r.stdout, block.output);
+      expect(shown.ok, `missing line: ${shown.missing}\n--- stdout\n${r.stdout}`).toBe(true);
+    }
+  });
+});
+
+describe("the README's first example", () => {
+  it("adds a memory and finds it again at the default threshold", async () => {
+    const first = blocks.find((b) => b.file === "README.md" && /mm memories add/.test(b.code) && /mm memories search/.test(b.code));
+    expect(first, "a README block that adds and searches").toBeDefined();
+    const added = first!.code.match(/mm memories add "([^"]+)"/)![1];
+    const r = await runShell(first!.code, await tempDir());
+    expect(r.code, r.stderr).toBe(0);
+    // Piped, every command prints the API's JSON body on one line; each search finds the memory.
+    const searches = r.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line))
+      .filter((body) => "results" in body);
+    expect(searches.length).toBeGreaterThan(0);
+    for (const body of searches) expect(body.results.map((h: { content: string }) => h.content)).toContain(added);
+  });
+});
+
+describe("documentation links", () => {
+  it("every relative link points at a file of the repository, and nothing points outside it", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const { existsSync } = await import("node:fs");
+    const { dirname, join, normalize } = await import("node:path");
+    const { ROOT } = await import("../helpers/doc-examples.js");
+    for (const file of files) {
+      const text = await readFile(join(ROOT, file), "utf8");
+      expect(text, file).not.toMatch(/\.\.\/shared|decisions\.md|semantic-memory-api\.md/);
+      // Links in running text (code spans and blocks only show what a link looks like).
+      const prose = text.replace(/```[\s\S]*?```/g, "").replace(/`[^`\n]*`/g, "");
+      for (const [, target] of prose.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
+        if (/^[a-z]+:/.test(target)) continue;
+        const resolved = normalize(join(dirname(join(ROOT, file)), target));
+        expect(resolved.startsWith(ROOT), `${file} → ${target}`).toBe(true);
+        expect(existsSync(resolved), `${file} → ${target}`).toBe(true);
+      }
+    }
+  });
+});
