@@ -1,4 +1,4 @@
-import { MmError } from "../errors.js";
+import { entitiesNotFound, MmError } from "../errors.js";
 import { foldName, parseCreateEntity, parseEntityMemoriesQuery, parseListEntities, parseUpdateEntity } from "../schemas/entity.js";
 import type { EntityType } from "../schemas/enums.js";
 import type { EntityRecord, StoreWriter } from "../storage/store.js";
@@ -145,11 +145,7 @@ export async function assertEntitiesExist(ctx: Context, ids: string[]): Promise<
   if (!ids.length) return;
   const found = await ctx.store.getEntities(ctx.accountId, ids);
   const missing = ids.filter((id) => !found.has(id));
-  if (missing.length) {
-    throw new MmError("ENTITY_NOT_FOUND", `Entit${missing.length === 1 ? "y" : "ies"} ${missing.join(", ")} ${missing.length === 1 ? "does" : "do"} not exist.`, {
-      missing,
-    });
-  }
+  if (missing.length) throw entitiesNotFound(missing);
 }
 
 function newEntityRecord(ctx: Context, input: { name: string; type: string; description?: string; metadata?: Record<string, unknown> }): EntityRecord {
