@@ -438,6 +438,22 @@ export class Store {
     return (await readMemoryRows(q, false)).map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
   }
 
+  /**
+   * The memories linked to at least one entity (to any of `entityIds`, when given), oldest first:
+   * the reference memory server's "observations" (core/mcp-memory.ts).
+   */
+  async linkedMemories(filter: MemoryFilter, entityIds?: string[]): Promise<MemoryRecord[]> {
+    const base = `${memoryWhere(filter)} AND array_length(entityIds) > 0`;
+    const out = new Map<string, MemoryRecord>();
+    const chunks = entityIds === undefined ? [undefined] : Array.from({ length: Math.ceil(entityIds.length / 500) }, (_, i) => entityIds.slice(i * 500, i * 500 + 500));
+    for (const chunk of chunks) {
+      if (chunk && !chunk.length) continue;
+      const where = chunk ? `${base} AND array_has_any(entityIds, ${sqlStringList(chunk)})` : base;
+      for (const r of await readMemoryRows(this.memories.query().where(where).select(RECORD_COLUMNS), false)) out.set(r.id, r);
+    }
+    return [...out.values()].sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
+  }
+
   /** The scope's memories with these ids (no vectors), in no particular order. */
   async memoriesByIds(filter: MemoryFilter, ids: string[]): Promise<MemoryRecord[]> {
     if (!ids.length) return [];
