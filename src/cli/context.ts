@@ -46,6 +46,22 @@ export async function withContext<T>(
   fn: (ctx: CommandContext) => Promise<T>,
   options: { charge?: boolean; warmEmbedder?: boolean } = {},
 ): Promise<T> {
+  const ctx = await openCommandContext(app, cmd, options);
+  try {
+    const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
+    if (bucket && options.charge !== false) await ctx.charge(bucket, 1);
+    return await fn(ctx);
+  } finally {
+    await ctx.close();
+  }
+}
+
+/**
+ * The store named by the global flags, opened as the account named by `--account` / MM_ACCOUNT
+ * (else the local default account), with that account's quota ledger: for `withContext`, and for
+ * long-running commands (`mm mcp`) that keep it open and count each operation themselves.
+ */
+export async function openCommandContext(app: CliApp, cmd: Command, options: { warmEmbedder?: boolean } = {}): Promise<CommandContext> {
   const globals = cmd.optsWithGlobals() as { store?: string; account?: string };
   const storeDir = resolveStorePath(globals.store, app.io.env);
   // First, so that the model's own start (compiling TensorFlow.js) is done before the store opens.
@@ -62,18 +78,11 @@ export async function withContext<T>(
     warmed,
   });
   const ledger = new QuotaLedger(join(storeDir, "ledger"), app.io.clock);
-  const ctx: CommandContext = {
+  return {
     ...base,
     account,
     charge: async (bucket, count) => void (await ledger.charge(account.id, account.quota, bucket, count)),
   };
-  try {
-    const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
-    if (bucket && options.charge !== false) await ctx.charge(bucket, 1);
-    return await fn(ctx);
-  } finally {
-    await base.close();
-  }
 }
 
 /** Repeatable flag collector: `--tag a --tag b` → ["a", "b"]. */

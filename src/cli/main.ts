@@ -6,6 +6,7 @@ import { Output, type OutputStreams } from "./output.js";
 import { registerEntities } from "./commands/entities.js";
 import { registerGraph } from "./commands/graph.js";
 import { registerInit } from "./commands/init.js";
+import { registerMcp } from "./commands/mcp.js";
 import { registerMemories } from "./commands/memories.js";
 import { registerRelations } from "./commands/relations.js";
 import { registerAccounts } from "./commands/accounts.js";
@@ -71,6 +72,7 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
   registerRelations(program, app);
   registerGraph(program, app);
   registerServe(program, app);
+  registerMcp(program, app);
   registerAccounts(program, app);
   registerStore(program, app);
 

@@ -707,6 +707,15 @@ export class StoreWriter {
     await this.graph.add([{ ...emptyGraphRow(), kind: "relation", ...r, updatedAt: r.createdAt }]);
   }
 
+  /** Replaces a relation in one commit (merge-insert on id). */
+  async replaceRelation(r: RelationRecord): Promise<void> {
+    await this.graph
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute([{ ...emptyGraphRow(), kind: "relation", ...r, updatedAt: r.createdAt }]);
+  }
+
   async deleteRelation(accountId: string, id: string): Promise<boolean> {
     const where = `kind = 'relation' AND accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`;
     if ((await this.graph.countRows(where)) === 0) return false;
