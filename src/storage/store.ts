@@ -543,6 +543,33 @@ export class Store {
     return [...new Map(out.map((r) => [r.id, r])).values()];
   }
 
+  /**
+   * One page of the scope's memories, oldest first (createdAt, then id), after the given position:
+   * a keyset page, so an export streams a table of any size in stable pages while others write.
+   */
+  async memoriesAfter(filter: MemoryFilter, after: { createdAt: string; id: string } | undefined, limit: number, withVectors: boolean): Promise<MemoryRecord[] | MemoryRow[]> {
+    const where = after
+      ? `${memoryWhere(filter)} AND (createdAt > ${sqlString(after.createdAt)} OR (createdAt = ${sqlString(after.createdAt)} AND id > ${sqlString(after.id)}))`
+      : memoryWhere(filter);
+    const q = this.memories.query().where(where).orderBy(OLDEST_FIRST).limit(limit).select(withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS);
+    return readMemoryRows(q, withVectors);
+  }
+
+  /** Which of `ids` exist, in any account, with the account each belongs to (imports keep ids unique store-wide). */
+  async existingIds(kind: "memory" | "entity" | "relation", ids: string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const unique = [...new Set(ids)];
+    for (let i = 0; i < unique.length; i += 500) {
+      const list = unique.slice(i, i + 500).map(sqlString).join(", ");
+      const rows =
+        kind === "memory"
+          ? await this.memories.query().where(`id IN (${list})`).select(["id", "accountId"]).toArray()
+          : await this.graph.query().where(`kind = '${kind}' AND id IN (${list})`).select(["id", "accountId"]).toArray();
+      for (const r of rows) out.set(String(r.id), String(r.accountId));
+    }
+    return out;
+  }
+
   /** The whole graph of an account, for export. */
   async allGraph(accountId: string): Promise<{ entities: EntityRecord[]; relations: RelationRecord[] }> {
     const [entities, relations] = await Promise.all([
@@ -671,6 +698,15 @@ export class StoreWriter {
     private readonly memories: Table,
     private readonly graph: Table,
   ) {}
+
+  /** Entities and relations in one commit (imports). */
+  async insertGraph(entities: EntityRecord[], relations: RelationRecord[]): Promise<void> {
+    const rows = [
+      ...entities.map((e) => ({ ...emptyGraphRow(), kind: "entity", ...e })),
+      ...relations.map((r) => ({ ...emptyGraphRow(), kind: "relation", ...r, updatedAt: r.createdAt })),
+    ];
+    if (rows.length) await this.graph.add(rows);
+  }
 
   async insertEntity(e: EntityRecord): Promise<void> {
     await this.graph.add([{ ...emptyGraphRow(), kind: "entity", ...e }]);

@@ -291,7 +291,7 @@ async function* readLines(source: NodeJS.ReadableStream): AsyncGenerator<string>
   yield* createInterface({ input: source, crlfDelay: Infinity });
 }
 
-async function startProgress(stream: NodeJS.WritableStream): Promise<{ tick(): void; log(s: string): void; stop(): void }> {
+export async function startProgress(stream: NodeJS.WritableStream): Promise<{ tick(): void; log(s: string): void; stop(): void }> {
   // CommonJS, so `require`: an `import()` here would keep the CLI's main chunk out of the code cache.
   const cliProgress = createRequire(import.meta.url)("cli-progress") as typeof import("cli-progress");
   const bar = new cliProgress.SingleBar(
