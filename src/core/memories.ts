@@ -295,17 +295,22 @@ function withDefaults(value: unknown, defaults: Record<string, unknown>): unknow
 function newRow(ctx: Context, input: CreateMemoryInput, vector: Float32Array): MemoryRow {
   const now = ctx.clock();
   const at = now.toISOString();
+  return memoryRow(input, { id: newId("mem", now.getTime()), accountId: ctx.accountId, createdAt: at, updatedAt: at }, vector);
+}
+
+/** A validated memory input as stored, with its identity and times (new, or carried over by an import). */
+export function memoryRow(input: CreateMemoryInput, at: { id: string; accountId: string; createdAt: string; updatedAt: string }, vector: Float32Array): MemoryRow {
   return {
-    id: newId("mem", now.getTime()),
-    accountId: ctx.accountId,
+    id: at.id,
+    accountId: at.accountId,
     content: input.content,
     userId: input.userId,
     agentId: input.agentId ?? null,
     tags: input.tags ?? [],
     metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
     entityIds: input.entityIds ?? [],
-    createdAt: at,
-    updatedAt: at,
+    createdAt: at.createdAt,
+    updatedAt: at.updatedAt,
     seq: 0,
     vector,
   };

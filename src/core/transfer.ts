@@ -4,13 +4,12 @@ import { parseCreateEntity } from "../schemas/entity.js";
 import { parseCreateMemory } from "../schemas/memory.js";
 import { parseCreateRelation } from "../schemas/relation.js";
 import { requireObject } from "../schemas/validate.js";
-import type { EntityRecord, MemoryRecord, MemoryRow, RelationRecord } from "../storage/store.js";
+import type { EntityRecord, MemoryRow, RelationRecord } from "../storage/store.js";
 import { embedChecked, type Context } from "./context.js";
-import { foldName } from "../schemas/entity.js";
-import { toEntity } from "./entities.js";
+import { entitiesNotFound, entityRecord, toEntity } from "./entities.js";
 import { derivedId } from "./ids.js";
 import { findEntityByName } from "./mcp-memory.js";
-import { toMemory } from "./memories.js";
+import { memoryRow, toMemory } from "./memories.js";
 import { toRelation } from "./relations.js";
 
 /** The first line of every export names the format and its version; an import refuses other files and newer versions. */
@@ -180,7 +179,7 @@ interface Pending {
   id?: string;
   entity?: EntityRecord;
   relation?: RelationRecord;
-  memory?: MemoryRecord;
+  memory?: MemoryRow;
   vector?: Float32Array;
 }
 
@@ -301,17 +300,7 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
       const input = parseCreateEntity({ name: v.name, type: v.type, ...(v.description !== undefined ? { description: v.description } : {}), ...(v.metadata !== undefined ? { metadata: v.metadata } : {}) });
       p.id = targetId("entity", v, p.accountId, options);
       idMap.set(`${p.accountId}\u0000${String(v.id)}`, p.id);
-      p.entity = {
-        id: p.id,
-        accountId: p.accountId,
-        name: input.name,
-        nameKey: foldName(input.name),
-        type: input.type,
-        description: input.description ?? null,
-        metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
-        createdAt: String(v.createdAt),
-        updatedAt: String(v.updatedAt),
-      };
+      p.entity = entityRecord(input, { id: p.id, accountId: p.accountId, createdAt: String(v.createdAt), updatedAt: String(v.updatedAt) });
     } catch (err) {
       fail(p, err);
     }
@@ -379,21 +368,9 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
       const links = input.entityIds ?? [];
       const live = await liveEntities(p.accountId, links);
       const missing = links.filter((id) => !live(id));
-      if (missing.length) throw new MmError("ENTITY_NOT_FOUND", `Entit${missing.length === 1 ? "y" : "ies"} ${missing.join(", ")} ${missing.length === 1 ? "does" : "do"} not exist.`, { missing });
+      if (missing.length) throw entitiesNotFound(missing);
       p.id = targetId("memory", v, p.accountId, options);
-      p.memory = {
-        id: p.id,
-        accountId: p.accountId,
-        content: input.content,
-        userId: input.userId,
-        agentId: input.agentId ?? null,
-        tags: input.tags ?? [],
-        metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
-        entityIds: links,
-        createdAt: String(v.createdAt),
-        updatedAt: String(v.updatedAt),
-        seq: 0,
-      };
+      p.memory = memoryRow({ ...input, entityIds: links }, { id: p.id, accountId: p.accountId, createdAt: String(v.createdAt), updatedAt: String(v.updatedAt) }, new Float32Array(0));
       const vector = v.vector;
       if (sameEmbedder && Array.isArray(vector) && vector.length === ctx.store.config.embedder.dims && vector.every((x) => typeof x === "number" && Number.isFinite(x)) && vector.some((x) => x !== 0)) {
         p.vector = Float32Array.from(vector as number[]);
