@@ -11,11 +11,14 @@ export interface ToolResult {
   structuredContent?: any;
 }
 
-/** A client of a spawned `mm mcp` (with `nodeArgs` before the script, e.g. an import tracer). */
-export async function stdioClient(args: string[], env: Record<string, string>, nodeArgs: string[] = []): Promise<{ client: Client; stderr: () => string }> {
+/**
+ * A client of a spawned `mm mcp` (with `nodeArgs` before the script, e.g. an import tracer), or
+ * of another `mm` executable (an installed one).
+ */
+export async function stdioClient(args: string[], env: Record<string, string>, nodeArgs: string[] = [], executable?: string): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [...nodeArgs, MM_BIN, "mcp", ...args],
+    command: executable ?? process.execPath,
+    args: executable ? ["mcp", ...args] : [...nodeArgs, MM_BIN, "mcp", ...args],
     env: { ...(process.env as Record<string, string>), LANCEDB_LOG: "error", ...env },
     stderr: "pipe",
   });
