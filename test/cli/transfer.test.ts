@@ -198,3 +198,38 @@ describe("mm export and mm import", () => {
     expect(sam).toMatchObject({ content: "Sam runs marathons", userId: "sam", tags: ["sport"], createdAt: "2025-01-02T03:04:05.000Z", metadata: { mem0: { state: "active" } } });
   });
 });
+
+/** A whole-store export (--all-accounts) recreates every account and puts each record back in its own. */
+describe("mm export --all-accounts", () => {
+  it("round-trips several accounts, each record into its own account", async () => {
+    const dir = await tempDir();
+    const [a, b] = [join(dir, "a"), join(dir, "b")];
+    await runCli(a, ["memories", "add", "default account's note", "--user", "u"]);
+    const created = await runCli(a, ["accounts", "create", "acme", "--plan", "hobby"]);
+    expect(created.code, created.stderr).toBe(0);
+    await runCli(a, ["--account", "acme", "memories", "add", "acme's note", "--user", "u"]);
+    await runCli(a, ["--account", "acme", "entities", "create", "Acme", "--type", "ORGANIZATION"]);
+    const file = join(dir, "all.jsonl");
+    expect((await runCli(a, ["export", "--all-accounts", "-o", file])).code).toBe(0);
+    const lines = (await readFile(file, "utf8")).trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(lines[0].scope).toEqual({ allAccounts: true });
+    expect(lines.filter((l) => l.kind === "account").map((l) => l.name)).toEqual(["default", "acme"]);
+    const acme = lines.find((l) => l.kind === "account" && l.name === "acme");
+
+    const imported = await runCli(b, ["import", "--all-accounts", file]);
+    expect(imported.code, imported.stderr).toBe(0);
+    const accounts = JSON.parse((await runCli(b, ["accounts", "list"])).stdout).items;
+    expect(accounts.find((x: { name: string }) => x.name === "acme")).toMatchObject({ id: acme.id, plan: "hobby" });
+    const inAcme = JSON.parse((await runCli(b, ["--account", "acme", "memories", "list"])).stdout).items;
+    expect(inAcme.map((m: { content: string }) => m.content)).toEqual(["acme's note"]);
+    const inDefault = JSON.parse((await runCli(b, ["memories", "list"])).stdout).items;
+    expect(inDefault.map((m: { content: string }) => m.content)).toEqual(["default account's note"]);
+
+    const again = await runCli(b, ["export", "--all-accounts"]);
+    expect(again.stdout.trimEnd().split("\n").slice(1)).toEqual((await readFile(file, "utf8")).trimEnd().split("\n").slice(1));
+    // Without --all-accounts, account lines are skipped and everything lands in one account.
+    const single = await runCli(join(dir, "c"), ["import", file]);
+    expect(JSON.parse((await runCli(join(dir, "c"), ["memories", "list"])).stdout).pagination.total).toBe(2);
+    expect(single.stdout).toContain('"reason":"account lines apply only with --all-accounts"');
+  });
+});
