@@ -44,7 +44,7 @@ const MM_TOOLS: { name: string; route: string; title: string; hint?: string; sco
     scoped: true,
     hint: "Results are ranked by score (0 to 1). mode: hybrid (default: words and meaning), semantic or keyword. threshold (default 0.5) is the minimum score; use 0.3 to find paraphrases. tags: every listed tag must match.",
   },
-  { name: "memories_list", route: "GET /v1/memories", title: "List memories", scoped: true, hint: "Newest first; page and limit (at most 100)." },
+  { name: "memories_list", route: "GET /v1/memories", title: "List memories", scoped: true, hint: "page and limit (at most 100) walk the pages." },
   { name: "memories_get", route: "GET /v1/memories/:id", title: "Get a memory" },
   { name: "memories_update", route: "PATCH /v1/memories/:id", title: "Update a memory", hint: "Given fields replace the old ones; null clears an optional field." },
   { name: "memories_delete", route: "DELETE /v1/memories/:id", title: "Delete a memory" },
@@ -91,7 +91,8 @@ function fromRoute(spec: (typeof MM_TOOLS)[number]): McpTool {
   const params = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]);
   const fields = route.body ?? route.query;
   const schema = fields ? jsonSchema(fields) : { type: "object", properties: {}, additionalProperties: false };
-  const properties = { ...Object.fromEntries(params.map((p) => [p, { type: "string", description: `the ${path.split("/")[2].replace(/s$/, "")} id` }])), ...(schema.properties as object) };
+  const resource = { memories: "memory", entities: "entity", relations: "relation" }[path.split("/")[2]] ?? "resource";
+  const properties = { ...Object.fromEntries(params.map((p) => [p, { type: "string", description: `the ${resource}'s id` }])), ...(schema.properties as object) };
   const required = [...params, ...((schema.required as string[]) ?? [])];
   return {
     name: spec.name,
