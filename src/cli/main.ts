@@ -9,6 +9,9 @@ import { orList } from "../words.js";
 import { registerEntities } from "./commands/entities.js";
 import { registerGraph } from "./commands/graph.js";
 import { registerInit } from "./commands/init.js";
+import { registerMcp } from "./commands/mcp.js";
+import { registerExport } from "./commands/export.js";
+import { registerImport } from "./commands/import.js";
 import { registerMemories } from "./commands/memories.js";
 import { registerRelations } from "./commands/relations.js";
 import { registerAccounts } from "./commands/accounts.js";
@@ -81,6 +84,9 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
   registerRelations(program, app);
   registerGraph(program, app);
   registerServe(program, app);
+  registerMcp(program, app);
+  registerExport(program, app);
+  registerImport(program, app);
   registerAccounts(program, app);
   registerStore(program, app);
   // Messages name the flags of the command that runs, once it is known.

@@ -148,19 +148,26 @@ export async function assertEntitiesExist(ctx: Context, ids: string[]): Promise<
   if (missing.length) throw entitiesNotFound(missing);
 }
 
-function newEntityRecord(ctx: Context, input: { name: string; type: string; description?: string; metadata?: Record<string, unknown> }): EntityRecord {
+function newEntityRecord(ctx: Context, input: EntityInput): EntityRecord {
   const now = ctx.clock();
   const at = now.toISOString();
+  return entityRecord(input, { id: newId("ent", now.getTime()), accountId: ctx.accountId, createdAt: at, updatedAt: at });
+}
+
+type EntityInput = { name: string; type: string; description?: string; metadata?: Record<string, unknown> };
+
+/** A validated entity input as stored, with its identity and times (new, or carried over by an import). */
+export function entityRecord(input: EntityInput, at: { id: string; accountId: string; createdAt: string; updatedAt: string }): EntityRecord {
   return {
-    id: newId("ent", now.getTime()),
-    accountId: ctx.accountId,
+    id: at.id,
+    accountId: at.accountId,
     name: input.name,
     nameKey: foldName(input.name),
     type: input.type,
     description: input.description ?? null,
     metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
-    createdAt: at,
-    updatedAt: at,
+    createdAt: at.createdAt,
+    updatedAt: at.updatedAt,
   };
 }
 

@@ -291,22 +291,31 @@ function withDefaults(value: unknown, defaults: Record<string, unknown>): unknow
   return out;
 }
 
+/** A new memory's row, stamped now; its vector comes with it, or later from the group commit. */
 function newRow(ctx: Context, input: CreateMemoryInput): Omit<MemoryRow, "vector">;
 function newRow(ctx: Context, input: CreateMemoryInput, vector: Float32Array): MemoryRow;
 function newRow(ctx: Context, input: CreateMemoryInput, vector?: Float32Array): MemoryRow | Omit<MemoryRow, "vector"> {
   const now = ctx.clock();
   const at = now.toISOString();
+  const row = memoryRow(input, { id: newId("mem", now.getTime()), accountId: ctx.accountId, createdAt: at, updatedAt: at });
+  return vector ? { ...row, vector } : row;
+}
+
+/** A validated memory input as stored, with its identity and times (new, or carried over by an import). */
+export function memoryRow(input: CreateMemoryInput, at: { id: string; accountId: string; createdAt: string; updatedAt: string }): Omit<MemoryRow, "vector">;
+export function memoryRow(input: CreateMemoryInput, at: { id: string; accountId: string; createdAt: string; updatedAt: string }, vector: Float32Array): MemoryRow;
+export function memoryRow(input: CreateMemoryInput, at: { id: string; accountId: string; createdAt: string; updatedAt: string }, vector?: Float32Array): MemoryRow | Omit<MemoryRow, "vector"> {
   return {
-    id: newId("mem", now.getTime()),
-    accountId: ctx.accountId,
+    id: at.id,
+    accountId: at.accountId,
     content: input.content,
     userId: input.userId,
     agentId: input.agentId ?? null,
     tags: input.tags ?? [],
     metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
     entityIds: input.entityIds ?? [],
-    createdAt: at,
-    updatedAt: at,
+    createdAt: at.createdAt,
+    updatedAt: at.updatedAt,
     seq: 0,
     ...(vector ? { vector } : {}),
   };
