@@ -91,7 +91,7 @@ export function registerImport(program: Command, app: CliApp): void {
           }
           return t.importExport(ctx, lines, { remapIds: opts.remapIds, allAccounts: opts.allAccounts, batchSize, onResult, beforeWrite, signal: stop.signal });
         },
-        { charge: false },
+        { charge: false, create: true },
       ).finally(() => {
         release?.();
         progress?.stop();

@@ -23,7 +23,8 @@ export function registerMcp(program: Command, app: CliApp): void {
       const [{ createMcpServer }, { StdioServerTransport }] = await Promise.all([import("../../mcp/server.js"), import("@modelcontextprotocol/sdk/server/stdio.js")]);
       let opened: Promise<CommandContext> | undefined;
       const context = () => {
-        opened ??= openCommandContext(app, cmd);
+        // An agent's memory starts empty: the first call creates the store if there is none.
+        opened ??= openCommandContext(app, cmd, { create: true });
         opened.catch(() => (opened = undefined)); // a store that failed to open is tried again on the next call
         return opened;
       };
