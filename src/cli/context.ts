@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { Accounts, type Account } from "../core/accounts.js";
 import { openContext, warmEmbedder, type Context } from "../core/context.js";
+import { startUpkeep } from "../core/upkeep.js";
 import { QuotaLedger, type Bucket } from "../limits/ledger.js";
 import { locateStore, missingStore, storeStatus } from "../core/store-location.js";
 import type { CliApp } from "./main.js";
@@ -49,11 +50,20 @@ export async function withContext<T>(
   options: { charge?: boolean; warmEmbedder?: boolean; create?: boolean } = {},
 ): Promise<T> {
   const ctx = await openCommandContext(app, cmd, options);
+  // A long batch keeps the store compact as it goes; any command that wrote leaves it so.
+  // With --debug (MM_DEBUG=1) each pass that did work is logged to stderr as a JSON line.
+  const debug = app.io.env.MM_DEBUG === "1" || Boolean(cmd.optsWithGlobals().debug);
+  const upkeep = startUpkeep(ctx, {
+    ownWritesOnly: true,
+    onError: (err) => maintenanceFailed(app, err),
+    onPass: debug ? (pass) => app.io.stderr.write(JSON.stringify({ event: "maintenance", ms: pass.ms, work: pass.work }) + "\n") : undefined,
+  });
   try {
     const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
     if (bucket && options.charge !== false) await ctx.charge(bucket, 1);
     return await fn(ctx);
   } finally {
+    await upkeep.stop();
     await ctx.close();
   }
 }
@@ -122,6 +132,12 @@ export function confirmedDelete<T>(
     },
     { charge: false },
   );
+}
+
+/** Maintenance after a command's work failed: the work is saved; say so, and how to retry. */
+function maintenanceFailed(app: CliApp, err: unknown): void {
+  const reason = err instanceof Error ? err.message : String(err);
+  app.output.warn(`the store's upkeep after this command failed (${reason}); everything the command wrote is saved. \`mm store optimize\` runs it again.`);
 }
 
 /** Repeatable flag collector: `--tag a --tag b` → ["a", "b"]. */

@@ -1,6 +1,6 @@
 import { MmError } from "../errors.js";
 import { createEmbedder, DEFAULT_EMBEDDER, type Embedder, type EmbedderConfig, type Env } from "../embedder/index.js";
-import { Store } from "../storage/store.js";
+import { Store, type StoreTuning } from "../storage/store.js";
 
 /** Runs a multi-query read against one pinned version of the store (see Store.snapshot). */
 export async function withSnapshot<T>(ctx: Context, fn: (store: Store) => Promise<T>): Promise<T> {
@@ -40,6 +40,11 @@ export interface ContextOptions {
   hooks?: (point: string) => void | Promise<void>;
   /** The store's embedder, already loading (see warmEmbedder). */
   warmed?: Embedder;
+  /**
+   * Store sizes at which strategy changes (storage/store.ts StoreTuning). Tests shrink them; so
+   * does env MM_TEST_TUNING (JSON), for tests that spawn `mm`.
+   */
+  tuning?: Partial<StoreTuning>;
 }
 
 /**
@@ -79,7 +84,8 @@ export async function openContext(options: ContextOptions): Promise<Context> {
   const createWith =
     options.createWith ?? (injected ? { provider: injected.provider, model: injected.model, dims: injected.dims } : DEFAULT_EMBEDDER);
   let warmed = injected ? undefined : options.warmed;
-  const store = await Store.open(options.storeDir, { create: options.create === false ? undefined : createWith, now: options.clock });
+  const tuning = options.tuning ?? (options.env?.MM_TEST_TUNING ? (JSON.parse(options.env.MM_TEST_TUNING) as Partial<StoreTuning>) : undefined);
+  const store = await Store.open(options.storeDir, { create: options.create === false ? undefined : createWith, now: options.clock, tuning });
   if (injected) store.assertEmbedder(injected);
   store.hooks = options.hooks;
   let embedder: Promise<Embedder> | undefined = injected ? Promise.resolve(injected) : undefined;

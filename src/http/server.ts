@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import { Accounts } from "../core/accounts.js";
 import { openContext } from "../core/context.js";
+import { startUpkeep } from "../core/upkeep.js";
 import type { Embedder, Env } from "../embedder/index.js";
 import { MmError } from "../errors.js";
 import { QuotaLedger } from "../limits/ledger.js";
@@ -73,6 +74,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     throw listenError(err as NodeJS.ErrnoException, host, port);
   }
   if (options.warm !== false) await (await ctx.embedder()).embed(["warm up"]);
+  // Compaction and index upkeep in the background: the write path only commits.
+  const upkeep = startUpkeep(ctx, {
+    onPass: (pass) => options.log?.({ time: new Date().toISOString(), event: "maintenance", ms: pass.ms, work: pass.work, conflicts: pass.conflicts }),
+    onError: (err) => options.log?.({ time: new Date().toISOString(), event: "maintenance-error", message: err instanceof Error ? err.message : String(err) }),
+  });
   // Requests Node refuses before the app sees them (oversized headers, garbage) still get the envelope.
   server.removeAllListeners("clientError");
   server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
@@ -108,6 +114,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           server.close(() => resolve());
           server.closeIdleConnections();
         });
+        await upkeep.maintainer.stop();
         await ctx.close();
       })();
       return closing;

@@ -1,12 +1,19 @@
-import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { MmError } from "../errors.js";
 import type { EmbedderConfig } from "../embedder/types.js";
 import { describeEmbedder } from "../embedder/index.js";
 import { withWriteLock } from "./lock.js";
+import { ensureIndexes, TEXT_INDEX, USER_INDEX, vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
 import { loadLance, sqlString, sqlStringList, toStringArray, type Connection, type Table } from "./lance.js";
+import { maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
+import { FIRST_SEGMENT, SegmentSet, segmentName, type Segment } from "./segments.js";
 
-export const STORE_FORMAT_VERSION = 1;
+/**
+ * 1: one memories table. 2: memories in segments (storage/segments.ts); a store moves to 2 when it
+ * seals its first segment, so an older mm, which would read only the first, refuses it.
+ */
+export const STORE_FORMAT_VERSION = 2;
 
 export interface StoreConfig {
   formatVersion: number;
@@ -98,7 +105,8 @@ export interface RelationFilter {
 export interface StoreStats {
   path: string;
   embedder: EmbedderConfig;
-  memories: TableStats & { unindexedTextRows: number; vectorIndex: VectorIndexStats | null };
+  /** Totals over the segments, and each segment (oldest first). */
+  memories: TableStats & { unindexedTextRows: number; vectorIndex: VectorIndexStats | null; segments: SegmentStats[] };
   graph: TableStats & { entities: number; relations: number };
   diskBytes: number;
 }
@@ -112,13 +120,24 @@ export interface TableStats {
   bytes: number;
 }
 
+/** The segments' vector indexes together: how many segments have one, their partitions and coverage. */
 export interface VectorIndexStats {
-  name: string;
   type: "IVF_FLAT";
+  segments: number;
   partitions: number;
   indexedRows: number;
   unindexedRows: number;
 }
+
+export interface SegmentStats extends TableStats {
+  name: string;
+  sealed: boolean;
+  unindexedTextRows: number;
+  vectorIndex: (VectorIndexInfo & { indexedRows: number; unindexedRows: number }) | null;
+}
+
+/** How a segment answers a vector search: exactly, or through its index probing `nprobes` partitions. */
+export type SearchPlan = { exact: true } | { exact: false; nprobes: number };
 
 /**
  * The sizes at which the store changes strategy. The defaults come from measurements on a 2-core
@@ -126,13 +145,17 @@ export interface VectorIndexStats {
  * on small tables.
  */
 export interface StoreTuning {
-  /** Maintenance builds a vector index once the memories table holds this many rows. */
+  /** Maintenance builds a segment's vector index once it holds this many rows. */
   vectorIndexMinRows: number;
-  /** A search whose filter leaves at most this many rows stays exact even when there is an index. */
+  /** A search whose filter leaves at most this many rows of a segment stays exact even when it has an index. */
   exactSearchMaxRows: number;
+  /** The active segment is sealed, and a new one started, once it holds this many rows. */
+  segmentRows: number;
+  /** A segment (or the graph table) is compacted once it has this many small fragments (about one per commit). */
+  compactFragments: number;
 }
 
-export const DEFAULT_TUNING: StoreTuning = { vectorIndexMinRows: 50_000, exactSearchMaxRows: 20_000 };
+export const DEFAULT_TUNING: StoreTuning = { vectorIndexMinRows: 50_000, exactSearchMaxRows: 20_000, segmentRows: 250_000, compactFragments: 32 };
 
 export interface OptimizeResult {
   fragmentsRemoved: number;
@@ -144,11 +167,6 @@ export interface OptimizeResult {
   vectorIndexBuilt?: { partitions: number; rows: number };
 }
 
-const MEMORIES = "memories";
-const TEXT_INDEX = "content_fts";
-const USER_INDEX = "userId_btree";
-/** Maintenance also runs once this many rows sit outside the text index (scanning them is slow). */
-const MAX_UNINDEXED_TEXT_ROWS = 2_000;
 /**
  * Entities and relations share one table (`kind` tells them apart) so that deleting an entity
  * and every relation touching it is one LanceDB commit: atomic, with no moment, even after a
@@ -158,32 +176,33 @@ const GRAPH = "graph";
 const ENTITY_COLUMNS = ["id", "accountId", "name", "nameKey", "type", "description", "metadata", "createdAt", "updatedAt"];
 const RELATION_COLUMNS = ["id", "accountId", "sourceId", "targetId", "type", "metadata", "createdAt"];
 const RECORD_COLUMNS = ["id", "accountId", "content", "userId", "agentId", "tags", "metadata", "entityIds", "createdAt", "updatedAt", "seq"];
-/** Auto-maintenance runs when the table's version crosses a multiple of this, times one step per 100k rows (maintenanceDue). */
-const MAINTENANCE_EVERY_VERSIONS = 32;
-/**
- * Maintenance rewrites every fragment under LanceDB's 1M-row target, so its cost grows with the
- * table. To keep the total work proportional to what is written (amortised), both triggers scale
- * with size: the version interval by one step per this many rows, and the unindexed-row trigger
- * to a fixed fraction of the table.
- */
-const MAINTENANCE_ROWS_PER_STEP = 100_000;
-const MAINTENANCE_GROWTH_FRACTION = 0.2;
-/** Vector index name prefix; the suffix is the partition count it was trained with. */
-const VECTOR_INDEX_PREFIX = "vector_ivf_flat_p";
 /** Partitions an unfiltered top-10 search probes (recall@10 = 1.000 at 100k rows, measured). */
 const BASE_PROBES = 20;
-/** How long a process trusts what it last read of the vector index before asking LanceDB again. */
+/** How long a process trusts what it last read of a vector index before asking LanceDB again. */
 const VECTOR_INDEX_CACHE_MS = 5_000;
-/** Old versions younger than this are kept, so a concurrent reader's snapshot stays readable. */
+/** Old versions younger than this are kept by `mm store optimize`, so a concurrent reader's snapshot stays readable. */
 const DEFAULT_KEEP_VERSIONS_MS = 10 * 60_000;
-/** LanceDB leaves `data/.tmp*` behind after a kill -9; only ones this old are surely orphaned. */
-const ORPHAN_TMP_AGE_MS = 60 * 60_000;
+
+interface IndexCacheEntry {
+  at: number;
+  value: VectorIndexInfo | null;
+}
+
+/** What a store's views share: vector index lists and routing counts, per segment. */
+interface RoutingCache {
+  indexes: Map<string, IndexCacheEntry>;
+  counts: Map<string, { at: number; count: number }>;
+}
 
 /**
  * The embedded store: a directory with `config.json` (which embedder made the vectors) and a
  * LanceDB database. Reads need no lock; every write goes through `write()`, which holds the
  * cross-process write lock, so two `mm` processes never lose each other's writes, and read-
  * modify-write operations (PATCH, delete-if-exists) are atomic.
+ *
+ * Memories live in segments (storage/segments.ts): every read asks each segment and merges,
+ * every insert goes to the newest. Compaction and index upkeep are not part of a write: they run
+ * in the background (storage/maintenance.ts), or all at once with `optimize()`.
  */
 export class Store {
   /**
@@ -191,17 +210,19 @@ export class Store {
    * sets it only when MM_TEST_CRASH_AT is set, to kill itself exactly there.
    */
   hooks?: (point: string) => void | Promise<void>;
-  private pinned = false;
+  /** How many writes this handle has committed (the CLI checks for due maintenance after any). */
+  writes = 0;
 
   private constructor(
     readonly dir: string,
     readonly config: StoreConfig,
     private readonly db: Connection,
-    private memories: Table,
+    private readonly segmentSet: SegmentSet,
+    /** Set on a snapshot: the segments pinned at their versions. */
+    private readonly view: Segment[] | undefined,
     private graph: Table,
     readonly tuning: StoreTuning,
-    /** Shared with snapshot views, so a view doesn't re-read the index list. */
-    private readonly indexCache: { at: number; value: VectorIndexInfo | null; counts: Map<string, { at: number; count: number }> },
+    private readonly routing: RoutingCache,
   ) {}
 
   /**
@@ -220,12 +241,12 @@ export class Store {
         const again = await readConfig(dir);
         if (again) return again;
         const fresh: StoreConfig = {
-          formatVersion: STORE_FORMAT_VERSION,
+          formatVersion: 1,
           createdAt: (options.now?.() ?? new Date()).toISOString(),
           embedder: init,
         };
         const db = await connect(dir);
-        await db.createEmptyTable(MEMORIES, memorySchema(init.dims), { mode: "create", existOk: true });
+        await db.createEmptyTable(FIRST_SEGMENT, memorySchema(init.dims), { mode: "create", existOk: true });
         await db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true });
         await writeConfig(dir, fresh);
         return fresh;
@@ -237,62 +258,48 @@ export class Store {
     // The metadata reads below don't depend on each other; each is a round trip to LanceDB's
     // threads, so they run together (a cold `mm` command opens the store every time).
     const db = await connect(dir);
-    const [memories, tables] = await Promise.all([db.openTable(MEMORIES), db.tableNames()]);
+    const [first, tables] = await Promise.all([db.openTable(FIRST_SEGMENT), db.tableNames()]);
     const [schema, indices, graph] = await Promise.all([
-      memories.schema(),
-      memories.listIndices(),
+      first.schema(),
+      first.listIndices(),
       tables.includes(GRAPH) ? db.openTable(GRAPH) : undefined,
     ]);
     if (!schema.fields.some((f) => f.name === "seq")) {
       // Stores made before sequence numbers: old memories get 0 (no neighbours), new ones count from 1.
-      await withWriteLock(dir, () => memories.addColumns([{ name: "seq", valueSql: "CAST(0 AS INT)" }]));
+      await withWriteLock(dir, () => first.addColumns([{ name: "seq", valueSql: "CAST(0 AS INT)" }]));
     }
     if (!graph) {
       // Stores made before the knowledge graph existed gain its table on first open.
       await withWriteLock(dir, () => db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true }));
     }
-    const indexCache = { at: Date.now(), value: vectorIndexOf(indices), counts: new Map() };
-    const store = new Store(dir, config, db, memories, graph ?? (await db.openTable(GRAPH)), { ...DEFAULT_TUNING, ...options.tuning }, indexCache);
-    await store.ensureIndexes(indices);
+    const routing: RoutingCache = { indexes: new Map([[FIRST_SEGMENT, { at: Date.now(), value: vectorIndexOf(indices) }]]), counts: new Map() };
+    const tuning = { ...DEFAULT_TUNING, ...options.tuning };
+    const store = new Store(dir, config, db, new SegmentSet(db, dir, first), undefined, graph ?? (await db.openTable(GRAPH)), tuning, routing);
+    if (![TEXT_INDEX, USER_INDEX].every((n) => indices.some((i) => i.name === n))) {
+      await withWriteLock(dir, () => ensureIndexes(first));
+    }
     return store;
   }
 
   /**
-   * A read-only view with both tables pinned at their current versions, so the several queries of
+   * A read-only view with every table pinned at its current version, so the several queries of
    * one read (a count and a page, a relation and its endpoints) all see the same moment even
-   * while other processes write. About 1 ms to take. Close it after use.
+   * while other processes write. About 1 ms per table to take. Close it after use.
    */
   async snapshot(): Promise<Store> {
-    const [memories, graph] = await Promise.all([this.db.openTable(MEMORIES), this.db.openTable(GRAPH)]);
-    await Promise.all([memories.checkout(await memories.version()), graph.checkout(await graph.version())]);
-    const view = new Store(this.dir, this.config, this.db, memories, graph, this.tuning, this.indexCache);
-    view.pinned = true;
-    return view;
+    const [segments, graph] = await Promise.all([this.segmentSet.pinned(), this.db.openTable(GRAPH)]);
+    await graph.checkout(await graph.version());
+    return new Store(this.dir, this.config, this.db, this.segmentSet, segments, graph, this.tuning, this.routing);
   }
 
-  /**
-   * Indexes every store keeps:
-   * - full-text (BM25) on memory content: English tokenizer, lower-cased, ASCII-folded, stemmed,
-   *   stop words removed;
-   * - a B-tree on memories' userId, so a per-user search or list reads that user's rows, not the
-   *   table (measured at 100k rows: 517 → 46 ms for a prefiltered exact vector search).
-   * New rows are searchable at once (LanceDB scans rows an index hasn't absorbed yet); maintenance
-   * folds them in, because scanning many is slow. `indices` is the index list read at open.
-   */
-  private async ensureIndexes(indices: { name: string }[]): Promise<void> {
-    if ([TEXT_INDEX, USER_INDEX].every((n) => indices.some((i) => i.name === n))) return;
-    const { lancedb } = loadLance();
-    await withWriteLock(this.dir, async () => {
-      // Another process may have built them meanwhile.
-      const existing = new Set((await this.memories.listIndices()).map((i) => i.name));
-      if (!existing.has(TEXT_INDEX)) {
-        await this.memories.createIndex("content", {
-          name: TEXT_INDEX,
-          config: lancedb.Index.fts({ baseTokenizer: "simple", language: "English", stem: true, removeStopWords: true, lowercase: true, asciiFolding: true, withPosition: false }),
-        });
-      }
-      if (!existing.has(USER_INDEX)) await this.memories.createIndex("userId", { name: USER_INDEX, config: lancedb.Index.btree() });
-    });
+  /** The memory segments, oldest first; the last is the active one. */
+  segments(): Promise<Segment[]> {
+    return this.view ? Promise.resolve(this.view) : this.segmentSet.current();
+  }
+
+  /** The graph table, for maintenance. */
+  graphTable(): Table {
+    return this.graph;
   }
 
   /** True when `dir` holds a store, without creating or opening anything. */
@@ -321,25 +328,50 @@ export class Store {
     }
   }
 
+  /** `fn` on every segment at once, results in segment order. */
+  private async eachSegment<T>(fn: (segment: Segment) => Promise<T>): Promise<T[]> {
+    return Promise.all((await this.segments()).map(fn));
+  }
+
+  /** Memory rows from every segment for the same query. */
+  private async fromSegments(build: (table: Table) => { toArrow(): Promise<unknown> }, withVectors = false): Promise<ReadRow[]> {
+    return (await this.eachSegment((s) => readMemoryRows(build(s.table), withVectors))).flat();
+  }
+
   async countMemories(filter?: MemoryFilter): Promise<number> {
-    return this.memories.countRows(filter ? memoryWhere(filter) : undefined);
+    const where = filter ? memoryWhere(filter) : undefined;
+    return sum(await this.eachSegment((s) => s.table.countRows(where)));
   }
 
   async getMemory(accountId: string, id: string): Promise<MemoryRecord | undefined> {
-    const q = this.memories.query().where(`accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`).select(RECORD_COLUMNS).limit(1);
-    return (await readMemoryRows(q, false))[0];
+    const where = `accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`;
+    return (await this.fromSegments((t) => t.query().where(where).select(RECORD_COLUMNS).limit(1)))[0];
   }
 
   /** Newest first (createdAt, then id, descending): stable across pages whatever the physical order. */
   async listMemories(filter: MemoryFilter, page: PageWindow): Promise<{ records: MemoryRecord[]; total: number }> {
-    return newestFirstPage(this.memories, memoryWhere(filter), RECORD_COLUMNS, page, (q) => readMemoryRows(q, false));
+    const where = memoryWhere(filter);
+    const segments = await this.segments();
+    if (segments.length === 1) return newestFirstPage(segments[0].table, where, RECORD_COLUMNS, page, (q) => readMemoryRows(q, false));
+    // Each segment's newest offset+limit, merged: the page is among them whichever segments hold it.
+    const counts = await Promise.all(segments.map((s) => s.table.countRows(where)));
+    const total = sum(counts);
+    if (page.offset >= total) return { records: [], total };
+    const windows = await Promise.all(
+      segments.map((s, i) =>
+        counts[i] ? readMemoryRows(s.table.query().where(where).orderBy(NEWEST_FIRST).limit(page.offset + page.limit).select(RECORD_COLUMNS), false) : [],
+      ),
+    );
+    const merged = windows.flat().sort((a, b) => cmp(b.createdAt, a.createdAt) || cmp(b.id, a.id));
+    return { records: merged.slice(page.offset, page.offset + page.limit), total };
   }
 
   /**
    * Nearest memories by cosine distance. The filter is applied inside the vector query
    * (LanceDB prefilters `where` by default), so other users' closer memories cannot crowd
-   * the requested user's out of the top k. `vector` may still be on its way (being embedded):
-   * the search is routed (see vectorPlan) meanwhile.
+   * the requested user's out of the top k. Each segment answers with its own nearest `limit`
+   * (through its own index, or exactly: see vectorPlans) and the closest of those win.
+   * `vector` may still be on its way (being embedded): the searches are routed meanwhile.
    */
   async searchMemories(
     vector: Float32Array | Promise<Float32Array>,
@@ -347,27 +379,40 @@ export class Store {
     limit: number,
   ): Promise<{ record: MemoryRecord; distance: number }[]> {
     const where = memoryWhere(filter);
-    const [v, plan] = await Promise.all([vector, this.vectorPlan(where, limit)]);
+    const routed = this.segments().then((segments) => Promise.all(segments.map(async (s) => ({ segment: s, plan: await this.segmentPlan(s, where, limit) }))));
+    const [v, plans] = await Promise.all([vector, routed]);
     if (v.length !== this.config.embedder.dims) {
       throw new MmError("EMBEDDER_MISMATCH", `Query vector has ${v.length} dims; the store's vectors have ${this.config.embedder.dims}.`);
     }
-    let q = this.memories.query().nearestTo(Array.from(v)).distanceType("cosine").where(where).select(RECORD_COLUMNS).limit(limit);
-    q = plan.exact ? q.bypassVectorIndex() : q.nprobes(plan.nprobes);
-    return (await readMemoryRows(q, false)).map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
+    const query = Array.from(v);
+    const parts = await Promise.all(
+      plans.map(({ segment, plan }) => {
+        const q = segment.table.query().nearestTo(query).distanceType("cosine").where(where).select(RECORD_COLUMNS).limit(limit);
+        return readMemoryRows(plan.exact ? q.bypassVectorIndex() : q.nprobes(plan.nprobes), false);
+      }),
+    );
+    const rows = parts.length === 1 ? parts[0] : parts.flat().sort((a, b) => a._distance! - b._distance! || cmp(a.id, b.id)).slice(0, limit);
+    return rows.map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
+  }
+
+  /** How each segment would answer a vector search with this filter (for tests and the bench). */
+  async vectorPlans(where: string, limit: number): Promise<SearchPlan[]> {
+    return this.eachSegment((s) => this.segmentPlan(s, where, limit));
   }
 
   /**
-   * Exact or approximate? Without a vector index, or when the filter leaves few rows (a user's own
-   * memories, read through the B-tree), exact search is both fast and exact. Otherwise the IVF
-   * index probes partitions: BASE_PROBES for an unfiltered top-10, scaled up by 1/selectivity (a
-   * filter keeping a quarter of the rows leaves a quarter of each partition) and by the square
-   * root of limit/10. Once that would read more than a quarter of the partitions, exact search is
-   * cheaper again.
+   * Exact or approximate, per segment? Without a vector index, or when the filter leaves few rows
+   * (a user's own memories, read through the B-tree), exact search is both fast and exact.
+   * Otherwise the IVF index probes partitions: BASE_PROBES for an unfiltered top-10, scaled up by
+   * 1/selectivity (a filter keeping a quarter of the rows leaves a quarter of each partition) and
+   * by the square root of limit/10. Once that would read more than a quarter of the partitions,
+   * exact search is cheaper again. Rows the index hasn't absorbed yet are always searched exactly
+   * (LanceDB does this itself), so no row is ever missed.
    */
-  async vectorPlan(where: string, limit: number): Promise<{ exact: true } | { exact: false; nprobes: number }> {
-    const index = await this.vectorIndex();
+  private async segmentPlan(segment: Segment, where: string, limit: number): Promise<SearchPlan> {
+    const index = await this.vectorIndex(segment);
     if (!index) return { exact: true };
-    const [total, scope] = await Promise.all([this.cachedCount(""), this.cachedCount(where)]);
+    const [total, scope] = await Promise.all([this.cachedCount(segment, ""), this.cachedCount(segment, where)]);
     if (scope <= this.tuning.exactSearchMaxRows) return { exact: true };
     const nprobes = Math.ceil(BASE_PROBES * (total / scope) * Math.sqrt(Math.max(1, limit / 10)));
     if (nprobes > index.partitions / 4) return { exact: true };
@@ -379,25 +424,32 @@ export class Store {
    * about 10 ms, and a count a few seconds old routes just as well (both routes return the right
    * rows; the count only picks the faster one and the number of partitions to probe).
    */
-  private async cachedCount(where: string): Promise<number> {
-    const counts = this.indexCache.counts;
-    const hit = counts.get(where);
+  private async cachedCount(segment: Segment, where: string): Promise<number> {
+    const counts = this.routing.counts;
+    const key = `${segment.name}\u0000${where}`;
+    const hit = counts.get(key);
     const now = Date.now();
     if (hit && now - hit.at <= VECTOR_INDEX_CACHE_MS) return hit.count;
-    const count = where ? await this.memories.countRows(where) : await this.memories.countRows();
+    const count = where ? await segment.table.countRows(where) : await segment.table.countRows();
     if (counts.size >= 1024) counts.delete(counts.keys().next().value!);
-    counts.set(where, { at: now, count });
+    counts.set(key, { at: now, count });
     return count;
   }
 
-  /** The vector index, if the table has one (cached for a few seconds across this process's views). */
-  private async vectorIndex(): Promise<VectorIndexInfo | null> {
+  /** A segment's vector index, if it has one (cached for a few seconds across this process's views). */
+  private async vectorIndex(segment: Segment): Promise<VectorIndexInfo | null> {
     const now = Date.now();
-    if (now - this.indexCache.at > VECTOR_INDEX_CACHE_MS) {
-      this.indexCache.value = vectorIndexOf(await this.memories.listIndices());
-      this.indexCache.at = now;
-    }
-    return this.indexCache.value;
+    const hit = this.routing.indexes.get(segment.name);
+    if (hit && now - hit.at <= VECTOR_INDEX_CACHE_MS) return hit.value;
+    const value = vectorIndexOf(await segment.table.listIndices());
+    this.routing.indexes.set(segment.name, { at: now, value });
+    return value;
+  }
+
+  /** Forgets cached index lists and counts (after maintenance changed them). */
+  forgetRouting(): void {
+    this.routing.indexes.clear();
+    this.routing.counts.clear();
   }
 
   /**
@@ -406,8 +458,12 @@ export class Store {
    * many, for keyword coverage (core/keyword.ts). Only ids and positions; no content.
    */
   async memoriesWithWord(word: string, filter: MemoryFilter, max: number): Promise<MemoryPosition[]> {
-    const rows = await this.memories.query().fullTextSearch(word, { columns: ["content"] }).where(memoryWhere(filter)).select(["id", "userId", "seq"]).limit(max).toArray();
-    return rows.map((r) => ({ id: String(r.id), userId: String(r.userId), seq: Number(r.seq) }));
+    const where = memoryWhere(filter);
+    const parts = await this.eachSegment((s) => s.table.query().fullTextSearch(word, { columns: ["content"] }).where(where).select(["id", "userId", "seq"]).limit(max).toArray());
+    return parts
+      .flat()
+      .slice(0, max)
+      .map((r) => ({ id: String(r.id), userId: String(r.userId), seq: Number(r.seq) }));
   }
 
   /**
@@ -427,15 +483,10 @@ export class Store {
     }
     if (!parts.length) return [];
     const limit = among.ids.length + [...among.seqs.values()].reduce((n, s) => n + s.length, 0);
-    const q = this.memories
-      .query()
-      .nearestTo(Array.from(vector))
-      .distanceType("cosine")
-      .where(`${memoryWhere(filter)} AND (${parts.join(" OR ")})`)
-      .bypassVectorIndex()
-      .select(RECORD_COLUMNS)
-      .limit(limit);
-    return (await readMemoryRows(q, false)).map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
+    const where = `${memoryWhere(filter)} AND (${parts.join(" OR ")})`;
+    const query = Array.from(vector);
+    const rows = await this.fromSegments((t) => t.query().nearestTo(query).distanceType("cosine").where(where).bypassVectorIndex().select(RECORD_COLUMNS).limit(limit));
+    return rows.map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
   }
 
   /**
@@ -449,7 +500,7 @@ export class Store {
     for (const chunk of chunks) {
       if (chunk && !chunk.length) continue;
       const where = chunk ? `${base} AND array_has_any(entityIds, ${sqlStringList(chunk)})` : base;
-      for (const r of await readMemoryRows(this.memories.query().where(where).select(RECORD_COLUMNS), false)) out.set(r.id, r);
+      for (const r of await this.fromSegments((t) => t.query().where(where).select(RECORD_COLUMNS))) out.set(r.id, r);
     }
     return [...out.values()].sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
   }
@@ -457,8 +508,8 @@ export class Store {
   /** The scope's memories with these ids (no vectors), in no particular order. */
   async memoriesByIds(filter: MemoryFilter, ids: string[]): Promise<MemoryRecord[]> {
     if (!ids.length) return [];
-    const q = this.memories.query().where(`${memoryWhere(filter)} AND id IN (${ids.map(sqlString).join(", ")})`).select(RECORD_COLUMNS).limit(ids.length);
-    return readMemoryRows(q, false);
+    const where = `${memoryWhere(filter)} AND id IN (${ids.map(sqlString).join(", ")})`;
+    return this.fromSegments((t) => t.query().where(where).select(RECORD_COLUMNS).limit(ids.length));
   }
 
   /**
@@ -467,8 +518,9 @@ export class Store {
    * data across accounts.
    */
   async ownerOf(id: string): Promise<string | undefined> {
-    const table = id.startsWith("mem_") ? this.memories : id.startsWith("ent_") || id.startsWith("rel_") ? this.graph : undefined;
-    const rows = table ? await table.query().where(`id = ${sqlString(id)}`).select(["accountId"]).limit(1).toArray() : [];
+    const where = `id = ${sqlString(id)}`;
+    const tables = id.startsWith("mem_") ? (await this.segments()).map((s) => s.table) : id.startsWith("ent_") || id.startsWith("rel_") ? [this.graph] : [];
+    const rows = (await Promise.all(tables.map((t) => t.query().where(where).select(["accountId"]).limit(1).toArray()))).flat();
     return rows[0] ? String(rows[0].accountId) : undefined;
   }
 
@@ -503,7 +555,6 @@ export class Store {
     }
     return out;
   }
-
   async findEntityByName(accountId: string, nameKey: string, type: string): Promise<EntityRecord | undefined> {
     const rows = await this.graph
       .query()
@@ -572,21 +623,22 @@ export class Store {
     const where = after
       ? `${memoryWhere(filter)} AND (createdAt > ${sqlString(after.createdAt)} OR (createdAt = ${sqlString(after.createdAt)} AND id > ${sqlString(after.id)}))`
       : memoryWhere(filter);
-    const q = this.memories.query().where(where).orderBy(OLDEST_FIRST).limit(limit).select(withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS);
-    return readMemoryRows(q, withVectors);
+    const columns = withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS;
+    const rows = await this.fromSegments((t) => t.query().where(where).orderBy(OLDEST_FIRST).limit(limit).select(columns), withVectors);
+    return rows.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id)).slice(0, limit);
   }
 
   /** Which of `ids` exist, in any account, with the account each belongs to (imports keep ids unique store-wide). */
   async existingIds(kind: "memory" | "entity" | "relation", ids: string[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     const unique = [...new Set(ids)];
+    const tables = kind === "memory" ? (await this.segments()).map((s) => s.table) : [this.graph];
     for (let i = 0; i < unique.length; i += 500) {
       const list = unique.slice(i, i + 500).map(sqlString).join(", ");
-      const rows =
-        kind === "memory"
-          ? await this.memories.query().where(`id IN (${list})`).select(["id", "accountId"]).toArray()
-          : await this.graph.query().where(`kind = '${kind}' AND id IN (${list})`).select(["id", "accountId"]).toArray();
-      for (const r of rows) out.set(String(r.id), String(r.accountId));
+      const where = kind === "memory" ? `id IN (${list})` : `kind = '${kind}' AND id IN (${list})`;
+      for (const rows of await Promise.all(tables.map((t) => t.query().where(where).select(["id", "accountId"]).toArray()))) {
+        for (const r of rows) out.set(String(r.id), String(r.accountId));
+      }
     }
     return out;
   }
@@ -600,38 +652,62 @@ export class Store {
     return { entities: entities.map(toEntity), relations: relations.map(toRelation) };
   }
 
-  /** Runs `fn` under the cross-process write lock, then keeps the tables compact. */
+  /**
+   * Runs `fn` under the cross-process write lock. When the active segment has reached its size,
+   * seals it before releasing the lock: an empty new segment (with its text and user indexes)
+   * becomes the active one, which takes a fraction of a second. Nothing else happens on the
+   * write path; compaction and index upkeep are the maintainer's (storage/maintenance.ts).
+   */
   async write<T>(fn: (w: StoreWriter) => Promise<T>): Promise<T> {
-    if (this.pinned) throw new MmError("INTERNAL_ERROR", "A snapshot is read-only.");
+    if (this.view) throw new MmError("INTERNAL_ERROR", "A snapshot is read-only.");
     return withWriteLock(this.dir, async () => {
-      const before = (await this.memories.version()) + (await this.graph.version());
-      const result = await fn(new StoreWriter(this, this.memories, this.graph));
-      const after = (await this.memories.version()) + (await this.graph.version());
-      const [rows, unindexedTextRows] = await Promise.all([this.memories.countRows(), this.unindexedTextRows()]);
-      if (maintenanceDue({ before, after, rows, unindexedTextRows })) {
-        await this.maintainLocked({ keepVersionsMs: DEFAULT_KEEP_VERSIONS_MS });
-      }
+      const segments = await this.segments();
+      const result = await fn(new StoreWriter(this, segments, this.graph));
+      this.writes++;
+      const active = segments[segments.length - 1];
+      if ((await active.table.countRows()) >= this.tuning.segmentRows) await this.seal(segments.length);
       return result;
     });
   }
 
-  private async unindexedTextRows(): Promise<number> {
-    return (await this.memories.indexStats(TEXT_INDEX))?.numUnindexedRows ?? 0;
+  /** Starts segment number `count` (the write lock is held): create, index, then list it. */
+  private async seal(count: number): Promise<void> {
+    const name = segmentName(count);
+    // "overwrite": a table left by a crash before it was listed holds nothing acknowledged.
+    const table = await this.db.createEmptyTable(name, memorySchema(this.config.embedder.dims), { mode: "overwrite" });
+    await ensureIndexes(table);
+    await this.hooks?.("seal:before-list");
+    if (this.config.formatVersion < STORE_FORMAT_VERSION) {
+      // An mm from before segments would read only the first segment: it must refuse the store.
+      await writeConfig(this.dir, { ...this.config, formatVersion: STORE_FORMAT_VERSION });
+    }
+    await this.segmentSet.append(name);
   }
 
   async stats(): Promise<StoreStats> {
-    const index = vectorIndexOf(await this.memories.listIndices());
-    const indexStats = index ? await this.memories.indexStats(index.name) : undefined;
+    const segments = await Promise.all((await this.segments()).map((s) => segmentStats(s, { versions: true })));
+    const indexed = segments.filter((s) => s.vectorIndex);
     return {
       path: this.dir,
       embedder: this.config.embedder,
       memories: {
-        ...(await tableStats(this.memories)),
-        unindexedTextRows: await this.unindexedTextRows(),
-        vectorIndex:
-          index && indexStats
-            ? { name: index.name, type: "IVF_FLAT", partitions: index.partitions, indexedRows: indexStats.numIndexedRows, unindexedRows: indexStats.numUnindexedRows }
-            : null,
+        rows: sum(segments.map((s) => s.rows)),
+        fragments: sum(segments.map((s) => s.fragments)),
+        smallFragments: sum(segments.map((s) => s.smallFragments)),
+        versions: sum(segments.map((s) => s.versions)),
+        indices: sum(segments.map((s) => s.indices)),
+        bytes: sum(segments.map((s) => s.bytes)),
+        unindexedTextRows: sum(segments.map((s) => s.unindexedTextRows)),
+        vectorIndex: indexed.length
+          ? {
+              type: "IVF_FLAT",
+              segments: indexed.length,
+              partitions: sum(indexed.map((s) => s.vectorIndex!.partitions)),
+              indexedRows: sum(indexed.map((s) => s.vectorIndex!.indexedRows)),
+              unindexedRows: sum(indexed.map((s) => s.vectorIndex!.unindexedRows)),
+            }
+          : null,
+        segments,
       },
       graph: {
         ...(await tableStats(this.graph)),
@@ -643,54 +719,20 @@ export class Store {
   }
 
   /**
-   * Compacts small fragments, folds new rows into the indexes, deletes versions older than
-   * `keepVersionsMs` (and orphaned temp files), and builds or retrains the vector index when the
-   * table's size calls for it.
+   * Everything maintenance does, at once, holding the write lock: every segment compacted and its
+   * indexes brought up to date (the vector index built or retrained where its size calls for it),
+   * the graph compacted, versions older than `keepVersionsMs` and orphaned temp files removed.
    */
   async optimize(options: { keepVersionsMs?: number } = {}): Promise<OptimizeResult> {
-    return withWriteLock(this.dir, () => this.maintainLocked({ keepVersionsMs: options.keepVersionsMs ?? DEFAULT_KEEP_VERSIONS_MS }));
-  }
-
-  private async maintainLocked(options: { keepVersionsMs: number }): Promise<OptimizeResult> {
-    const result = await this.optimizeLocked(options);
-    const rows = await this.memories.countRows();
-    const current = vectorIndexOf(await this.memories.listIndices());
-    const wanted = wantedVectorIndex(rows, current, this.tuning);
-    if (wanted) {
-      // Dropped first: LanceDB keeps one vector index per column. In between, searches are exact.
-      if (current) await this.memories.dropIndex(current.name);
-      const { lancedb } = loadLance();
-      await this.memories.createIndex("vector", {
-        name: `${VECTOR_INDEX_PREFIX}${wanted.partitions}`,
-        config: lancedb.Index.ivfFlat({ distanceType: "cosine", numPartitions: wanted.partitions }),
-      });
-      result.vectorIndexBuilt = { partitions: wanted.partitions, rows };
-    }
-    this.indexCache.at = 0;
-    this.indexCache.counts.clear();
-    return result;
-  }
-
-  private async optimizeLocked(options: { keepVersionsMs: number }): Promise<OptimizeResult> {
-    const total: OptimizeResult = { fragmentsRemoved: 0, fragmentsAdded: 0, oldVersionsRemoved: 0, bytesRemoved: 0, tempFilesRemoved: 0 };
-    for (const [name, table] of [
-      [MEMORIES, this.memories],
-      [GRAPH, this.graph],
-    ] as const) {
-      const stats = await table.optimize({ cleanupOlderThan: new Date(Date.now() - options.keepVersionsMs) });
-      total.fragmentsRemoved += stats.compaction.fragmentsRemoved;
-      total.fragmentsAdded += stats.compaction.fragmentsAdded;
-      total.oldVersionsRemoved += stats.prune.oldVersionsRemoved;
-      total.bytesRemoved += stats.prune.bytesRemoved;
-      total.tempFilesRemoved += await removeOrphanTempFiles(join(this.dir, "db", `${name}.lance`));
-    }
-    return total;
+    const keepVersionsMs = options.keepVersionsMs ?? DEFAULT_KEEP_VERSIONS_MS;
+    const pass = await withMaintenanceLock(this.dir, () => withWriteLock(this.dir, () => maintain(this, { force: true, keepVersionsMs })));
+    return pass!; // waiting for the lock never gives up on it
   }
 
   /** Replaces the store's embedder; only allowed while it holds no memories. */
   async resetEmbedder(embedder: EmbedderConfig): Promise<Store> {
     await withWriteLock(this.dir, async () => {
-      const count = await this.memories.countRows();
+      const count = await this.countMemories();
       if (count > 0) {
         throw new MmError(
           "EMBEDDER_MISMATCH",
@@ -699,16 +741,21 @@ export class Store {
           { storeEmbedder: describeEmbedder(this.config.embedder), requestedEmbedder: describeEmbedder(embedder) },
         );
       }
-      await this.db.createEmptyTable(MEMORIES, memorySchema(embedder.dims), { mode: "overwrite" });
+      for (const name of await this.segmentSet.reset()) await this.db.dropTable(name);
+      await this.db.createEmptyTable(FIRST_SEGMENT, memorySchema(embedder.dims), { mode: "overwrite" });
       await writeConfig(this.dir, { ...this.config, embedder });
     });
     return Store.open(this.dir); // recreates the text index on the new table
   }
 
   close(): void {
-    this.memories.close();
     this.graph.close();
-    if (!this.pinned) this.db.close();
+    if (this.view) {
+      for (const s of this.view) s.table.close();
+    } else {
+      this.segmentSet.close();
+      this.db.close();
+    }
   }
 }
 
@@ -716,9 +763,21 @@ export class Store {
 export class StoreWriter {
   constructor(
     readonly store: Store,
-    private readonly memories: Table,
+    /** The segments as the lock was taken (only a writer changes the list, and it holds the lock). */
+    private readonly segments: Segment[],
     private readonly graph: Table,
   ) {}
+
+  private get active(): Table {
+    return this.segments[this.segments.length - 1].table;
+  }
+
+  /** The segment holding memory `where` (one id), or undefined. */
+  private async segmentWith(where: string): Promise<Table | undefined> {
+    const counts = await Promise.all(this.segments.map((s) => s.table.countRows(where)));
+    const i = counts.findIndex((n) => n > 0);
+    return i < 0 ? undefined : this.segments[i].table;
+  }
 
   /** Entities and relations in one commit (imports). */
   async insertGraph(entities: EntityRecord[], relations: RelationRecord[]): Promise<void> {
@@ -743,8 +802,8 @@ export class StoreWriter {
 
   /**
    * Deletes an entity and every relation touching it in one commit (one `delete` predicate), so the
-   * cascade is atomic. Memory links to it are dropped afterwards; until then (or if a crash comes
-   * between the two commits) readers filter links to missing entities out.
+   * cascade is atomic. Memory links to it are dropped afterwards, segment by segment; until then
+   * (or if a crash comes between the commits) readers filter links to missing entities out.
    */
   async deleteEntityCascade(accountId: string, id: string): Promise<{ deleted: boolean; deletedRelations: number }> {
     const acct = `accountId = ${sqlString(accountId)}`;
@@ -753,10 +812,11 @@ export class StoreWriter {
     const deletedRelations = await this.graph.countRows(touching);
     await this.graph.delete(`(kind = 'entity' AND ${acct} AND id = ${sqlString(id)}) OR (${touching})`);
     await this.store.hooks?.("entity-delete:after-graph-commit");
-    await this.memories.update({
-      where: `${acct} AND array_has(entityIds, ${sqlString(id)})`,
-      valuesSql: { entityIds: `array_remove(entityIds, ${sqlString(id)})` },
-    });
+    const linked = `${acct} AND array_has(entityIds, ${sqlString(id)})`;
+    for (const { table } of this.segments) {
+      if ((await table.countRows(linked)) === 0) continue;
+      await table.update({ where: linked, valuesSql: { entityIds: `array_remove(entityIds, ${sqlString(id)})` } });
+    }
     return { deleted: true, deletedRelations };
   }
 
@@ -780,7 +840,7 @@ export class StoreWriter {
     return true;
   }
 
-  /** Inserts in one commit, numbering each user's new memories after their last one. */
+  /** Inserts in one commit into the active segment, numbering each user's new memories after their last one. */
   async insertMemories(rows: MemoryRow[]): Promise<void> {
     if (rows.length === 0) return;
     const next = new Map<string, number>();
@@ -790,36 +850,48 @@ export class StoreWriter {
       row.seq = next.get(key)!;
       next.set(key, row.seq + 1);
     }
-    await this.memories.add(rows.map(toArrowRow));
+    await this.active.add(rows.map(toArrowRow));
   }
 
+  /** The user's highest sequence number: in the newest segment that has any of their memories. */
   private async lastSeq(accountId: string, userId: string): Promise<number> {
-    const rows = await this.memories
-      .query()
-      .where(`accountId = ${sqlString(accountId)} AND userId = ${sqlString(userId)}`)
-      .orderBy({ columnName: "seq", ascending: false })
-      .select(["seq"])
-      .limit(1)
-      .toArray();
-    return rows.length ? Number(rows[0].seq) : 0;
+    for (const { table } of [...this.segments].reverse()) {
+      const rows = await table
+        .query()
+        .where(`accountId = ${sqlString(accountId)} AND userId = ${sqlString(userId)}`)
+        .orderBy({ columnName: "seq", ascending: false })
+        .select(["seq"])
+        .limit(1)
+        .toArray();
+      if (rows.length) return Number(rows[0].seq);
+    }
+    return 0;
   }
 
-  /** Replaces a memory in one commit (merge-insert on id), so a crash can't leave it half-written. */
+  /**
+   * Replaces a memory in one commit (merge-insert on id, in the segment that holds it), so a crash
+   * can't leave it half-written.
+   */
   async replaceMemory(row: MemoryRow): Promise<void> {
-    await this.memories.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([toArrowRow(row)]);
+    const table = (await this.segmentWith(`id = ${sqlString(row.id)}`)) ?? this.active;
+    await table.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([toArrowRow(row)]);
   }
 
   /** Deletes one memory; false when it doesn't exist for this account. */
   async deleteMemory(accountId: string, id: string): Promise<boolean> {
     const where = `accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`;
-    if ((await this.memories.countRows(where)) === 0) return false;
-    await this.memories.delete(where);
+    const table = await this.segmentWith(where);
+    if (!table) return false;
+    await table.delete(where);
     return true;
   }
 
   async getMemoryRow(accountId: string, id: string): Promise<MemoryRow | undefined> {
-    const q = this.memories.query().where(`accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`).select([...RECORD_COLUMNS, "vector"]).limit(1);
-    return (await readMemoryRows(q, true))[0] as MemoryRow | undefined;
+    const where = `accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`;
+    for (const rows of await Promise.all(this.segments.map((s) => readMemoryRows(s.table.query().where(where).select([...RECORD_COLUMNS, "vector"]).limit(1), true)))) {
+      if (rows.length) return rows[0] as MemoryRow;
+    }
+    return undefined;
   }
 }
 
@@ -921,60 +993,8 @@ function toRelation(r: Record<string, unknown>): RelationRecord {
   };
 }
 
-interface VectorIndexInfo {
-  name: string;
-  partitions: number;
-}
-
-function vectorIndexOf(indices: { name: string }[]): VectorIndexInfo | null {
-  for (const { name } of indices) {
-    if (name.startsWith(VECTOR_INDEX_PREFIX)) {
-      const partitions = Number(name.slice(VECTOR_INDEX_PREFIX.length));
-      if (Number.isInteger(partitions) && partitions > 0) return { name, partitions };
-    }
-  }
-  return null;
-}
-
-/** √rows partitions (LanceDB's own default), bounded so a partition never gets tiny or huge. */
-export function vectorIndexPartitions(rows: number): number {
-  return Math.min(4096, Math.max(16, Math.round(Math.sqrt(rows))));
-}
-
-/**
- * The index maintenance should build now, if any: the first once the table reaches
- * `vectorIndexMinRows`, and a retrained one once the table has grown to four times the size the
- * current one was trained for (its partitions twice too coarse). Retraining at ×4 keeps the total
- * training work proportional to the rows written.
- */
-export function wantedVectorIndex(rows: number, current: { partitions: number } | null, tuning: StoreTuning): { partitions: number } | null {
-  if (rows < tuning.vectorIndexMinRows) return null;
-  const partitions = vectorIndexPartitions(rows);
-  if (!current) return { partitions };
-  return partitions >= 2 * current.partitions ? { partitions } : null;
-}
-
-/**
- * Whether a write should be followed by maintenance. Amortised: the version interval grows by a
- * step per 100k rows and the unindexed-row trigger is a fifth of the table, so a table filled in
- * large batches is rewritten a logarithmic number of times, not once per batch.
- */
-export function maintenanceDue(s: { before: number; after: number; rows: number; unindexedTextRows: number }): boolean {
-  const interval = MAINTENANCE_EVERY_VERSIONS * Math.max(1, Math.ceil(s.rows / MAINTENANCE_ROWS_PER_STEP));
-  const crossed = Math.floor(s.after / interval) > Math.floor(s.before / interval);
-  return crossed || s.unindexedTextRows > Math.max(MAX_UNINDEXED_TEXT_ROWS, s.rows * MAINTENANCE_GROWTH_FRACTION);
-}
-
-async function tableStats(table: Table): Promise<TableStats> {
-  const s = await table.stats();
-  return {
-    rows: s.numRows,
-    fragments: s.fragmentStats.numFragments,
-    smallFragments: s.fragmentStats.numSmallFragments,
-    versions: (await table.listVersions()).length,
-    indices: s.numIndices,
-    bytes: s.totalBytes,
-  };
+function sum(values: number[]): number {
+  return values.reduce((a, b) => a + b, 0);
 }
 
 function cmp(a: string, b: string): number {
@@ -1099,30 +1119,6 @@ async function ensureDirForNewStore(dir: string): Promise<void> {
   if (foreign.length) {
     throw new MmError("STORE_ERROR", `${dir} is not empty and is not an mm store; choose an empty or new directory for --store.`);
   }
-}
-
-async function removeOrphanTempFiles(tableDir: string): Promise<number> {
-  let removed = 0;
-  const dataDir = join(tableDir, "data");
-  let names: string[];
-  try {
-    names = await readdir(dataDir);
-  } catch {
-    return 0;
-  }
-  for (const name of names.filter((n) => n.startsWith(".tmp"))) {
-    const path = join(dataDir, name);
-    try {
-      const { mtimeMs } = await stat(path);
-      if (Date.now() - mtimeMs > ORPHAN_TMP_AGE_MS) {
-        await rm(path, { recursive: true, force: true });
-        removed++;
-      }
-    } catch {
-      // vanished meanwhile
-    }
-  }
-  return removed;
 }
 
 async function dirSize(dir: string): Promise<number> {

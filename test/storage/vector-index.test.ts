@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { maintenanceDue, Store, vectorIndexPartitions, wantedVectorIndex, type MemoryRow } from "../../src/storage/store.js";
+import { vectorIndexPartitions, wantedVectorIndex } from "../../src/storage/indexes.js";
+import { maintainIfDue } from "../../src/storage/maintenance.js";
+import { Store, type MemoryRow } from "../../src/storage/store.js";
+import { memoryRow } from "../helpers/rows.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
@@ -31,71 +34,30 @@ function vector(seed: number): Float32Array {
 }
 
 /** Row i belongs to user "big" unless i % 50 === 0 (user "small": 2% of the table). */
-function rows(from: number, to: number): Omit<MemoryRow, "seq">[] {
-  const at = new Date(Date.UTC(2026, 0, 1)).toISOString();
+function rows(from: number, to: number): MemoryRow[] {
+  const createdAt = new Date(Date.UTC(2026, 0, 1)).toISOString();
   return Array.from({ length: to - from }, (_, k) => {
     const i = from + k;
-    return {
-      id: `mem_${String(i).padStart(24, "0")}`,
-      accountId: "acct_default",
-      content: `memory number ${i}`,
-      userId: i % 50 === 0 ? "small" : "big",
-      agentId: null,
-      tags: [],
-      metadata: null,
-      entityIds: [],
-      createdAt: at,
-      updatedAt: at,
-      vector: vector(i),
-    };
+    return memoryRow({ id: `mem_${String(i).padStart(24, "0")}`, content: `memory number ${i}`, userId: i % 50 === 0 ? "small" : "big", vector: vector(i), createdAt });
   });
 }
 
-async function fill(store: Store, total: number, batch = 1_000): Promise<void> {
-  for (let i = 0; i < total; i += batch) await store.write((w) => w.insertMemories(rows(i, Math.min(total, i + batch)) as MemoryRow[]));
+/** Batches of `batch` rows from row `from`, with a maintenance pass after each (as a CLI batch has). */
+async function fill(store: Store, total: number, from = 0, batch = 1_000): Promise<void> {
+  for (let i = from; i < from + total; i += batch) {
+    await store.write((w) => w.insertMemories(rows(i, Math.min(from + total, i + batch))));
+    await maintainIfDue(store);
+  }
 }
 
 const ids = (hits: { record: { id: string } }[]) => hits.map((h) => h.record.id);
 
-describe("maintenance schedule", () => {
-  it("runs every 32 versions on small tables, less often as the table grows", () => {
-    expect(maintenanceDue({ before: 31, after: 32, rows: 1_000, unindexedTextRows: 0 })).toBe(true);
-    expect(maintenanceDue({ before: 32, after: 33, rows: 1_000, unindexedTextRows: 0 })).toBe(false);
-    // At 1M rows the interval is 32 × 10 versions.
-    expect(maintenanceDue({ before: 31, after: 32, rows: 1_000_000, unindexedTextRows: 0 })).toBe(false);
-    expect(maintenanceDue({ before: 319, after: 320, rows: 1_000_000, unindexedTextRows: 0 })).toBe(true);
-  });
-
-  it("folds unindexed rows in at 2,000 on small tables, at a fifth of the table on large ones", () => {
-    expect(maintenanceDue({ before: 1, after: 2, rows: 5_000, unindexedTextRows: 2_001 })).toBe(true);
-    expect(maintenanceDue({ before: 1, after: 2, rows: 5_000, unindexedTextRows: 2_000 })).toBe(false);
-    expect(maintenanceDue({ before: 1, after: 2, rows: 1_000_000, unindexedTextRows: 150_000 })).toBe(false);
-    expect(maintenanceDue({ before: 1, after: 2, rows: 1_000_000, unindexedTextRows: 200_001 })).toBe(true);
-  });
-
-  it("amortises: filling 1M rows in 5,000-row batches maintains a logarithmic number of times", () => {
-    let passes = 0;
-    let unindexed = 0;
-    for (let rows = 5_000, version = 1; rows <= 1_000_000; rows += 5_000, version++) {
-      unindexed += 5_000;
-      if (maintenanceDue({ before: version - 1, after: version, rows, unindexedTextRows: unindexed })) {
-        passes++;
-        unindexed = 0;
-      }
-    }
-    // Once per batch would be 200 passes.
-    expect(passes).toBeLessThan(40);
-    expect(passes).toBeGreaterThan(5);
-  });
-});
-
 describe("vector index policy", () => {
   it("builds at the minimum size with √rows partitions, and retrains only after 4× growth", () => {
-    const tuning = { vectorIndexMinRows: 50_000, exactSearchMaxRows: 20_000 };
-    expect(wantedVectorIndex(49_999, null, tuning)).toBeNull();
-    expect(wantedVectorIndex(50_000, null, tuning)).toEqual({ partitions: 224 });
-    expect(wantedVectorIndex(150_000, { partitions: 224 }, tuning)).toBeNull();
-    expect(wantedVectorIndex(200_704, { partitions: 224 }, tuning)).toEqual({ partitions: 448 });
+    expect(wantedVectorIndex(49_999, null, 50_000)).toBeNull();
+    expect(wantedVectorIndex(50_000, null, 50_000)).toEqual({ partitions: 224 });
+    expect(wantedVectorIndex(150_000, { partitions: 224 }, 50_000)).toBeNull();
+    expect(wantedVectorIndex(200_704, { partitions: 224 }, 50_000)).toEqual({ partitions: 448 });
     expect(vectorIndexPartitions(1_000_000)).toBe(1_000);
     expect(vectorIndexPartitions(100)).toBe(16);
     expect(vectorIndexPartitions(1e9)).toBe(4096);
@@ -107,7 +69,7 @@ describe("automatic vector index (real LanceDB)", () => {
     const store = await Store.open(await tempDir(), { create: { provider: "test", model: "v", dims: DIMS }, tuning: TUNING });
     await fill(store, 2_000);
     expect((await store.stats()).memories.vectorIndex).toBeNull();
-    await fill(store, 10_000); // rows 2,000.. are appended; maintenance passes build, then retrain
+    await fill(store, 10_000, 2_000); // maintenance passes build the index, then retrain it
     const stats = await store.stats();
     expect(stats.memories.rows).toBe(12_000);
     // Built at ≥ 2,500 rows with ~50 partitions, retrained once √rows passed twice that.
@@ -129,10 +91,10 @@ describe("automatic vector index (real LanceDB)", () => {
     // A second handle that never uses the index: the ground truth.
     const exact = await Store.open(dir, { tuning: { ...TUNING, exactSearchMaxRows: Number.MAX_SAFE_INTEGER } });
 
-    expect(await store.vectorPlan("accountId = 'acct_default'", 10)).toEqual({ exact: false, nprobes: 20 });
-    expect(await store.vectorPlan("accountId = 'acct_default' AND userId = 'big'", 10)).toEqual({ exact: false, nprobes: 21 });
-    expect(await store.vectorPlan("accountId = 'acct_default' AND userId = 'small'", 10)).toEqual({ exact: true });
-    expect(await exact.vectorPlan("accountId = 'acct_default'", 10)).toEqual({ exact: true });
+    expect(await store.vectorPlans("accountId = 'acct_default'", 10)).toEqual([{ exact: false, nprobes: 20 }]);
+    expect(await store.vectorPlans("accountId = 'acct_default' AND userId = 'big'", 10)).toEqual([{ exact: false, nprobes: 21 }]);
+    expect(await store.vectorPlans("accountId = 'acct_default' AND userId = 'small'", 10)).toEqual([{ exact: true }]);
+    expect(await exact.vectorPlans("accountId = 'acct_default'", 10)).toEqual([{ exact: true }]);
 
     let found = 0;
     const queries = 40;
@@ -159,7 +121,7 @@ describe("automatic vector index (real LanceDB)", () => {
 
     // A row added after the build is not in the index yet, but search still finds it.
     const late = rows(12_000, 12_001);
-    await store.write((w) => w.insertMemories(late as MemoryRow[]));
+    await store.write((w) => w.insertMemories(late));
     expect((await store.stats()).memories.vectorIndex!.unindexedRows).toBe(1);
     const top = await store.searchMemories(late[0]!.vector, { accountId: "acct_default" }, 1);
     expect(ids(top)).toEqual([late[0]!.id]);

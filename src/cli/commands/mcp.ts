@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import type { CliApp } from "../main.js";
 import { openCommandContext, type CommandContext } from "../context.js";
+import { startUpkeep } from "../../core/upkeep.js";
 
 /**
  * `mm mcp`: the MCP server over stdio. The SDK and the tool table load only here; the store opens
@@ -22,9 +23,13 @@ export function registerMcp(program: Command, app: CliApp): void {
       const { io } = app;
       const [{ createMcpServer }, { StdioServerTransport }] = await Promise.all([import("../../mcp/server.js"), import("@modelcontextprotocol/sdk/server/stdio.js")]);
       let opened: Promise<CommandContext> | undefined;
+      let upkeep: ReturnType<typeof startUpkeep> | undefined;
       const context = () => {
         // An agent's memory starts empty: the first call creates the store if there is none.
-        opened ??= openCommandContext(app, cmd, { create: true });
+        opened ??= openCommandContext(app, cmd, { create: true }).then((ctx) => {
+          upkeep = startUpkeep(ctx, { ownWritesOnly: true, onError: (err) => io.stderr.write(`mm mcp: store upkeep failed (nothing is lost): ${err instanceof Error ? err.message : String(err)}\n`) });
+          return ctx;
+        });
         opened.catch(() => (opened = undefined)); // a store that failed to open is tried again on the next call
         return opened;
       };
@@ -54,6 +59,7 @@ export function registerMcp(program: Command, app: CliApp): void {
       await Promise.allSettled([...inFlight]);
       await server.close();
       const ctx = await opened?.catch(() => undefined);
+      await upkeep?.stop();
       await ctx?.close();
     });
 }

@@ -26,7 +26,7 @@ export function registerStore(program: Command, app: CliApp): void {
           t.record([
             ["path", s.path],
             ["embedder", `${s.embedder.provider}:${s.embedder.model} (${s.embedder.dims} dims)`],
-            ["memories", s.memories.rows.toLocaleString("en-US")],
+            ["memories", `${s.memories.rows.toLocaleString("en-US")} in ${s.memories.segments.length} segment${s.memories.segments.length === 1 ? "" : "s"}`],
             ["entities", s.graph.entities.toLocaleString("en-US")],
             ["relations", s.graph.relations.toLocaleString("en-US")],
             ["fragments", `memories ${s.memories.fragments} (${s.memories.smallFragments} small), graph ${s.graph.fragments}`],
@@ -35,7 +35,7 @@ export function registerStore(program: Command, app: CliApp): void {
             [
               "vector index",
               s.memories.vectorIndex
-                ? `${s.memories.vectorIndex.type}, ${s.memories.vectorIndex.partitions} partitions, ${s.memories.vectorIndex.indexedRows} rows indexed, ${s.memories.vectorIndex.unindexedRows} not yet`
+                ? `${s.memories.vectorIndex.type} in ${s.memories.vectorIndex.segments} segment${s.memories.vectorIndex.segments === 1 ? "" : "s"}, ${s.memories.vectorIndex.partitions} partitions, ${s.memories.vectorIndex.indexedRows} rows indexed, ${s.memories.vectorIndex.unindexedRows} not yet`
                 : "none (exact search)",
             ],
             ["table data", bytes(s.memories.bytes + s.graph.bytes)],
@@ -47,7 +47,7 @@ export function registerStore(program: Command, app: CliApp): void {
 
   store
     .command("optimize")
-    .description("compact small fragments, update the indexes and delete old versions (this also runs on its own as the store grows)")
+    .description("compact small fragments, update the indexes and delete old versions, all at once (this also runs on its own in the background)")
     .option("--keep-minutes <n>", "keep versions younger than this, for readers still using them", "10")
     .action((opts: { keepMinutes: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {

@@ -1,0 +1,316 @@
+import { readdir, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { withLock } from "./lock.js";
+import { buildVectorIndex, TEXT_INDEX, vectorIndexOf, vectorIndexPartitions, wantedVectorIndex } from "./indexes.js";
+import type { Table } from "./lance.js";
+import type { Segment } from "./segments.js";
+import type { OptimizeResult, SegmentStats, Store, StoreTuning, TableStats } from "./store.js";
+
+/**
+ * Compaction and index upkeep, off the write path.
+ *
+ * A maintenance pass looks at each memory segment and at the graph table and does only what is
+ * due (segmentWork). It never takes the write lock: LanceDB commits a compaction or an index
+ * next to concurrent appends, and when a concurrent delete or update touches the same rows the
+ * compaction's commit fails as a "retryable conflict" (the writer wins; nothing is lost) and the
+ * next pass tries again. Only one pass runs at a time per store (the maintenance lock), in any
+ * process.
+ *
+ * Who runs passes: `mm serve` and long CLI batches (`mm memories add --file`, `mm import`) run a
+ * Maintainer in the background; a short CLI write runs one pass after its work when something
+ * is due; `mm store optimize` runs a forced pass holding the write lock.
+ */
+
+/** Background passes keep versions this young (readers' pinned views last milliseconds, not minutes). */
+export const BACKGROUND_KEEP_VERSIONS_MS = 60_000;
+/** Text or vector rows outside their index that make a pass due: max(this, a quarter of the segment). */
+const MAX_UNINDEXED_ROWS = 2_000;
+/** LanceDB leaves `data/.tmp*` behind after a kill -9; only ones this old are surely orphaned. */
+const ORPHAN_TMP_AGE_MS = 60 * 60_000;
+
+export interface SegmentWork {
+  /** Train (or retrain) the vector index with this many partitions first. */
+  vectorIndex?: { partitions: number };
+  /** Then compact the segment and bring its indexes up to date (LanceDB's optimize). */
+  compact: boolean;
+  reason: string;
+}
+
+/**
+ * What a segment needs now, or null.
+ *
+ * - Compaction when small fragments pile up (`compactFragments`, each commit adds one) or when
+ *   many rows sit outside the text or vector index. Compaction rewrites only fragments that
+ *   share an index coverage: in a segment with a vector index, only the fragments added since the
+ *   last pass (each pass's delta index covers its own), so a pass costs what changed. In a
+ *   segment without one, the whole segment: bounded by `vectorIndexMinRows`.
+ * - The vector index is trained once the segment holds `vectorIndexMinRows`, retrained at ×4
+ *   growth (wantedVectorIndex), and retrained when passes have left `2 × compactFragments`
+ *   fragments behind (one per delta): after a retrain every fragment shares one coverage, so
+ *   the compaction that follows merges them.
+ * - A sealed segment is settled once: retrained over all its rows and compacted to one
+ *   fragment, fully indexed. After that it needs work only when deletes or updates reach it.
+ */
+export function segmentWork(s: SegmentStats, tuning: StoreTuning, force = false): SegmentWork | null {
+  const vectorUnindexed = s.vectorIndex?.unindexedRows ?? 0;
+  const tooManyUnindexed = Math.max(MAX_UNINDEXED_ROWS, s.rows / 4);
+  const settling = s.sealed && (s.fragments > 1 || s.unindexedTextRows > 0 || vectorUnindexed > 0);
+  let vectorIndex = wantedVectorIndex(s.rows, s.vectorIndex, tuning.vectorIndexMinRows) ?? undefined;
+  let reason = vectorIndex ? (s.vectorIndex ? "vector index retrained (grown ×4)" : "vector index built") : "";
+  if (!vectorIndex && s.vectorIndex && s.fragments > 1 && (s.sealed || s.fragments >= 2 * tuning.compactFragments)) {
+    vectorIndex = { partitions: vectorIndexPartitions(s.rows) };
+    reason = s.sealed ? "sealed segment settled" : "fragments left by delta indexes merged";
+  }
+  const due =
+    settling ||
+    s.smallFragments >= tuning.compactFragments ||
+    s.unindexedTextRows > tooManyUnindexed ||
+    vectorUnindexed > tooManyUnindexed;
+  if (!vectorIndex && !due && !force) return null;
+  if (!reason) {
+    reason = force
+      ? "optimize"
+      : settling
+        ? "sealed segment settled"
+        : s.smallFragments >= tuning.compactFragments
+          ? `${s.smallFragments} small fragments`
+          : "rows outside the indexes";
+  }
+  return { ...(vectorIndex ? { vectorIndex } : {}), compact: true, reason };
+}
+
+export interface MaintenancePass extends OptimizeResult {
+  startedAt: string;
+  ms: number;
+  /** What was done, segment by segment (and "graph"). */
+  work: { table: string; reason: string; ms: number; conflict?: boolean }[];
+  /** Compactions that lost to a concurrent delete or update (retried by a later pass). */
+  conflicts: number;
+}
+
+/**
+ * One pass over the store. `force` does everything whether due or not (`mm store optimize`, which
+ * holds the write lock around it). `lastWork` (a long-running maintainer's memory) skips tables
+ * that have not changed since this maintainer last worked on them.
+ */
+export async function maintain(store: Store, options: { force: boolean; keepVersionsMs: number; lastWork?: Map<string, number> }): Promise<MaintenancePass> {
+  const started = Date.now();
+  const pass: MaintenancePass = {
+    startedAt: new Date(started).toISOString(),
+    ms: 0,
+    work: [],
+    conflicts: 0,
+    fragmentsRemoved: 0,
+    fragmentsAdded: 0,
+    oldVersionsRemoved: 0,
+    bytesRemoved: 0,
+    tempFilesRemoved: 0,
+  };
+  const cleanupOlderThan = () => new Date(Date.now() - options.keepVersionsMs);
+  const unchanged = async (name: string, table: Table) => !options.force && options.lastWork?.get(name) === (await table.version());
+
+  for (const segment of await store.segments()) {
+    if (await unchanged(segment.name, segment.table)) continue;
+    const stats = await segmentStats(segment, { versions: false });
+    const work = segmentWork(stats, store.tuning, options.force);
+    if (work) {
+      const t0 = Date.now();
+      const done = await tolerateConflict(pass, async () => {
+        if (work.vectorIndex) {
+          await buildVectorIndex(segment.table, stats.vectorIndex, work.vectorIndex.partitions);
+          pass.vectorIndexBuilt = { partitions: work.vectorIndex.partitions, rows: stats.rows };
+        }
+        await store.hooks?.("maintenance:before-compact");
+        addOptimizeStats(pass, await segment.table.optimize({ cleanupOlderThan: cleanupOlderThan() }));
+      });
+      pass.work.push({ table: segment.name, reason: work.reason, ms: Date.now() - t0, ...(done ? {} : { conflict: true }) });
+    }
+    options.lastWork?.set(segment.name, await segment.table.version());
+    pass.tempFilesRemoved += await removeOrphanTempFiles(join(store.dir, "db", `${segment.name}.lance`));
+  }
+
+  const graph = store.graphTable();
+  if (!(await unchanged("graph", graph))) {
+    const stats = await graph.stats();
+    if (options.force || stats.fragmentStats.numSmallFragments >= store.tuning.compactFragments) {
+      const t0 = Date.now();
+      const done = await tolerateConflict(pass, async () => addOptimizeStats(pass, await graph.optimize({ cleanupOlderThan: cleanupOlderThan() })));
+      pass.work.push({ table: "graph", reason: options.force ? "optimize" : `${stats.fragmentStats.numSmallFragments} small fragments`, ms: Date.now() - t0, ...(done ? {} : { conflict: true }) });
+    }
+    options.lastWork?.set("graph", await graph.version());
+    pass.tempFilesRemoved += await removeOrphanTempFiles(join(store.dir, "db", "graph.lance"));
+  }
+  if (pass.work.length) store.forgetRouting();
+  pass.ms = Date.now() - started;
+  return pass;
+}
+
+/**
+ * Runs `fn` holding the store's maintenance lock (one pass at a time, across processes). With
+ * `wait: false`, returns undefined at once when another pass holds it.
+ */
+export async function withMaintenanceLock<T>(storeDir: string, fn: () => Promise<T>, options: { wait?: boolean } = {}): Promise<T | undefined> {
+  const path = join(storeDir, ".maintenance-lock");
+  if (options.wait !== false) return withLock(path, fn, { timeoutMs: 60 * 60_000 });
+  let entered = false;
+  try {
+    return await withLock(
+      path,
+      () => {
+        entered = true;
+        return fn();
+      },
+      { timeoutMs: 0 },
+    );
+  } catch (err) {
+    if (!entered) return undefined;
+    throw err;
+  }
+}
+
+/** One pass if anything is due, unless another process is already maintaining the store. */
+export async function maintainIfDue(store: Store): Promise<MaintenancePass | undefined> {
+  return withMaintenanceLock(store.dir, () => maintain(store, { force: false, keepVersionsMs: BACKGROUND_KEEP_VERSIONS_MS }), { wait: false });
+}
+
+/**
+ * Runs maintenance passes in the background, one every `intervalMs` (a pass that finds nothing to
+ * do costs a few milliseconds of metadata reads). `stop()` waits for a running pass to finish.
+ */
+export class Maintainer {
+  readonly passes: MaintenancePass[] = [];
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private stopped = true;
+  private readonly lastWork = new Map<string, number>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly options: {
+      intervalMs?: number;
+      keepVersionsMs?: number;
+      onPass?: (pass: MaintenancePass) => void;
+      onError?: (err: unknown) => void;
+      /** Asked before each scheduled pass; false skips it. */
+      shouldRun?: () => boolean;
+    } = {},
+  ) {}
+
+  start(): this {
+    this.stopped = false;
+    this.schedule();
+    return this;
+  }
+
+  /** One pass now (waits for a running one first); undefined when another process holds the lock. */
+  async runOnce(): Promise<MaintenancePass | undefined> {
+    await this.running;
+    const pass = await withMaintenanceLock(
+      this.store.dir,
+      () => maintain(this.store, { force: false, keepVersionsMs: this.options.keepVersionsMs ?? BACKGROUND_KEEP_VERSIONS_MS, lastWork: this.lastWork }),
+      { wait: false },
+    );
+    if (pass?.work.length) {
+      this.passes.push(pass);
+      if (this.passes.length > 1000) this.passes.shift();
+      this.options.onPass?.(pass);
+    }
+    return pass;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      if (this.options.shouldRun && !this.options.shouldRun()) return this.schedule();
+      this.running = this.runOnce()
+        .then(() => undefined)
+        .catch((err) => this.options.onError?.(err))
+        .finally(() => {
+          this.running = undefined;
+          this.schedule();
+        });
+    }, this.options.intervalMs ?? 2_000);
+    this.timer.unref();
+  }
+}
+
+/** A segment's size, layout and index coverage. `versions` lists every version (slower). */
+export async function segmentStats(segment: Segment, options: { versions: boolean }): Promise<SegmentStats> {
+  const [table, indices, text] = await Promise.all([tableStats(segment.table, options), segment.table.listIndices(), segment.table.indexStats(TEXT_INDEX)]);
+  const index = vectorIndexOf(indices);
+  const vector = index ? await segment.table.indexStats(index.name) : undefined;
+  return {
+    name: segment.name,
+    sealed: segment.sealed,
+    ...table,
+    unindexedTextRows: text?.numUnindexedRows ?? 0,
+    vectorIndex: index && vector ? { ...index, indexedRows: vector.numIndexedRows, unindexedRows: vector.numUnindexedRows } : null,
+  };
+}
+
+export async function tableStats(table: Table, options: { versions: boolean } = { versions: true }): Promise<TableStats> {
+  const s = await table.stats();
+  return {
+    rows: s.numRows,
+    fragments: s.fragmentStats.numFragments,
+    smallFragments: s.fragmentStats.numSmallFragments,
+    versions: options.versions ? (await table.listVersions()).length : 0,
+    indices: s.numIndices,
+    bytes: s.totalBytes,
+  };
+}
+
+/** Runs a commit that may lose to a concurrent writer; false (and counted) when it did. */
+async function tolerateConflict(pass: MaintenancePass, fn: () => Promise<void>): Promise<boolean> {
+  try {
+    await fn();
+    return true;
+  } catch (err) {
+    if (!isCommitConflict(err)) throw err;
+    pass.conflicts++;
+    return false;
+  }
+}
+
+/** LanceDB's "Retryable commit conflict for version N: This Rewrite transaction was preempted by concurrent transaction Delete…" */
+export function isCommitConflict(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  return /commit conflict|preempted by concurrent|incompatible with concurrent/i.test(message);
+}
+
+function addOptimizeStats(pass: MaintenancePass, stats: { compaction: { fragmentsRemoved: number; fragmentsAdded: number }; prune: { oldVersionsRemoved: number; bytesRemoved: number } }): void {
+  pass.fragmentsRemoved += stats.compaction.fragmentsRemoved;
+  pass.fragmentsAdded += stats.compaction.fragmentsAdded;
+  pass.oldVersionsRemoved += stats.prune.oldVersionsRemoved;
+  pass.bytesRemoved += stats.prune.bytesRemoved;
+}
+
+async function removeOrphanTempFiles(tableDir: string): Promise<number> {
+  let removed = 0;
+  const dataDir = join(tableDir, "data");
+  let names: string[];
+  try {
+    names = await readdir(dataDir);
+  } catch {
+    return 0;
+  }
+  for (const name of names.filter((n) => n.startsWith(".tmp"))) {
+    const path = join(dataDir, name);
+    try {
+      const { mtimeMs } = await stat(path);
+      if (Date.now() - mtimeMs > ORPHAN_TMP_AGE_MS) {
+        await rm(path, { recursive: true, force: true });
+        removed++;
+      }
+    } catch {
+      // vanished meanwhile
+    }
+  }
+  return removed;
+}

@@ -1,0 +1,160 @@
+import { open, readFile, rename, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { MmError } from "../errors.js";
+import type { Connection, Table } from "./lance.js";
+
+/**
+ * The memories live in segments: LanceDB tables named in `db/segments.json`, oldest first. The
+ * newest is the active segment and takes every insert; once it holds `segmentRows` rows it is
+ * sealed (a new, empty active segment is created) and is never appended to again.
+ *
+ * Why: LanceDB 0.37's `optimize()` rewrites every fragment below its 1M-row target that shares
+ * an index coverage with its neighbours, so in one table each maintenance pass rewrote the whole
+ * table (22 GB on disk after 8 minutes of a 1M fill). With segments a pass rewrites at most the
+ * active segment, a sealed one is compacted and indexed once, and the cost of maintenance stays
+ * proportional to what changed, not to the store (docs/architecture.md, "Segments").
+ *
+ * A store without `segments.json` (every store before segments existed, and every store that
+ * has not yet sealed a segment) has one segment: the table `memories`.
+ */
+export interface Segment {
+  name: string;
+  table: Table;
+  /** Every segment but the newest: it only gets deletes and in-place updates. */
+  sealed: boolean;
+}
+
+export const FIRST_SEGMENT = "memories";
+const MANIFEST = "segments.json";
+
+interface Manifest {
+  segments: string[];
+}
+
+/**
+ * This process's view of the segment list. `current()` costs one `stat` when nothing changed;
+ * when another process sealed a segment, it re-reads the list and opens the new table.
+ */
+export class SegmentSet {
+  private key = "";
+  private names: string[] = [FIRST_SEGMENT];
+  private readonly tables = new Map<string, Table>();
+
+  constructor(
+    private readonly db: Connection,
+    private readonly storeDir: string,
+    first?: Table,
+  ) {
+    if (first) this.tables.set(FIRST_SEGMENT, first);
+  }
+
+  async current(): Promise<Segment[]> {
+    const key = await manifestKey(this.storeDir);
+    if (key !== this.key) {
+      this.names = (await readManifest(this.storeDir))?.segments ?? [FIRST_SEGMENT];
+      this.key = key;
+    }
+    const names = this.names;
+    return Promise.all(names.map(async (name, i) => ({ name, table: await this.table(name), sealed: i < names.length - 1 })));
+  }
+
+  /** Fresh handles at each segment's current version: a view that later commits don't change. */
+  async pinned(): Promise<Segment[]> {
+    const segments = await this.current();
+    return Promise.all(
+      segments.map(async (s) => {
+        const table = await this.db.openTable(s.name);
+        await table.checkout(await table.version());
+        return { ...s, table };
+      }),
+    );
+  }
+
+  private async table(name: string): Promise<Table> {
+    let table = this.tables.get(name);
+    if (!table) {
+      table = await this.db.openTable(name);
+      this.tables.set(name, table);
+    }
+    return table;
+  }
+
+  /**
+   * Adds `name` as the new active segment (the caller holds the write lock and has created the
+   * table). The list is replaced atomically: a crash leaves the old list or the new one, and a
+   * table created but never listed holds no acknowledged write.
+   */
+  async append(name: string): Promise<void> {
+    const segments = [...(await this.current()).map((s) => s.name), name];
+    await writeManifest(this.storeDir, { segments });
+    this.key = "";
+  }
+
+  /** Back to the single first segment (an emptied store); the caller drops the other tables. */
+  async reset(): Promise<string[]> {
+    const others = (await this.current()).map((s) => s.name).filter((n) => n !== FIRST_SEGMENT);
+    await writeManifest(this.storeDir, { segments: [FIRST_SEGMENT] });
+    for (const name of others) {
+      this.tables.get(name)?.close();
+      this.tables.delete(name);
+    }
+    this.key = "";
+    return others;
+  }
+
+  close(): void {
+    for (const table of this.tables.values()) table.close();
+    this.tables.clear();
+  }
+}
+
+/** The name of the segment after `count` segments: memories, memories_2, memories_3… */
+export function segmentName(index: number): string {
+  return index === 0 ? FIRST_SEGMENT : `${FIRST_SEGMENT}_${index + 1}`;
+}
+
+async function manifestKey(storeDir: string): Promise<string> {
+  try {
+    const s = await stat(join(storeDir, "db", MANIFEST), { bigint: true });
+    return `${s.ino}:${s.mtimeNs}:${s.size}`;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return "none";
+    throw err;
+  }
+}
+
+async function readManifest(storeDir: string): Promise<Manifest | undefined> {
+  const path = join(storeDir, "db", MANIFEST);
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new MmError("STORE_ERROR", `Cannot read ${path}: ${(err as Error).message}`, {}, { cause: err });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new MmError("STORE_ERROR", `${path} is not valid JSON; the store's segment list is damaged.`, {}, { cause: err });
+  }
+  const segments = (parsed as Partial<Manifest>)?.segments;
+  if (!Array.isArray(segments) || !segments.length || segments[0] !== FIRST_SEGMENT || !segments.every((s) => typeof s === "string" && /^memories(_\d+)?$/.test(s))) {
+    throw new MmError("STORE_ERROR", `${path} does not list the store's segments; the store's segment list is damaged.`);
+  }
+  return { segments };
+}
+
+/** Write-to-temp, fsync, rename. */
+async function writeManifest(storeDir: string, manifest: Manifest): Promise<void> {
+  const target = join(storeDir, "db", MANIFEST);
+  const tmp = `${target}.${process.pid}.tmp`;
+  const fh = await open(tmp, "w", 0o600);
+  try {
+    await fh.writeFile(JSON.stringify(manifest) + "\n");
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, target);
+}
