@@ -6,6 +6,7 @@ import type { Accounts, Principal } from "../core/accounts.js";
 import { MmError, toMmError } from "../errors.js";
 import type { QuotaLedger, Usage } from "../limits/ledger.js";
 import type { RateLimiter } from "../limits/rate-limiter.js";
+import { mountConsole } from "../console/app.js";
 import { buildOpenApi } from "./openapi.js";
 import { ROUTES, type Route } from "./routes.js";
 
@@ -73,6 +74,8 @@ export function createApp(deps: AppDeps): Hono<Env> {
       throw new MmError("METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}; use ${methods.join(", ")}.`, { allowed: methods });
     });
   }
+
+  mountConsole(app, deps);
 
   app.notFound((c) => c.json(new MmError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`).toBody(), 404));
 
