@@ -66,7 +66,6 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
     return action.run(ctx, { params: {}, query: {}, body: undefined, ...input });
   };
 
-  con.get("/", (c) => c.redirect("/console/", 302));
   con.get("/console", (c) => c.redirect("/console/", 301));
   con.get("/console/", async (c) => {
     const session = await access.authenticate(readSessionCookie(c)).catch(() => undefined);

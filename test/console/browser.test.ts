@@ -72,7 +72,7 @@ async function seed(): Promise<void> {
 }
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await startTestServer({ rateLimits: {} }); // the spec's 100 / 50 / 30 a minute
   access = new ConsoleAccess(server.storeDir, server.clock);
   await seed();
   browser = await launchBrowser();
@@ -177,7 +177,8 @@ describe("the management console in a browser", () => {
     expect(perDay[1]).toBe("2026-03-023");
     expect(perDay[14]).toBe("2026-03-155");
     expect(await p.locator("#usage-chart").getAttribute("data-ready")).toBe("15");
-    expect(main).toMatch(/read\s*100000/);
+    expect(main).toMatch(/read\s*100\s*GET/);
+    expect(main).toMatch(/search\s*30\s*memory search/);
     await p.locator("details summary").click();
     await checkScreen(p, "usage");
     await p.context().close();
