@@ -31,6 +31,9 @@
     container,
     elements,
     minZoom: 0.1,
+    // Large graphs: draw a bitmap while panning and zooming, and labels only where readable.
+    textureOnViewport: n > 300,
+    hideEdgesOnViewport: n > 300,
     maxZoom: 3,
     style: [
       {
@@ -44,6 +47,7 @@
           "text-margin-y": 4,
           "text-wrap": "ellipsis",
           "text-max-width": 140,
+          "min-zoomed-font-size": 7,
           width: 22,
           height: 22,
         },
@@ -63,6 +67,7 @@
           "text-rotation": "autorotate",
           "text-background-color": "#ffffff",
           "text-background-opacity": 0.8,
+          "min-zoomed-font-size": 7,
         },
       },
       { selector: "edge.near", style: { "line-color": "#f2b705", "target-arrow-color": "#f2b705", width: 3 } },
@@ -75,7 +80,9 @@
       idealEdgeLength: () => 110,
       nodeOverlap: 20,
       gravity: 0.4,
-      numIter: 1000,
+      // Each iteration compares every pair of nodes: fewer of them on larger graphs (see "Large
+      // graphs" in docs/console.md for what it measured).
+      numIter: n > 300 ? 60 : n > 100 ? 300 : 1000,
       componentSpacing: 80,
       fit: true,
       padding: 40,
