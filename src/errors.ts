@@ -105,6 +105,12 @@ export function validationError(field: string, message: string): MmError {
   return new MmError("VALIDATION_ERROR", `Invalid request: ${field}: ${message}`, { details: [{ field, message }] });
 }
 
+/** ENTITY_NOT_FOUND for links to entities that don't exist, listing them in `missing`. */
+export function entitiesNotFound(missing: string[]): MmError {
+  const one = missing.length === 1;
+  return new MmError("ENTITY_NOT_FOUND", `Entit${one ? "y" : "ies"} ${missing.join(", ")} ${one ? "does" : "do"} not exist.`, { missing });
+}
+
 /**
  * Turns anything thrown into an MmError. Unknown errors become INTERNAL_ERROR with a generic
  * message, so no stack or internals reach a user; the original stays on `cause` for logging.

@@ -48,6 +48,22 @@ export async function withContext<T>(
   fn: (ctx: CommandContext) => Promise<T>,
   options: { charge?: boolean; warmEmbedder?: boolean; create?: boolean } = {},
 ): Promise<T> {
+  const ctx = await openCommandContext(app, cmd, options);
+  try {
+    const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
+    if (bucket && options.charge !== false) await ctx.charge(bucket, 1);
+    return await fn(ctx);
+  } finally {
+    await ctx.close();
+  }
+}
+
+/**
+ * The store named by the global flags, opened as the account named by `--account` / MM_ACCOUNT
+ * (else the local default account), with that account's quota ledger: for `withContext`, and for
+ * long-running commands (`mm mcp`) that keep it open and count each operation themselves.
+ */
+export async function openCommandContext(app: CliApp, cmd: Command, options: { warmEmbedder?: boolean; create?: boolean } = {}): Promise<CommandContext> {
   const globals = cmd.optsWithGlobals() as { store?: string; account?: string };
   const location = locateStore(globals.store, app.io.env);
   const status = await storeStatus(location);
@@ -67,18 +83,11 @@ export async function withContext<T>(
     warmed,
   });
   const ledger = new QuotaLedger(join(storeDir, "ledger"), app.io.clock);
-  const ctx: CommandContext = {
+  return {
     ...base,
     account,
     charge: async (bucket, count) => void (await ledger.charge(account.id, account.quota, bucket, count)),
   };
-  try {
-    const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
-    if (bucket && options.charge !== false) await ctx.charge(bucket, 1);
-    return await fn(ctx);
-  } finally {
-    await base.close();
-  }
 }
 
 /**

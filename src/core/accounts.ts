@@ -1,5 +1,5 @@
 import { createHash, randomInt, timingSafeEqual } from "node:crypto";
-import { MmError } from "../errors.js";
+import { MmError, validationError } from "../errors.js";
 import { PLAN_QUOTAS } from "../schemas/enums.js";
 import { AuthFile, DEFAULT_ACCOUNT, type AccountRecord, type AuthData, type KeyRecord, type Plan } from "../storage/auth-file.js";
 import { newId } from "./ids.js";
@@ -66,6 +66,22 @@ export class Accounts {
       const record: AccountRecord = { id: newId("acct"), name: input.name, plan: input.plan, createdAt: this.clock().toISOString() };
       data.accounts.push(record);
       return toAccount(record);
+    });
+  }
+
+  /**
+   * Makes an account with exactly this id, name and plan unless it exists (imports of a whole
+   * store); true when it was created. An account of another id with the same name is refused.
+   */
+  async ensure(raw: { id: unknown; name: unknown; plan: unknown; createdAt: unknown }): Promise<boolean> {
+    const { name, plan } = (await schemas()).parseCreateAccount({ name: raw.name, plan: raw.plan });
+    if (typeof raw.id !== "string" || !/^acct_[A-Za-z0-9_]{1,64}$/.test(raw.id)) throw validationError("id", "must be an account id (acct_…)");
+    const id = raw.id;
+    return this.file.update((data) => {
+      if (data.accounts.some((a) => a.id === id)) return false;
+      if (data.accounts.some((a) => a.name.toLowerCase() === name.toLowerCase())) throw validationError("name", `another account is named "${name}"`);
+      data.accounts.push({ id, name, plan, createdAt: typeof raw.createdAt === "string" ? raw.createdAt : this.clock().toISOString() });
+      return true;
     });
   }
 

@@ -1,4 +1,4 @@
-import { MmError } from "../errors.js";
+import { entitiesNotFound, MmError } from "../errors.js";
 import { foldName, parseCreateEntity, parseEntityMemoriesQuery, parseListEntities, parseUpdateEntity } from "../schemas/entity.js";
 import type { EntityType } from "../schemas/enums.js";
 import type { EntityRecord, StoreWriter } from "../storage/store.js";
@@ -145,26 +145,29 @@ export async function assertEntitiesExist(ctx: Context, ids: string[]): Promise<
   if (!ids.length) return;
   const found = await ctx.store.getEntities(ctx.accountId, ids);
   const missing = ids.filter((id) => !found.has(id));
-  if (missing.length) {
-    throw new MmError("ENTITY_NOT_FOUND", `Entit${missing.length === 1 ? "y" : "ies"} ${missing.join(", ")} ${missing.length === 1 ? "does" : "do"} not exist.`, {
-      missing,
-    });
-  }
+  if (missing.length) throw entitiesNotFound(missing);
 }
 
-function newEntityRecord(ctx: Context, input: { name: string; type: string; description?: string; metadata?: Record<string, unknown> }): EntityRecord {
+function newEntityRecord(ctx: Context, input: EntityInput): EntityRecord {
   const now = ctx.clock();
   const at = now.toISOString();
+  return entityRecord(input, { id: newId("ent", now.getTime()), accountId: ctx.accountId, createdAt: at, updatedAt: at });
+}
+
+type EntityInput = { name: string; type: string; description?: string; metadata?: Record<string, unknown> };
+
+/** A validated entity input as stored, with its identity and times (new, or carried over by an import). */
+export function entityRecord(input: EntityInput, at: { id: string; accountId: string; createdAt: string; updatedAt: string }): EntityRecord {
   return {
-    id: newId("ent", now.getTime()),
-    accountId: ctx.accountId,
+    id: at.id,
+    accountId: at.accountId,
     name: input.name,
     nameKey: foldName(input.name),
     type: input.type,
     description: input.description ?? null,
     metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
-    createdAt: at,
-    updatedAt: at,
+    createdAt: at.createdAt,
+    updatedAt: at.updatedAt,
   };
 }
 

@@ -1,5 +1,6 @@
 import { MmError, validationError } from "../errors.js";
 import { parseExportQuery, parseNeighborsQuery, parsePathQuery, type Direction } from "../schemas/graph.js";
+import { requireObject } from "../schemas/validate.js";
 import type { EntityRecord, RelationRecord } from "../storage/store.js";
 import type { Context } from "./context.js";
 import { entityNotFound } from "./entities.js";
@@ -113,6 +114,15 @@ export async function shortestPath(ctx: Context, fromId: string, toId: string, r
     return { ...notFound, found: true, length, nodes: nodes.map((id) => summary(known.get(id)!)), edges };
   }
   return notFound;
+}
+
+/** `shortestPath` with both ends in one query object (`{from, to, ...}`), as GET /v1/graph/path takes them. */
+export async function pathBetween(ctx: Context, raw: unknown): Promise<PathResult> {
+  const { from, to, ...rest } = requireObject(raw, "query");
+  for (const [field, value] of [["from", from], ["to", to]] as const) {
+    if (typeof value !== "string" || value === "") throw validationError(field, "is required: an entity id");
+  }
+  return shortestPath(ctx, from as string, to as string, rest);
 }
 
 /**

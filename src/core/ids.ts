@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 
 const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"; // Crockford base32: sortable, no I L O U
 const TIME_CHARS = 10; // 50 bits of milliseconds: good until the year 37,000
@@ -37,4 +37,18 @@ function increment(digits: number[]): number[] {
     out[i] = 0;
   }
   return out; // 2^70 ids in one millisecond: wraps, still unique in practice
+}
+
+/**
+ * An id of the usual form made from `seed` instead of chance: the same seed gives the same id, so
+ * an import that renames ids (`--remap-ids`, or ids from another system) can be run again and
+ * find what it wrote the first time. The time part is `time` (the record's creation), so derived
+ * ids still sort by creation time.
+ */
+export function derivedId(prefix: "mem" | "ent" | "rel", seed: string, time: number): string {
+  const digest = createHash("sha256").update(seed).digest();
+  let out = "";
+  for (let i = TIME_CHARS - 1, t = Math.max(0, Math.floor(time)); i >= 0; i--, t = Math.floor(t / 32)) out = ALPHABET[t % 32] + out;
+  for (let i = 0; i < RANDOM_CHARS; i++) out += ALPHABET[digest[i] & 31];
+  return `${prefix}_${out}`;
 }

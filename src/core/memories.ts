@@ -1,4 +1,4 @@
-import { MmError, toMmError } from "../errors.js";
+import { entitiesNotFound, MmError, toMmError } from "../errors.js";
 import {
   parseCreateMemory,
   parseListMemories,
@@ -9,6 +9,7 @@ import type { MemoryRecord, MemoryRow } from "../storage/store.js";
 import { embedChecked, withSnapshot, type Context } from "./context.js";
 import { assertEntitiesExist, resolveMentions, type CreateEntityResult } from "./entities.js";
 import { newId } from "./ids.js";
+import { commitCreate } from "./group-commit.js";
 
 /** Create and get shape (spec §2.1): optional fields only when supplied; tags only when non-empty. */
 export interface Memory {
@@ -46,15 +47,13 @@ export function page<T>(items: T[], q: { page: number; limit: number }, total: n
   return { items, pagination: { page: q.page, limit: q.limit, total, totalPages: Math.ceil(total / q.limit) } };
 }
 
+/**
+ * Creates one memory. Concurrent creates on one open store are embedded and committed together
+ * (core/group-commit.ts); this resolves once the memory's own commit is done.
+ */
 export async function createMemory(ctx: Context, raw: unknown): Promise<Memory> {
   const input = parseCreateMemory(raw);
-  const [vector] = await embedChecked(ctx, [input.content]);
-  const row = newRow(ctx, input, vector);
-  await ctx.store.write(async (w) => {
-    await assertEntitiesExist(ctx, row.entityIds);
-    await w.insertMemories([row]);
-  });
-  return toMemory(row);
+  return toMemory(await commitCreate(ctx, newRow(ctx, input)));
 }
 
 export interface ExtractedMemory {
@@ -216,7 +215,7 @@ export async function addMemoriesFromLines(
           for (const [i, r] of rows.entries()) {
             const missing = r.entityIds.filter((id) => !live.has(id));
             if (missing.length) {
-              valid[i].error = new MmError("ENTITY_NOT_FOUND", `Entities ${missing.join(", ")} do not exist.`, { missing });
+              valid[i].error = entitiesNotFound(missing);
               continue;
             }
             if (mentions) {
@@ -292,22 +291,33 @@ function withDefaults(value: unknown, defaults: Record<string, unknown>): unknow
   return out;
 }
 
-function newRow(ctx: Context, input: CreateMemoryInput, vector: Float32Array): MemoryRow {
+/** A new memory's row, stamped now; its vector comes with it, or later from the group commit. */
+function newRow(ctx: Context, input: CreateMemoryInput): Omit<MemoryRow, "vector">;
+function newRow(ctx: Context, input: CreateMemoryInput, vector: Float32Array): MemoryRow;
+function newRow(ctx: Context, input: CreateMemoryInput, vector?: Float32Array): MemoryRow | Omit<MemoryRow, "vector"> {
   const now = ctx.clock();
   const at = now.toISOString();
+  const row = memoryRow(input, { id: newId("mem", now.getTime()), accountId: ctx.accountId, createdAt: at, updatedAt: at });
+  return vector ? { ...row, vector } : row;
+}
+
+/** A validated memory input as stored, with its identity and times (new, or carried over by an import). */
+export function memoryRow(input: CreateMemoryInput, at: { id: string; accountId: string; createdAt: string; updatedAt: string }): Omit<MemoryRow, "vector">;
+export function memoryRow(input: CreateMemoryInput, at: { id: string; accountId: string; createdAt: string; updatedAt: string }, vector: Float32Array): MemoryRow;
+export function memoryRow(input: CreateMemoryInput, at: { id: string; accountId: string; createdAt: string; updatedAt: string }, vector?: Float32Array): MemoryRow | Omit<MemoryRow, "vector"> {
   return {
-    id: newId("mem", now.getTime()),
-    accountId: ctx.accountId,
+    id: at.id,
+    accountId: at.accountId,
     content: input.content,
     userId: input.userId,
     agentId: input.agentId ?? null,
     tags: input.tags ?? [],
     metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
     entityIds: input.entityIds ?? [],
-    createdAt: at,
-    updatedAt: at,
+    createdAt: at.createdAt,
+    updatedAt: at.updatedAt,
     seq: 0,
-    vector,
+    ...(vector ? { vector } : {}),
   };
 }
 

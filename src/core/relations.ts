@@ -1,5 +1,5 @@
 import { MmError } from "../errors.js";
-import { parseCreateRelation, parseListRelations } from "../schemas/relation.js";
+import { parseCreateRelation, parseListRelations, parseUpdateRelation } from "../schemas/relation.js";
 import type { EntityRecord, RelationRecord } from "../storage/store.js";
 import { withSnapshot, type Context } from "./context.js";
 import { newId } from "./ids.js";
@@ -76,6 +76,23 @@ export async function listRelations(ctx: Context, rawQuery: unknown): Promise<Pa
   });
   const items = records.map((r) => attachEnds(r, ends)).filter((r): r is RelationWithEnds => r !== undefined).map(({ metadata: _omit, ...item }) => item);
   return page(items, q, total);
+}
+
+/**
+ * PATCH semantics like memories and entities: a new type, or new metadata (`null` removes it).
+ * The ends never change: a relation between other entities is another relation.
+ */
+export async function updateRelation(ctx: Context, id: string, raw: unknown): Promise<RelationWithEnds> {
+  const patch = parseUpdateRelation(raw);
+  await ctx.store.write(async (w) => {
+    const current = await w.store.getRelation(ctx.accountId, id);
+    if (!current) throw relationNotFound(id);
+    const next: RelationRecord = { ...current };
+    if (patch.type !== undefined) next.type = patch.type;
+    if (patch.metadata !== undefined) next.metadata = patch.metadata === null ? null : JSON.stringify(patch.metadata);
+    await w.replaceRelation(next);
+  });
+  return getRelation(ctx, id);
 }
 
 export async function deleteRelation(ctx: Context, id: string): Promise<{ success: boolean; id: string }> {

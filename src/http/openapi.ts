@@ -1,4 +1,4 @@
-import * as z from "zod/mini";
+import { jsonSchema } from "../schemas/json-schema.js";
 import { ErrorEnvelope } from "../schemas/responses.js";
 import { VERSION } from "../cli/version.js";
 import type { Route } from "./routes.js";
@@ -60,20 +60,4 @@ export function buildOpenApi(routes: Route[]): Json {
       ),
     },
   };
-}
-
-function jsonSchema(schema: z.core.$ZodType, io: "input" | "output" = "input"): Json {
-  const out = z.toJSONSchema(schema, {
-    target: "draft-2020-12",
-    io,
-    unrepresentable: "any",
-    // The only z.custom schemas are JSON-object checks (metadata); say so instead of "anything".
-    override: (ctx) => {
-      if ((ctx.zodSchema as { _zod: { def: { type: string } } })._zod.def.type === "custom") {
-        Object.assign(ctx.jsonSchema, { type: "object", additionalProperties: true });
-      }
-    },
-  }) as Json;
-  delete out.$schema;
-  return out;
 }

@@ -4,9 +4,11 @@ import type { Bucket } from "../limits/ledger.js";
 import * as memories from "../core/memories.js";
 import * as entities from "../core/entities.js";
 import * as relations from "../core/relations.js";
+import * as graph from "../core/graph.js";
 import { CreateMemoryInput, ListMemoriesQuery, SearchMemoriesInput, UpdateMemoryInput } from "../schemas/memory.js";
 import { CreateEntityInput, EntityMemoriesQuery, ListEntitiesQuery, UpdateEntityInput } from "../schemas/entity.js";
-import { CreateRelationInput, ListRelationsQuery } from "../schemas/relation.js";
+import { CreateRelationInput, ListRelationsQuery, UpdateRelationInput } from "../schemas/relation.js";
+import { ExportQuery, NeighborsQuery, PathBetweenQuery } from "../schemas/graph.js";
 import * as R from "../schemas/responses.js";
 
 export interface RouteInput {
@@ -112,7 +114,27 @@ export const ROUTES: Route[] = [
     run: (ctx, { params }) => relations.getRelation(ctx, params.id),
   },
   {
+    method: "PATCH", path: "/v1/relations/:id", bucket: "write", status: 200, summary: "Update a relation's type or metadata",
+    body: UpdateRelationInput, response: R.RelationWithEnds, extension: true,
+    run: (ctx, { params, body }) => relations.updateRelation(ctx, params.id, body),
+  },
+  {
     method: "DELETE", path: "/v1/relations/:id", bucket: "write", status: 200, summary: "Delete a relation permanently", response: R.Deleted,
     run: (ctx, { params }) => relations.deleteRelation(ctx, params.id),
+  },
+  {
+    method: "GET", path: "/v1/entities/:id/neighbors", bucket: "read", status: 200,
+    summary: "Entities within `depth` hops of an entity, with the relations crossed", query: NeighborsQuery, response: R.Neighbors, extension: true,
+    run: (ctx, { params, query }) => graph.neighbors(ctx, params.id, query),
+  },
+  {
+    method: "GET", path: "/v1/graph/path", bucket: "read", status: 200,
+    summary: "The shortest chain of relations between two entities (`from`, `to`)", query: PathBetweenQuery, response: R.Path, extension: true,
+    run: (ctx, { query }) => graph.pathBetween(ctx, query),
+  },
+  {
+    method: "GET", path: "/v1/graph/export", bucket: "read", status: 200,
+    summary: "The whole graph, or the part within `depth` hops of `root`, as JSON", query: ExportQuery, response: R.GraphExport, extension: true,
+    run: (ctx, { query }) => graph.exportGraph(ctx, query),
   },
 ];

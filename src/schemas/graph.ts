@@ -35,6 +35,9 @@ export const ExportQuery = z.strictObject({
   direction: z.optional(direction),
 });
 
+/** GET /v1/graph/path: the two ends travel in the query beside the walk's options. */
+export const PathBetweenQuery = z.extend(PathQuery, { from: reference, to: reference });
+
 export function parseNeighborsQuery(raw: unknown): z.output<typeof NeighborsQuery> {
   return parseWith(NeighborsQuery, checkedType(raw), "neighbors query");
 }

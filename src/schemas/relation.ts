@@ -16,6 +16,14 @@ export const CreateRelationInput = z.strictObject({
 });
 export type CreateRelationInput = z.output<typeof CreateRelationInput>;
 
+export const UpdateRelationInput = z
+  .strictObject({
+    type: z.optional(z.string()),
+    metadata: z.optional(z.nullable(metadataObject)),
+  })
+  .check(z.refine((v) => Object.keys(v).length > 0, "give at least one of type, metadata"));
+export type UpdateRelationInput = z.output<typeof UpdateRelationInput>;
+
 export const ListRelationsQuery = z.strictObject({
   sourceId: z.optional(entityId),
   targetId: z.optional(entityId),
@@ -31,6 +39,15 @@ export function parseCreateRelation(raw: unknown): CreateRelationInput {
   }
   checkRelationType(body.type);
   return parseWith(CreateRelationInput, body, "relation");
+}
+
+export function parseUpdateRelation(raw: unknown): UpdateRelationInput {
+  const body = requireObject(raw);
+  for (const field of ["sourceId", "targetId"] as const) {
+    if (field in body) throw validationError(field, "cannot be changed; create a new relation instead");
+  }
+  if ("type" in body) checkRelationType(body.type);
+  return parseWith(UpdateRelationInput, body, "relation update");
 }
 
 export function parseListRelations(raw: unknown): ListRelationsQuery {

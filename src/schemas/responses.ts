@@ -69,3 +69,31 @@ export function page<T extends z.ZodMiniType>(item: T) {
 export const ErrorEnvelope = z.object({
   error: z.looseObject({ code: z.string(), message: z.string() }),
 });
+
+const GraphEdge = z.strictObject({ id: z.string(), sourceId: z.string(), targetId: z.string(), type: z.string() });
+const direction = z.enum(["out", "in", "both"]);
+
+/** GET /v1/entities/:id/neighbors (extension). */
+export const Neighbors = z.strictObject({
+  root: EntitySummary,
+  depth: z.int(),
+  direction,
+  nodes: z.array(z.extend(EntitySummary, { depth: z.int().check(z.describe("hops from the root")) })),
+  edges: z.array(GraphEdge),
+});
+
+/** GET /v1/graph/path (extension). */
+export const Path = z.strictObject({
+  from: EntitySummary,
+  to: EntitySummary,
+  found: z.boolean(),
+  length: z.nullable(z.int()).check(z.describe("hops; null when no path was found within maxDepth")),
+  nodes: z.array(EntitySummary),
+  edges: z.array(GraphEdge),
+});
+
+/** GET /v1/graph/export (extension). */
+export const GraphExport = z.strictObject({
+  entities: z.array(z.strictObject({ id: z.string(), name: z.string(), type: entityType, description: z.optional(z.string()) })),
+  relations: z.array(GraphEdge),
+});

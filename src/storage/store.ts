@@ -438,6 +438,22 @@ export class Store {
     return (await readMemoryRows(q, false)).map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
   }
 
+  /**
+   * The memories linked to at least one entity (to any of `entityIds`, when given), oldest first:
+   * the reference memory server's "observations" (core/mcp-memory.ts).
+   */
+  async linkedMemories(filter: MemoryFilter, entityIds?: string[]): Promise<MemoryRecord[]> {
+    const base = `${memoryWhere(filter)} AND array_length(entityIds) > 0`;
+    const out = new Map<string, MemoryRecord>();
+    const chunks = entityIds === undefined ? [undefined] : Array.from({ length: Math.ceil(entityIds.length / 500) }, (_, i) => entityIds.slice(i * 500, i * 500 + 500));
+    for (const chunk of chunks) {
+      if (chunk && !chunk.length) continue;
+      const where = chunk ? `${base} AND array_has_any(entityIds, ${sqlStringList(chunk)})` : base;
+      for (const r of await readMemoryRows(this.memories.query().where(where).select(RECORD_COLUMNS), false)) out.set(r.id, r);
+    }
+    return [...out.values()].sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
+  }
+
   /** The scope's memories with these ids (no vectors), in no particular order. */
   async memoriesByIds(filter: MemoryFilter, ids: string[]): Promise<MemoryRecord[]> {
     if (!ids.length) return [];
@@ -546,6 +562,33 @@ export class Store {
       out.push(...rows.map(toRelation));
     }
     return [...new Map(out.map((r) => [r.id, r])).values()];
+  }
+
+  /**
+   * One page of the scope's memories, oldest first (createdAt, then id), after the given position:
+   * a keyset page, so an export streams a table of any size in stable pages while others write.
+   */
+  async memoriesAfter(filter: MemoryFilter, after: { createdAt: string; id: string } | undefined, limit: number, withVectors: boolean): Promise<MemoryRecord[] | MemoryRow[]> {
+    const where = after
+      ? `${memoryWhere(filter)} AND (createdAt > ${sqlString(after.createdAt)} OR (createdAt = ${sqlString(after.createdAt)} AND id > ${sqlString(after.id)}))`
+      : memoryWhere(filter);
+    const q = this.memories.query().where(where).orderBy(OLDEST_FIRST).limit(limit).select(withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS);
+    return readMemoryRows(q, withVectors);
+  }
+
+  /** Which of `ids` exist, in any account, with the account each belongs to (imports keep ids unique store-wide). */
+  async existingIds(kind: "memory" | "entity" | "relation", ids: string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const unique = [...new Set(ids)];
+    for (let i = 0; i < unique.length; i += 500) {
+      const list = unique.slice(i, i + 500).map(sqlString).join(", ");
+      const rows =
+        kind === "memory"
+          ? await this.memories.query().where(`id IN (${list})`).select(["id", "accountId"]).toArray()
+          : await this.graph.query().where(`kind = '${kind}' AND id IN (${list})`).select(["id", "accountId"]).toArray();
+      for (const r of rows) out.set(String(r.id), String(r.accountId));
+    }
+    return out;
   }
 
   /** The whole graph of an account, for export. */
@@ -677,6 +720,15 @@ export class StoreWriter {
     private readonly graph: Table,
   ) {}
 
+  /** Entities and relations in one commit (imports). */
+  async insertGraph(entities: EntityRecord[], relations: RelationRecord[]): Promise<void> {
+    const rows = [
+      ...entities.map((e) => ({ ...emptyGraphRow(), kind: "entity", ...e })),
+      ...relations.map((r) => ({ ...emptyGraphRow(), kind: "relation", ...r, updatedAt: r.createdAt })),
+    ];
+    if (rows.length) await this.graph.add(rows);
+  }
+
   async insertEntity(e: EntityRecord): Promise<void> {
     await this.graph.add([{ ...emptyGraphRow(), kind: "entity", ...e }]);
   }
@@ -710,6 +762,15 @@ export class StoreWriter {
 
   async insertRelation(r: RelationRecord): Promise<void> {
     await this.graph.add([{ ...emptyGraphRow(), kind: "relation", ...r, updatedAt: r.createdAt }]);
+  }
+
+  /** Replaces a relation in one commit (merge-insert on id). */
+  async replaceRelation(r: RelationRecord): Promise<void> {
+    await this.graph
+      .mergeInsert("id")
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute([{ ...emptyGraphRow(), kind: "relation", ...r, updatedAt: r.createdAt }]);
   }
 
   async deleteRelation(accountId: string, id: string): Promise<boolean> {

@@ -385,7 +385,7 @@ describe("the walkthroughs", () => {
 describe("install", () => {
   it("npm prints no warning about the project's own config, and every install script is decided on", async () => {
     const r = execFileSync("npm", ["pkg", "get", "name"], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-    expect(r).toContain('"mm"');
+    expect(r).toContain('"mm-semantic-memory"');
     expect(existsSync(join(root, ".npmrc"))).toBe(false);
     const pkg = JSON.parse(execFileSync("npm", ["pkg", "get", "allowScripts"], { cwd: root, encoding: "utf8" }));
     const { readdirSync, readFileSync } = await import("node:fs");

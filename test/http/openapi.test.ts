@@ -56,7 +56,7 @@ describe("the document", () => {
     );
     const expected = ROUTES.map((r) => `${r.method} ${openapiPath(r.path)}`);
     expect(documented.sort()).toEqual([...expected].sort());
-    expect(expected).toHaveLength(16);
+    expect(expected).toHaveLength(20);
     for (const must of [
       "POST /v1/memories",
       "POST /v1/memories/search",
@@ -74,6 +74,10 @@ describe("the document", () => {
       "GET /v1/relations",
       "GET /v1/relations/{id}",
       "DELETE /v1/relations/{id}",
+      "PATCH /v1/relations/{id}",
+      "GET /v1/entities/{id}/neighbors",
+      "GET /v1/graph/path",
+      "GET /v1/graph/export",
     ]) {
       expect(documented).toContain(must);
     }
@@ -181,6 +185,12 @@ describe("response schemas describe real answers", () => {
     check("POST", "/v1/relations", 201, r.body);
     check("GET", "/v1/relations/{id}", 200, (await api.get(`/v1/relations/${r.body.id}`)).body);
     check("GET", "/v1/relations", 200, (await api.get("/v1/relations")).body);
+    check("PATCH", "/v1/relations/{id}", 200, (await api.patch(`/v1/relations/${r.body.id}`, { body: { type: "WORKS_WITH", metadata: null } })).body);
+    check("GET", "/v1/entities/{id}/neighbors", 200, (await api.get(`/v1/entities/${e1.body.id}/neighbors`, { query: { depth: 2 } })).body);
+    check("GET", "/v1/graph/path", 200, (await api.get("/v1/graph/path", { query: { from: e1.body.id, to: e2.body.id } })).body);
+    check("GET", "/v1/graph/path", 200, (await api.get("/v1/graph/path", { query: { from: e2.body.id, to: e1.body.id, direction: "out" } })).body);
+    check("GET", "/v1/graph/export", 200, (await api.get("/v1/graph/export")).body);
+    check("GET", "/v1/graph/path", 400, (await api.get("/v1/graph/path", { query: { from: e1.body.id } })).body);
     check("DELETE", "/v1/relations/{id}", 200, (await api.delete(`/v1/relations/${r.body.id}`)).body);
     check("DELETE", "/v1/entities/{id}", 200, (await api.delete(`/v1/entities/${e2.body.id}`)).body);
     check("DELETE", "/v1/memories/{id}", 200, (await api.delete(`/v1/memories/${m.body.id}`)).body);

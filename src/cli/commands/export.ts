@@ -1,0 +1,59 @@
+import { createWriteStream } from "node:fs";
+import type { Writable } from "node:stream";
+import type { Command } from "commander";
+import { withContext } from "../context.js";
+import type { CliApp } from "../main.js";
+
+const transfer = () => import("../../core/transfer.js");
+
+/** `mm export`: the store, an account or a user as JSON Lines (docs/import-export.md). */
+export function registerExport(program: Command, app: CliApp): void {
+  program
+    .command("export")
+    .description("write memories, entities, relations and links as JSON Lines (a header line first), for mm import")
+    .option("-u, --user <userId>", "only this user's memories, and the entities they link to")
+    .option("--all-accounts", "every account of the store, not just --account's")
+    .option("--vectors", "include each memory's vector, so an import into a store with the same model needn't embed")
+    .option("-o, --output <file>", "write to this file instead of stdout")
+    .addHelpText("after", "\nExamples:\n  mm export > backup.jsonl\n  mm export --user alice --vectors -o alice.jsonl\n  mm export --all-accounts -o store.jsonl")
+    .action((opts: { user?: string; allAccounts?: boolean; vectors?: boolean; output?: string }, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const out: Writable = opts.output ? createWriteStream(opts.output) : app.io.stdout;
+        const sink = bufferedLines(out);
+        const counts = await (await transfer()).exportStore(ctx, { userId: opts.user, allAccounts: opts.allAccounts, vectors: opts.vectors }, sink.write);
+        await sink.end(Boolean(opts.output));
+        app.output.note(
+          `Exported ${counts.memories} memories, ${counts.entities} entities, ${counts.relations} relations${opts.allAccounts ? ` of ${counts.accounts} accounts` : ""}${opts.output ? ` to ${opts.output}` : ""}.`,
+        );
+      }),
+    );
+}
+
+/** Lines gathered into ~64 KB writes that wait when the stream is full, so exports of any size stream. */
+function bufferedLines(out: Writable): { write(line: string): Promise<void> | void; end(close: boolean): Promise<void> } {
+  let buffer = "";
+  const flush = () =>
+    new Promise<void>((resolve, reject) => {
+      const chunk = buffer;
+      buffer = "";
+      out.once("error", reject);
+      if (out.write(chunk)) {
+        out.off("error", reject);
+        resolve();
+      } else
+        out.once("drain", () => {
+          out.off("error", reject);
+          resolve();
+        });
+    });
+  return {
+    write(line) {
+      buffer += line + "\n";
+      if (buffer.length >= 65_536) return flush();
+    },
+    async end(close) {
+      if (buffer) await flush();
+      if (close) await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    },
+  };
+}

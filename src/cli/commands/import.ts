@@ -1,0 +1,115 @@
+import { createReadStream } from "node:fs";
+import { access, constants, readFile } from "node:fs/promises";
+import { createInterface } from "node:readline";
+import type { Command } from "commander";
+import { MmError } from "../../errors.js";
+import type { ImportResult, ImportSummary } from "../../core/transfer.js";
+import { withContext } from "../context.js";
+import { readStdin } from "../flags.js";
+import type { CliApp } from "../main.js";
+import { countLines, startProgress } from "../progress.js";
+import { humanMessage } from "../messages.js";
+
+const FORMATS = ["mm", "mcp-memory", "mem0"] as const;
+
+interface ImportFlags {
+  from: string;
+  remapIds?: boolean;
+  allAccounts?: boolean;
+  user?: string;
+  agent?: string;
+  batchSize: string;
+}
+
+/**
+ * `mm import <file>`: an mm export, the reference MCP memory server's memory.jsonl, or mem0's
+ * export. Every record is reported (added, skipped or failed, with its line); a bad line never
+ * stops the others, and what exists is skipped, so an import can be run again.
+ */
+export function registerImport(program: Command, app: CliApp): void {
+  program
+    .command("import")
+    .description("read memories (and entities, relations) from an mm export, an MCP memory server's memory.jsonl, or a mem0 export")
+    .argument("<file>", "the file, or '-' for stdin")
+    .option("--from <format>", "mm (default: mm export), mcp-memory (the reference MCP memory server's memory.jsonl) or mem0", "mm")
+    .option("--remap-ids", "give every record a new id (derived from the old one: a re-run still skips what it added)")
+    .option("--all-accounts", "mm exports made with --all-accounts: recreate their accounts and import into each")
+    .option("-u, --user <userId>", "mcp-memory: the user observations belong to (default $MM_USER, else default); mem0: the user of memories that name none")
+    .option("-a, --agent <agentId>", "mcp-memory: the agent of the observations; mem0: the agent of memories that name none")
+    .option("--batch-size <n>", "records embedded and committed together", "256")
+    .addHelpText("after", "\nExamples:\n  mm import backup.jsonl\n  mm import --from mcp-memory ~/memory.jsonl --user me\n  mm import --from mem0 export.json")
+    .action(async (file: string, opts: ImportFlags, cmd: Command) => {
+      const { io, output } = app;
+      if (!(FORMATS as readonly string[]).includes(opts.from)) {
+        throw new MmError("VALIDATION_ERROR", `--from must be ${FORMATS.join(", ")}.`, { details: [{ field: "from", message: `must be ${FORMATS.join(", ")}` }] });
+      }
+      const batchSize = Number(opts.batchSize);
+      if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 4096) {
+        throw new MmError("VALIDATION_ERROR", "--batch-size must be an integer from 1 to 4096.", { details: [{ field: "batch-size", message: "must be an integer from 1 to 4096" }] });
+      }
+      if (file !== "-") {
+        await access(file, constants.R_OK).catch((err: Error) =>
+          Promise.reject(new MmError("VALIDATION_ERROR", `Cannot read ${file}: ${err.message}`, { details: [{ field: "file", message: err.message }] })),
+        );
+      }
+      const userId = opts.user ?? (io.env.MM_USER || undefined);
+      const total = output.isTable && io.stderr.isTTY && file !== "-" ? await countLines(file) : undefined;
+      const progress = output.isTable && io.stderr.isTTY ? startProgress(io.stderr, total, output.styles) : undefined;
+      let firstError: MmError | undefined;
+      const onResult = (r: ImportResult) => {
+        if (r.error) firstError ??= r.error;
+        if (!output.isTable) {
+          const { error, ...rest } = r;
+          output.out(JSON.stringify({ ...rest, ...(error ? { error: error.toBody().error } : {}) }));
+        } else if (r.error) {
+          const text = `line ${r.line}: ${humanMessage(r.error, (f) => (f === "line" ? "the line" : f))}`;
+          if (progress) progress.log(text);
+          else output.note(text);
+        }
+        progress?.tick();
+      };
+      const stop = new AbortController();
+      const release = io.onInterrupt?.(() => {
+        output.note("Interrupted: committing the records already read, then stopping (Ctrl-C again to quit at once).");
+        stop.abort();
+      });
+      const summary: ImportSummary = await withContext(
+        app,
+        cmd,
+        async (ctx) => {
+          const t = await import("../../core/transfer.js");
+          const beforeWrite = (n: number) => ctx.charge("write", n);
+          if (opts.from === "mem0") {
+            const { mem0Records } = await import("../../core/foreign-formats.js");
+            const text = file === "-" ? await readStdin(io.stdin) : await readFile(file, "utf8");
+            return t.importExport(ctx, toAsync(mem0Records(text, { userId, agentId: opts.agent }, ctx.accountId, ctx.clock())), { batchSize, onResult, beforeWrite, signal: stop.signal });
+          }
+          const lines = t.jsonLines(createInterface({ input: file === "-" ? io.stdin : createReadStream(file), crlfDelay: Infinity }));
+          if (opts.from === "mcp-memory") {
+            const { importMcpMemory } = await import("../../core/foreign-formats.js");
+            return importMcpMemory(ctx, { userId: userId ?? "default", ...(opts.agent ? { agentId: opts.agent } : {}) }, lines, { onResult, beforeWrite });
+          }
+          return t.importExport(ctx, lines, { remapIds: opts.remapIds, allAccounts: opts.allAccounts, batchSize, onResult, beforeWrite, signal: stop.signal });
+        },
+        { charge: false, create: true },
+      ).finally(() => {
+        release?.();
+        progress?.stop();
+      });
+      const text = `Imported ${summary.added} record${summary.added === 1 ? "" : "s"}; ${summary.skipped} skipped (already there); ${summary.failed} failed${summary.stopped ? " (stopped by interrupt)" : ""}.`;
+      if (output.isTable) output.out(text);
+      else output.note(text);
+      if (summary.stopped) throw new MmError("INTERRUPTED", "Stopped by interrupt; every record reported as added is stored.", { ...summary });
+      if (firstError) {
+        throw new MmError(firstError.code, `${summary.failed} record${summary.failed === 1 ? "" : "s"} failed (the others were imported); first failure: ${firstError.message}`, {
+          added: summary.added,
+          skipped: summary.skipped,
+          failed: summary.failed,
+        });
+      }
+    });
+}
+
+async function* toAsync<T>(items: Iterable<T>): AsyncGenerator<T> {
+  yield* items;
+}

@@ -1,0 +1,110 @@
+import { entitiesNotFound, MmError, toMmError } from "../errors.js";
+import type { MemoryRow } from "../storage/store.js";
+import { embedChecked, type Context } from "./context.js";
+
+/**
+ * Group commit for memory creates. Every create pays for an embedding call and a LanceDB commit;
+ * done one by one, concurrent requests (HTTP clients, MCP tools, a CLI batch in one process) queue
+ * for the model and for the write lock, and the model runs at batch size 1. Here, creates that
+ * arrive while the previous group is being embedded are gathered into the next group: one
+ * embedding call, one commit. Under no load a group is one create and waits for nothing; under
+ * load a group is whatever arrived meanwhile.
+ *
+ * Two stages run side by side: group N+1 is embedded while group N commits. Commits stay in
+ * arrival order, and each create resolves only after the commit that holds it, so an acknowledged
+ * memory is stored. Each create is judged on its own: its input was validated before it joined,
+ * and a link to a missing entity fails that create alone. Only what no create can cause alone (the
+ * model or the disk failing) fails a whole group. Quota and rate limits are counted per request by
+ * the caller, as before, so they stay exact.
+ */
+
+/** A create waiting for its group: the row (vector still to compute) and who is waiting. */
+interface Pending {
+  ctx: Context;
+  row: Omit<MemoryRow, "vector">;
+  resolve: (row: MemoryRow) => void;
+  reject: (err: MmError) => void;
+}
+
+/** Most creates in one group: one model call of this many texts, one commit of this many rows. */
+export const MAX_GROUP = 64;
+
+class CreateQueue {
+  private waiting: Pending[] = [];
+  private embedding = false;
+  private committed: Promise<void> = Promise.resolve();
+  /** Groups committed, and creates in them (for tests and `mm serve`'s figures). */
+  readonly stats = { groups: 0, creates: 0 };
+
+  submit(p: Pending): void {
+    this.waiting.push(p);
+    // A tick's grace: creates arriving in the same turn of the event loop share the first group.
+    if (!this.embedding) setImmediate(() => void this.pump());
+  }
+
+  private async pump(): Promise<void> {
+    if (this.embedding || !this.waiting.length) return;
+    this.embedding = true;
+    const group = this.waiting.splice(0, MAX_GROUP);
+    let rows: MemoryRow[] | undefined;
+    try {
+      const vectors = await embedChecked(group[0].ctx, group.map((p) => p.row.content));
+      rows = group.map((p, i) => ({ ...p.row, vector: vectors[i] }));
+    } catch (err) {
+      for (const p of group) p.reject(toMmError(err));
+    }
+    this.embedding = false;
+    // The next group embeds while this one commits.
+    if (this.waiting.length) setImmediate(() => void this.pump());
+    if (!rows) return;
+    const ready = rows;
+    const previous = this.committed;
+    this.committed = previous.then(() => this.commit(group, ready));
+  }
+
+  private async commit(group: Pending[], rows: MemoryRow[]): Promise<void> {
+    const store = group[0].ctx.store;
+    const outcome: (MemoryRow | MmError)[] = [];
+    try {
+      await store.write(async (w) => {
+        // Links are checked under the lock, per create and per account: one bad link fails one create.
+        const keep: MemoryRow[] = [];
+        const byAccount = new Map<string, number[]>();
+        rows.forEach((r, i) => byAccount.set(r.accountId, [...(byAccount.get(r.accountId) ?? []), i]));
+        for (const [accountId, indexes] of byAccount) {
+          const live = await store.getEntities(accountId, indexes.flatMap((i) => rows[i].entityIds));
+          for (const i of indexes) {
+            const missing = rows[i].entityIds.filter((id) => !live.has(id));
+            if (missing.length) outcome[i] = entitiesNotFound(missing);
+            else keep.push(rows[i]);
+          }
+        }
+        await w.insertMemories(keep);
+      });
+    } catch (err) {
+      for (const p of group) p.reject(toMmError(err));
+      return;
+    }
+    this.stats.groups++;
+    this.stats.creates += rows.length;
+    group.forEach((p, i) => (outcome[i] instanceof MmError ? p.reject(outcome[i] as MmError) : p.resolve(rows[i])));
+  }
+}
+
+const queues = new WeakMap<Context["store"], CreateQueue>();
+
+function queueOf(ctx: Context): CreateQueue {
+  let q = queues.get(ctx.store);
+  if (!q) queues.set(ctx.store, (q = new CreateQueue()));
+  return q;
+}
+
+/** Stores one new memory row (its vector still to compute) in the next group; resolves once committed. */
+export function commitCreate(ctx: Context, row: Omit<MemoryRow, "vector">): Promise<MemoryRow> {
+  return new Promise((resolve, reject) => queueOf(ctx).submit({ ctx, row, resolve, reject }));
+}
+
+/** What the group commit has done on this store so far. */
+export function groupCommitStats(ctx: Context): { groups: number; creates: number } {
+  return { ...queueOf(ctx).stats };
+}

@@ -1,0 +1,62 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { VERSION } from "../cli/version.js";
+import type { Context } from "../core/context.js";
+import { MmError, toMmError } from "../errors.js";
+import { renderResult } from "./render.js";
+import { TOOLS, type McpTool, type ToolScope } from "./tools.js";
+
+export interface McpServerOptions {
+  /** The context calls run in. Asked for on the first tool call, so `tools/list` opens no store and loads no model. */
+  context(): Promise<Context>;
+  scope?: ToolScope;
+  /** Counts a call against rate limits and the quota before it runs; throws RATE_LIMIT_EXCEEDED or QUOTA_EXCEEDED to refuse it. */
+  charge?(tool: McpTool, ctx: Context): Promise<void>;
+  /** Told of every call as it starts, so a closing server can let running calls answer first. */
+  track?(call: Promise<unknown>): void;
+  /** Where unexpected errors are reported (never stdout: on stdio that is the protocol's). */
+  log?(entry: Record<string, unknown>): void;
+}
+
+const INSTRUCTIONS =
+  "mm is a long-term memory. Save facts worth remembering with memories_add (or the reference " +
+  "memory server's create_entities / add_observations), and look them up by meaning with " +
+  "memories_search (or search_nodes) before answering. Entities and relations form a knowledge graph.";
+
+/**
+ * An MCP server over the tool table (tools.ts). It uses the SDK's low-level `Server`, not
+ * `McpServer`: McpServer validates arguments itself and answers a bad one with a bare message,
+ * while here every call goes to the core service raw, which answers with the API's own error
+ * codes (INVALID_USER_ID, CONTENT_TOO_LONG, …), exactly as over REST and the CLI.
+ *
+ * Results carry the REST body as `structuredContent` and a short rendering as text. Errors are
+ * tool errors (`isError`) with the API's envelope as `structuredContent`; tools therefore declare
+ * no `outputSchema`, which a client would hold the error envelope to.
+ */
+export function createMcpServer(options: McpServerOptions): Server {
+  const server = new Server({ name: "mm", title: "mm semantic memory", version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  const byName = new Map(TOOLS.map((t) => [t.name, t]));
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: TOOLS.map(({ name, title, description, inputSchema, annotations }) => ({ name, title, description, inputSchema: inputSchema as never, annotations })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, (request) => {
+    const call = callTool(request.params.name, request.params.arguments);
+    options.track?.(call);
+    return call;
+  });
+  const callTool = async (name: string, args: Record<string, unknown> | undefined): Promise<CallToolResult> => {
+    const tool = byName.get(name);
+    try {
+      if (!tool) throw new MmError("NOT_FOUND", `Unknown tool ${name}; tools/list names them.`);
+      const ctx = await options.context();
+      await options.charge?.(tool, ctx);
+      const body = await tool.run(ctx, args ?? {}, options.scope ?? {});
+      return { content: [{ type: "text", text: renderResult(body) }], structuredContent: body as Record<string, unknown> };
+    } catch (err) {
+      const mm = toMmError(err);
+      if (mm.code === "INTERNAL_ERROR") options.log?.({ level: "error", tool: name, error: String((err as Error)?.stack ?? err) });
+      return { isError: true, content: [{ type: "text", text: `${mm.code}: ${mm.message}` }], structuredContent: mm.toBody() };
+    }
+  };
+  return server;
+}

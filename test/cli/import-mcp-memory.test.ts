@@ -1,0 +1,73 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { json, runMm } from "../helpers/spawn-mm.js";
+import { useTempDirs } from "../helpers/temp.js";
+
+/**
+ * `mm import --from mcp-memory`: the reference MCP memory server's memory.jsonl, written the way
+ * its saveGraph writes it (modelcontextprotocol/servers, src/memory/index.ts: entity lines, then
+ * relation lines, each JSON.stringify'd with these keys in this order, "\n"-joined, with a final
+ * newline), imported by the real `mm` with the real model, then found by meaning.
+ */
+
+const tempDir = useTempDirs();
+
+function referenceFile(graph: { entities: { name: string; entityType: string; observations: string[] }[]; relations: { from: string; to: string; relationType: string }[] }): string {
+  const lines = [
+    ...graph.entities.map((e) => JSON.stringify({ type: "entity", name: e.name, entityType: e.entityType, observations: e.observations })),
+    ...graph.relations.map((r) => JSON.stringify({ type: "relation", from: r.from, to: r.to, relationType: r.relationType })),
+  ];
+  return lines.join("\n") + "\n";
+}
+
+describe("mm import --from mcp-memory", () => {
+  it("imports entities, observations and relations, finds an observation by meaning, and adds nothing on a second run", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "store");
+    const file = join(dir, "memory.jsonl");
+    await writeFile(
+      file,
+      referenceFile({
+        entities: [
+          { name: "John_Smith", entityType: "person", observations: ["Speaks fluent Spanish", "Graduated in 2019", "Allergic to shellfish"] },
+          { name: "Anthropic", entityType: "organization", observations: ["AI safety company"] },
+          { name: "Lisbon", entityType: "city", observations: [] },
+        ],
+        relations: [
+          { from: "John_Smith", to: "Anthropic", relationType: "works_at" },
+          { from: "John_Smith", to: "Lisbon", relationType: "lives in" },
+          { from: "John_Smith", to: "Nobody", relationType: "knows" },
+        ],
+      }),
+    );
+    const r = await runMm(["import", "--from", "mcp-memory", file, "--user", "me"], { store });
+    expect(r.code).toBe(3); // the relation to a missing entity fails alone
+    const results = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(results.map((x) => [x.line, x.kind, x.status])).toEqual([
+      [1, "entity", "added"],
+      [2, "entity", "added"],
+      [3, "entity", "added"],
+      [4, "relation", "added"],
+      [5, "relation", "added"],
+      [6, "relation", "failed"],
+    ]);
+    expect(results[5].error.code).toBe("TARGET_ENTITY_NOT_FOUND");
+
+    const entities = json(await runMm(["entities", "list"], { store })).items;
+    expect(Object.fromEntries(entities.map((e: { name: string; type: string }) => [e.name, e.type]))).toEqual({ John_Smith: "PERSON", Anthropic: "ORGANIZATION", Lisbon: "LOCATION" });
+    const relations = json(await runMm(["relations", "list"], { store })).items;
+    expect(relations.map((x: { type: string }) => x.type).sort()).toEqual(["LIVES_IN", "WORKS_AT"]);
+
+    // By meaning: the query shares no word with the observation.
+    const found = json(await runMm(["memories", "search", "Which languages can he talk in?", "--user", "me", "--mode", "semantic", "--threshold", "0.3"], { store }));
+    expect(found.results[0].content).toBe("Speaks fluent Spanish");
+    const john = entities.find((e: { name: string }) => e.name === "John_Smith");
+    expect(json(await runMm(["entities", "memories", john.id], { store })).pagination.total).toBe(3);
+
+    const again = await runMm(["import", "--from", "mcp-memory", file, "--user", "me"], { store });
+    const second = again.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(second.slice(0, 5).map((x) => x.status)).toEqual(["skipped", "skipped", "skipped", "skipped", "skipped"]);
+    expect(json(await runMm(["memories", "list"], { store })).pagination.total).toBe(4);
+  });
+});

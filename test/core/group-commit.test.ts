@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import { openContext } from "../../src/core/context.js";
+import { createEntity } from "../../src/core/entities.js";
+import { groupCommitStats } from "../../src/core/group-commit.js";
+import { createMemory, getMemory, listMemories } from "../../src/core/memories.js";
+import { client, startTestServer } from "../helpers/http-server.js";
+import { createTestEmbedder, withEmbed } from "../helpers/test-embedder.js";
+import { useTempDirs } from "../helpers/temp.js";
+
+const tempDir = useTempDirs();
+
+describe("group commit", () => {
+  it("gathers concurrent creates into few embedding calls and commits, and each resolves to its own stored memory", async () => {
+    const embedder = createTestEmbedder();
+    const ctx = await openContext({ storeDir: await tempDir(), embedder });
+    const made = await Promise.all(Array.from({ length: 40 }, (_, i) => createMemory(ctx, { content: `note ${i}`, userId: `u${i % 3}` })));
+    const stats = groupCommitStats(ctx);
+    expect(stats.creates).toBe(40);
+    expect(stats.groups).toBeLessThan(10);
+    expect(embedder.calls).toBe(stats.groups);
+    made.forEach((m, i) => expect(m.content).toBe(`note ${i}`));
+    for (const m of made) expect((await getMemory(ctx, m.id)).content).toBe(m.content);
+    // Each user's memories are numbered in the order their creates arrived.
+    const { items } = await listMemories(ctx, { userId: "u0", limit: 100 });
+    expect(items).toHaveLength(14);
+    await ctx.close();
+  });
+
+  it("fails only the create whose link is missing; its neighbours in the group are stored", async () => {
+    const ctx = await openContext({ storeDir: await tempDir(), embedder: createTestEmbedder() });
+    const { entity } = await createEntity(ctx, { name: "Ada", type: "PERSON" });
+    const results = await Promise.allSettled([
+      createMemory(ctx, { content: "linked", userId: "u", entityIds: [entity.id] }),
+      createMemory(ctx, { content: "broken link", userId: "u", entityIds: ["ent_01M80JM828M4632K32S3QPJX"] }),
+      createMemory(ctx, { content: "plain", userId: "u" }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((results[1] as PromiseRejectedResult).reason.code).toBe("ENTITY_NOT_FOUND");
+    expect((await listMemories(ctx, {})).pagination.total).toBe(2);
+    await ctx.close();
+  });
+
+  it("fails a whole group when the model fails, and the next group works again", async () => {
+    let fail = true;
+    const base = createTestEmbedder();
+    const embedder = withEmbed(async (texts) => {
+      if (fail) throw new Error("model down");
+      return base.embed(texts);
+    });
+    const ctx = await openContext({ storeDir: await tempDir(), embedder });
+    const first = await Promise.allSettled([createMemory(ctx, { content: "a", userId: "u" }), createMemory(ctx, { content: "b", userId: "u" })]);
+    expect(first.every((r) => r.status === "rejected")).toBe(true);
+    fail = false;
+    expect((await createMemory(ctx, { content: "c", userId: "u" })).content).toBe("c");
+    expect((await listMemories(ctx, {})).pagination.total).toBe(1);
+    await ctx.close();
+  });
+
+  it("over HTTP: 50 concurrent creates, one invalid: 49 stored, one 400, every acknowledged id readable at once", async () => {
+    const server = await startTestServer();
+    try {
+      const api = client(server.url, (await server.account("acme")).key);
+      const bodies = Array.from({ length: 50 }, (_, i) => (i === 17 ? { content: "", userId: "u" } : { content: `memory ${i}`, userId: "u" }));
+      const answers = await Promise.all(bodies.map((body) => api.post("/v1/memories", { body })));
+      expect(answers.filter((a) => a.status === 201)).toHaveLength(49);
+      expect(answers[17].status).toBe(400);
+      expect(answers[17].body.error.code).toBe("VALIDATION_ERROR");
+      for (const a of answers.filter((a) => a.status === 201)) {
+        const got = await api.get(`/v1/memories/${a.body.id}`);
+        expect(got.status).toBe(200);
+        expect(got.body.content).toBe(a.body.content);
+      }
+      expect((await api.get("/v1/memories", { query: { limit: 1 } })).body.pagination.total).toBe(49);
+      // Quota counted every request, the refused one included.
+      expect((await api.get("/v1/memories", { query: { limit: 1 } })).headers.get("x-quota-used")).toBe(String(50 + 49 + 2));
+    } finally {
+      await server.close();
+    }
+  });
+});

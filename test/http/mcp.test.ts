@@ -1,0 +1,132 @@
+import type { ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { TOOLS } from "../../src/mcp/tools.js";
+import { client, expectError, startTestServer, type TestServer } from "../helpers/http-server.js";
+import { call, fails, httpClient, ok } from "../helpers/mcp-client.js";
+import { json, runMm, spawnMm } from "../helpers/spawn-mm.js";
+import { useTempDirs } from "../helpers/temp.js";
+
+/**
+ * `/mcp` on a real server over real HTTP, driven by the SDK's Streamable HTTP client: the same
+ * keys as /v1, account isolation, and each tool call counted in its REST endpoint's rate bucket
+ * and against the quota.
+ */
+
+const tempDir = useTempDirs();
+const servers: TestServer[] = [];
+const children: ChildProcess[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+  for (const c of children.splice(0)) c.kill("SIGKILL");
+});
+async function serve(options: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {
+  const s = await startTestServer(options);
+  servers.push(s);
+  return s;
+}
+
+describe("/mcp over Streamable HTTP", () => {
+  it("refuses a missing, malformed or unknown key with the API's 401 envelope, and any method but POST with 405", async () => {
+    const server = await serve();
+    await expect(httpClient(server.url)).rejects.toThrow(/401|UNAUTHORIZED/);
+    await expect(httpClient(server.url, "mm_notakey")).rejects.toThrow(/401|UNAUTHORIZED/);
+    const body = { jsonrpc: "2.0", id: 1, method: "tools/list" };
+    for (const key of [undefined, "mm_0000000000000000000000000000000000000000", "bad"]) {
+      const res = await client(server.url, key).post("/mcp", { body, headers: { Accept: "application/json, text/event-stream" } });
+      expectError(res, 401, "UNAUTHORIZED");
+    }
+    const { key } = await server.account("acme");
+    const res = await client(server.url, key).get("/mcp");
+    expectError(res, 405, "METHOD_NOT_ALLOWED");
+    expect(res.headers.get("allow")).toBe("POST");
+    const mcp = await httpClient(server.url, key);
+    expect((await mcp.listTools()).tools.map((t) => t.name)).toEqual(TOOLS.map((t) => t.name));
+    await mcp.close();
+  });
+
+  it("keeps accounts apart: another account's ids answer like unknown ones, and its data is never listed or found", async () => {
+    const server = await serve();
+    const a = await httpClient(server.url, (await server.account("alpha")).key);
+    const b = await httpClient(server.url, (await server.account("beta")).key);
+    const memory = await ok(a, "memories_add", { content: "alpha's secret plan for the launch", userId: "shared" });
+    const person = await ok(a, "entities_create", { name: "Alpha Person", type: "PERSON" });
+    await ok(a, "create_entities", { entities: [{ name: "Alpha Corp", entityType: "company", observations: ["alpha launches in May"] }] });
+
+    await fails(b, "memories_get", { id: memory.id }, "MEMORY_NOT_FOUND");
+    await fails(b, "memories_delete", { id: memory.id }, "MEMORY_NOT_FOUND");
+    await fails(b, "entities_get", { id: person.id }, "ENTITY_NOT_FOUND");
+    await fails(b, "graph_neighbors", { id: person.id }, "ENTITY_NOT_FOUND");
+    expect((await ok(b, "memories_search", { query: "secret plan for the launch", userId: "shared", threshold: 0 })).results).toEqual([]);
+    expect((await ok(b, "memories_list", {})).pagination.total).toBe(0);
+    expect(await ok(b, "read_graph", {})).toEqual({ entities: [], relations: [] });
+    expect((await ok(b, "search_nodes", { query: "alpha launches" })).entities).toEqual([]);
+    await fails(b, "add_observations", { observations: [{ entityName: "Alpha Corp", contents: ["b was here"] }] }, "ENTITY_NOT_FOUND");
+
+    expect(await ok(a, "memories_get", { id: memory.id })).toEqual(memory);
+    expect((await ok(a, "read_graph", {})).entities).toEqual([
+      { name: "Alpha Person", entityType: "PERSON", observations: [] },
+      { name: "Alpha Corp", entityType: "company", observations: ["alpha launches in May"] },
+    ]);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it("takes each call from its REST endpoint's rate bucket, shared with /v1, per key", async () => {
+    const server = await serve({ rateLimits: { read: 100, write: 100, search: 2 } });
+    const { key } = await server.account("acme");
+    const mcp = await httpClient(server.url, key);
+    await ok(mcp, "memories_search", { query: "anything", userId: "u" });
+    await ok(mcp, "search_nodes", { query: "anything" });
+    const refused = await fails(mcp, "memories_search", { query: "anything", userId: "u" }, "RATE_LIMIT_EXCEEDED");
+    expect(refused.retryAfter).toBeGreaterThanOrEqual(1);
+    // The REST search shares the bucket; reads are another bucket and still pass.
+    expectError(await client(server.url, key).post("/v1/memories/search", { body: { query: "x" } }), 429, "RATE_LIMIT_EXCEEDED");
+    await ok(mcp, "memories_list", {});
+    server.clock.advance(60_000);
+    await ok(mcp, "memories_search", { query: "anything", userId: "u" });
+    await mcp.close();
+  });
+
+  it("counts one quota operation per tool call (none for initialize or tools/list), and refuses calls over the quota", async () => {
+    const server = await serve();
+    const acct = await server.account("small", "free");
+    const used = async () => (await server.ledger.usage(acct.id, 1000)).used;
+    const mcp = await httpClient(server.url, acct.key);
+    await mcp.listTools();
+    expect(await used()).toBe(0);
+    await ok(mcp, "memories_add", { content: "one", userId: "u" });
+    await fails(mcp, "memories_get", { id: "mem_missing" }, "MEMORY_NOT_FOUND");
+    await ok(mcp, "read_graph", {});
+    expect(await used()).toBe(3);
+    await server.ledger.charge(acct.id, 1000, "write", 1000 - 3);
+    const refused = await fails(mcp, "memories_list", {}, "QUOTA_EXCEEDED");
+    expect(refused).toMatchObject({ currentUsage: 1000, limit: 1000 });
+    expect(await used()).toBe(1000);
+    expectError(await client(server.url, acct.key).get("/v1/memories"), 403, "QUOTA_EXCEEDED");
+    await mcp.close();
+  });
+
+  it("serves /mcp from a spawned mm serve with the real model", async () => {
+    const store = join(await tempDir(), "store");
+    await runMm(["accounts", "create", "acme", "--plan", "hobby"], { store });
+    const { key } = json(await runMm(["keys", "create", "--account", "acme", "--name", "agent"], { store }));
+    const child = spawnMm(["serve", "--port", "0"], { store });
+    children.push(child);
+    const url = await new Promise<string>((resolve, reject) => {
+      let buf = "";
+      child.stderr!.setEncoding("utf8").on("data", (d: string) => {
+        buf += d;
+        for (const line of buf.split("\n")) if (line.includes('"listening"')) resolve(JSON.parse(line).url);
+      });
+      child.on("exit", (code) => reject(new Error(`mm serve exited ${code}: ${buf}`)));
+    });
+    const mcp = await httpClient(url, key);
+    await ok(mcp, "create_entities", { entities: [{ name: "Maya", entityType: "person", observations: ["moved from Lisbon to Berlin for a job at Siemens"] }] });
+    const found = await ok(mcp, "search_nodes", { query: "relocated to Germany for work" });
+    expect(found.entities.map((e: { name: string }) => e.name)).toEqual(["Maya"]);
+    await call(mcp, "memories_list", {});
+    await mcp.close();
+    const usage = json(await runMm(["usage", "--account", "acme", "--json"], { store }));
+    expect(usage.used).toBe(3);
+  });
+});
