@@ -15,6 +15,7 @@ import { registerImport } from "./commands/import.js";
 import { registerMemories } from "./commands/memories.js";
 import { registerRelations } from "./commands/relations.js";
 import { registerAccounts } from "./commands/accounts.js";
+import { registerConsole } from "./commands/console.js";
 import { registerServe } from "./commands/serve.js";
 import { registerStore } from "./commands/store.js";
 import { VERSION } from "./version.js";
@@ -88,6 +89,7 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
   registerExport(program, app);
   registerImport(program, app);
   registerAccounts(program, app);
+  registerConsole(program, app);
   registerStore(program, app);
   // Messages name the flags of the command that runs, once it is known.
   program.hook("preAction", (_program, action) => void (output.fieldName = fieldNamer(action, io.env)));

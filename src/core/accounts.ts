@@ -32,6 +32,9 @@ export interface Principal {
   keyId: string;
 }
 
+/** The warning that comes with a new key wherever it is shown (CLI and console). */
+export const KEY_SHOWN_ONCE = "store it now, it can't be shown again.";
+
 /** Input schemas load on first use: resolving the account is on every command's path, zod is not. */
 const schemas = () => import("../schemas/account.js");
 
@@ -127,10 +130,13 @@ export class Accounts {
     return { items: data.keys.filter((k) => accountId === undefined || k.accountId === accountId).map(toKeyInfo) };
   }
 
-  /** Revokes at once: servers re-read the key file when it changes, so the next request is refused. */
-  async revokeKey(id: string): Promise<KeyInfo> {
+  /**
+   * Revokes at once: servers re-read the key file when it changes, so the next request is refused.
+   * With `accountId` (the console), another account's key is NOT_FOUND, exactly like an unknown one.
+   */
+  async revokeKey(id: string, accountId?: string): Promise<KeyInfo> {
     return this.file.update((data) => {
-      const key = data.keys.find((k) => k.id === id);
+      const key = data.keys.find((k) => k.id === id && (accountId === undefined || k.accountId === accountId));
       if (!key) throw new MmError("NOT_FOUND", `Key ${id} does not exist.`);
       key.revokedAt ??= this.clock().toISOString();
       return toKeyInfo(key);

@@ -138,16 +138,19 @@ export async function exportGraph(ctx: Context, raw: unknown = {}): Promise<Expo
       if (q[field] !== undefined) throw validationError(field, "applies only with root");
     }
     const all = await ctx.store.allGraph(ctx.accountId);
-    const ids = new Set(all.entities.map((e) => e.id));
+    const entities = all.entities.filter((e) => q.entityType === undefined || e.type === q.entityType);
+    const ids = new Set(entities.map((e) => e.id));
     return {
-      entities: all.entities.map(toGraphEntity),
+      entities: entities.map(toGraphEntity),
       relations: all.relations
         .filter((r) => (q.type === undefined || r.type === q.type) && ids.has(r.sourceId) && ids.has(r.targetId))
         .map(toEdge),
     };
   }
   const walk = await traverse(ctx, q.root, { depth: q.depth ?? 1, type: q.type, direction: q.direction ?? "both" });
-  return { entities: [walk.root, ...walk.nodes.map((n) => n.record)].map(toGraphEntity), relations: walk.edges };
+  const entities = [walk.root, ...walk.nodes.map((n) => n.record)].filter((e) => q.entityType === undefined || e.type === q.entityType);
+  const ids = new Set(entities.map((e) => e.id));
+  return { entities: entities.map(toGraphEntity), relations: walk.edges.filter((r) => ids.has(r.sourceId) && ids.has(r.targetId)) };
 }
 
 interface Walk {

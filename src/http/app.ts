@@ -6,6 +6,7 @@ import type { Accounts, Principal } from "../core/accounts.js";
 import { MmError, toMmError } from "../errors.js";
 import type { QuotaLedger, Usage } from "../limits/ledger.js";
 import type { RateLimiter } from "../limits/rate-limiter.js";
+import { mountConsole } from "../console/app.js";
 import { mountMcp } from "./mcp.js";
 import { buildOpenApi } from "./openapi.js";
 import { ROUTES, type Route } from "./routes.js";
@@ -76,6 +77,7 @@ export function createApp(deps: AppDeps): Hono<Env> {
   }
 
   mountMcp(app, deps, limitBody);
+  mountConsole(app, deps);
 
   app.notFound((c) => c.json(new MmError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`).toBody(), 404));
 

@@ -1,4 +1,4 @@
-import { appendFileSync, statSync } from "node:fs";
+import { appendFileSync, closeSync, openSync, readSync, statSync } from "node:fs";
 import { mkdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { MmError } from "../errors.js";
@@ -91,6 +91,40 @@ export class QuotaLedger {
       appendFileSync(file, record);
       return { ...base, used: used + count };
     });
+  }
+
+  /**
+   * This month's operations per UTC day, from the records' own timestamps (every record has
+   * carried one since the ledger's first version, so any ledger reads): `days[i]` is day i + 1, up
+   * to today. Reads the month's file once, in 1 MiB chunks: ~32 MB for a million operations.
+   */
+  async daily(accountId: string): Promise<{ period: string; days: number[] }> {
+    const now = this.clock();
+    const days = new Array<number>(now.getUTCDate()).fill(0);
+    let fd: number;
+    try {
+      fd = openSync(this.file(accountId, now), "r");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return { period: period(now), days };
+      throw err;
+    }
+    try {
+      const chunk = Buffer.alloc(RECORD_BYTES * 32_768);
+      // Whole records only, read from record boundaries: a torn last record (a crash mid-write) is
+      // not counted, as count() doesn't count it either.
+      for (let pos = 0, whole; (whole = readSync(fd, chunk, 0, chunk.length, pos)) > 0; ) {
+        whole -= whole % RECORD_BYTES;
+        if (whole === 0) break;
+        for (let at = 0; at < whole; at += RECORD_BYTES) {
+          const day = (chunk[at + 8] - 48) * 10 + (chunk[at + 9] - 48); // `YYYY-MM-DD…`
+          if (day >= 1 && day <= days.length) days[day - 1]++;
+        }
+        pos += whole;
+      }
+    } finally {
+      closeSync(fd);
+    }
+    return { period: period(now), days };
   }
 
   private count(accountId: string, now: Date): number {

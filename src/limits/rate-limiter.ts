@@ -24,7 +24,8 @@ export class RateLimiter {
   private readonly windows = new Map<string, { window: number; count: number }>();
 
   constructor(
-    private readonly limits: RateLimits = DEFAULT_RATE_LIMITS,
+    /** Per bucket, per minute: also what the console's usage page shows as the plan's limits. */
+    readonly limits: RateLimits = DEFAULT_RATE_LIMITS,
     private readonly clock: () => number = () => Date.now(),
   ) {}
 

@@ -1,4 +1,6 @@
 import * as z from "zod/mini";
+import { MmError } from "../errors.js";
+import { ENTITY_TYPES } from "./enums.js";
 import { checkRelationType } from "./relation.js";
 import { parseWith, positiveInt, reference, requireObject } from "./validate.js";
 
@@ -28,6 +30,8 @@ export const ExportQuery = z.strictObject({
   root: z.optional(reference),
   depth: z.optional(hops),
   type: z.optional(z.string()),
+  /** Only entities of this type, and the relations between them (the console's graph filter). */
+  entityType: z.optional(z.enum(ENTITY_TYPES)),
   direction: z.optional(direction),
 });
 
@@ -43,7 +47,11 @@ export function parsePathQuery(raw: unknown): z.output<typeof PathQuery> {
 }
 
 export function parseExportQuery(raw: unknown): z.output<typeof ExportQuery> {
-  return parseWith(ExportQuery, checkedType(raw), "export query");
+  const body = checkedType(raw);
+  if (body.entityType !== undefined && !(ENTITY_TYPES as readonly unknown[]).includes(body.entityType)) {
+    throw new MmError("INVALID_ENTITY_TYPE", `entityType must be one of ${ENTITY_TYPES.join(", ")}.`, { allowed: [...ENTITY_TYPES] });
+  }
+  return parseWith(ExportQuery, body, "export query");
 }
 
 /** A relation-type filter gets INVALID_RELATION_TYPE, like everywhere else, before generic validation. */

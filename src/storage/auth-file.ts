@@ -1,8 +1,4 @@
-import { statSync } from "node:fs";
-import { open, readFile, rename } from "node:fs/promises";
-import { join } from "node:path";
-import { MmError } from "../errors.js";
-import { withLock } from "./lock.js";
+import { JsonFile } from "./json-file.js";
 
 export type Plan = "free" | "hobby" | "enterprise";
 
@@ -35,60 +31,12 @@ export interface AuthData {
 export const DEFAULT_ACCOUNT: AccountRecord = { id: "acct_default", name: "default", plan: "enterprise", createdAt: "1970-01-01T00:00:00.000Z" };
 
 /**
- * Accounts and API key hashes in `<store>/auth.json`. Small, rarely written, read on every request:
- * reads are cached and re-read only when the file's mtime or size changes, so a key revoked by
- * `mm keys revoke` is refused by a running server on its very next request. Writes hold their own
- * lock and replace the file atomically.
+ * Accounts and API key hashes in `<store>/auth.json` (see JsonFile): a key revoked by
+ * `mm keys revoke` is refused by a running server on its very next request.
  */
-export class AuthFile {
-  private cache: { stamp: string; data: AuthData } | undefined;
-
-  constructor(private readonly storeDir: string) {}
-
-  private get path(): string {
-    return join(this.storeDir, "auth.json");
-  }
-
-  async read(): Promise<AuthData> {
-    let stamp: string;
-    try {
-      // Synchronous on purpose: a stat of a local file takes ~7 µs, the promise version ~300 µs
-      // (a thread-pool round trip), and this runs on every request.
-      const s = statSync(this.path);
-      stamp = `${s.mtimeMs}:${s.size}:${s.ino}`;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return withDefault({ version: 1, accounts: [], keys: [] });
-      throw err;
-    }
-    if (this.cache?.stamp === stamp) return this.cache.data;
-    let data: AuthData;
-    try {
-      data = withDefault(JSON.parse(await readFile(this.path, "utf8")) as AuthData);
-    } catch (err) {
-      throw new MmError("STORE_ERROR", `${this.path} is not valid JSON.`, {}, { cause: err });
-    }
-    this.cache = { stamp, data };
-    return data;
-  }
-
-  /** Read-modify-write under the auth lock; `fn` mutates a fresh copy and returns a result. */
-  async update<T>(fn: (data: AuthData) => T): Promise<T> {
-    return withLock(join(this.storeDir, ".auth-lock"), async () => {
-      this.cache = undefined;
-      const data = structuredClone(await this.read());
-      const result = fn(data);
-      const tmp = `${this.path}.${process.pid}.tmp`;
-      const fh = await open(tmp, "w", 0o600);
-      try {
-        await fh.writeFile(JSON.stringify(data, null, 2) + "\n");
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      await rename(tmp, this.path);
-      this.cache = undefined;
-      return result;
-    });
+export class AuthFile extends JsonFile<AuthData> {
+  constructor(storeDir: string) {
+    super(storeDir, "auth.json", (data) => withDefault(data ?? { version: 1, accounts: [], keys: [] }));
   }
 }
 

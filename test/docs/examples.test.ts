@@ -49,6 +49,27 @@ describe("the README's first example", () => {
   });
 });
 
+describe("the README's console commands", () => {
+  it("print a link that signs in to the console the block's mm serve serves, and shows the memory", async () => {
+    const block = blocks.find((b) => b.file === "README.md" && /^mm console$/m.test(b.code) && /mm serve/.test(b.code));
+    expect(block, "a README block with mm serve and mm console").toBeDefined();
+    const added = block!.code.match(/mm memories add "([^"]+)"/)![1];
+    // The block's mm serve listens on a free port in place of 8080 (runShell), so the link names it
+    // too: --url says what mm console's default (the store's server port, 8080) says outside tests.
+    const code = block!.code.replace(/^mm console$/m, "LINK=$(mm console --url http://127.0.0.1:8080)");
+    const r = await runShell(
+      `${code}
+curl -s -c cookies.txt -o /dev/null -w '%{http_code}\\n' "$LINK"
+curl -s -b cookies.txt http://127.0.0.1:8080/console/memories`,
+      await tempDir(),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.split("\n")[0]).toBe("303");
+    expect(r.stdout).toContain(added);
+    expect(r.stdout).toContain("default");
+  });
+});
+
 describe("documentation links", () => {
   it("every relative link points at a file of the repository, and nothing points outside it", async () => {
     const { readFile } = await import("node:fs/promises");

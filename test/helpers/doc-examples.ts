@@ -83,7 +83,8 @@ export async function runShell(code: string, dir: string, env: Record<string, st
       ["-c", `set -e -o pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n${script}`],
       {
         cwd: work,
-        env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, MM_STORE: join(dir, "store"), LANCEDB_LOG: "error", ...env },
+        // No desktop: `mm console` prints its link instead of opening a browser on the developer's screen.
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, MM_STORE: join(dir, "store"), LANCEDB_LOG: "error", DISPLAY: "", WAYLAND_DISPLAY: "", ...env },
         timeout: 120_000,
       },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),

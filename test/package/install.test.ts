@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -17,7 +17,7 @@ const tempDir = useTempDirs();
  * fetches dependencies from the registry, preferring npm's local cache.
  */
 describe("the npm package", () => {
-  it("packs the built CLI, installs into an empty prefix without building, and runs: --version, add, search, mcp tools/list", async () => {
+  it("packs the built CLI and the console's assets, installs into an empty prefix without building, and runs: --version, add, search, mcp tools/list, the console", async () => {
     const dir = await tempDir();
     const started = performance.now();
     const npm = (args: string[], cwd: string) =>
@@ -26,6 +26,7 @@ describe("the npm package", () => {
     expect(packed.name).toBe("mm-semantic-memory");
     const files = packed.files.map((f: { path: string }) => f.path);
     for (const f of ["bin/mm.js", "dist/bundle/main.js", "dist/bundle/code-cache.js", "dist/bundle/lancedb.cjs", "package.json"]) expect(files).toContain(f);
+    for (const f of ["console.css", "console.js", "graph.js", "usage.js"]) expect(files).toContain(`assets/console/${f}`);
     expect(files.filter((f: string) => f.startsWith("src/") || f.startsWith("test/") || f.endsWith(".map"))).toEqual([]);
 
     const prefix = join(dir, "prefix");
@@ -35,7 +36,7 @@ describe("the npm package", () => {
     expect(await readdir(join(prefix, "bin"))).toEqual(["mm"]);
     // Nothing was built there: a build would have recorded code caches, and needs sources and tsc.
     const pkg = join(prefix, "lib", "node_modules", "mm-semantic-memory");
-    expect((await readdir(pkg)).sort()).toEqual(["README.md", "bin", "dist", "docs", "node_modules", "package.json"]);
+    expect((await readdir(pkg)).sort()).toEqual(["README.md", "assets", "bin", "dist", "docs", "node_modules", "package.json"]);
     expect(await readdir(join(pkg, "dist", "bundle"))).not.toContain("code-cache");
     expect(await readdir(join(pkg, "node_modules"))).not.toContain("typescript");
     const installMs = performance.now() - started;
@@ -53,6 +54,31 @@ describe("the npm package", () => {
     expect(tools.map((t) => t.name)).toContain("memories_search");
     expect(tools.map((t) => t.name)).toContain("search_nodes");
     await client.close();
+
+    // The console, served by the installed package: its own scripts, and Cytoscape.js and Chart.js
+    // from the package's dependencies, with nothing from the network.
+    const serve = spawn(mm, ["serve", "--port", "0"], { env, cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let err = "";
+        serve.stderr!.setEncoding("utf8").on("data", (d: string) => {
+          err += d;
+          const m = /"event":"listening","url":"([^"]+)"/.exec(err);
+          if (m) resolve(m[1]);
+        });
+        serve.once("exit", (code) => reject(new Error(`mm serve exited (${code}): ${err}`)));
+      });
+      const link = JSON.parse((await run(mm, ["console", "link", "--url", url], { env, cwd: dir })).stdout).url;
+      const signedIn = await fetch(link, { redirect: "manual" });
+      expect(signedIn.status).toBe(303);
+      const cookie = signedIn.headers.get("set-cookie")!.split(";")[0];
+      const pages = await Promise.all(["/console/graph", "/console/usage"].map(async (path) => (await fetch(url + path, { headers: { cookie } })).text()));
+      const assets = [...pages.join("").matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1]);
+      expect(new Set(assets.map((a) => a.split("/").pop()))).toEqual(new Set(["console.css", "console.js", "cytoscape.min.js", "graph.js", "chart.umd.min.js", "usage.js"]));
+      for (const asset of new Set(assets)) expect((await fetch(url + asset)).status, asset).toBe(200);
+    } finally {
+      serve.kill("SIGTERM");
+    }
     console.log(`pack + install into a clean prefix: ${Math.round(installMs)} ms; whole test ${Math.round(performance.now() - started)} ms`);
   }, 240_000);
 });

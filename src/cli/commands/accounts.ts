@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import type { Command } from "commander";
-import { Accounts, type Account, type KeyInfo } from "../../core/accounts.js";
+import { Accounts, KEY_SHOWN_ONCE, type Account, type KeyInfo } from "../../core/accounts.js";
 import { QuotaLedger } from "../../limits/ledger.js";
 import { PLANS } from "../../schemas/enums.js";
 import { ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
@@ -65,7 +65,7 @@ export function registerAccounts(program: Command, app: CliApp): void {
     .addHelpText("after", "\nExample:\n  mm keys create --account acme --name laptop")
     .action(async (opts: { name: string }, cmd: Command) => {
       const body = await (await svc(cmd, { create: true })).createKey({ account: accountFlag(app, cmd) ?? "acct_default", name: opts.name });
-      await app.output.result(body, (t) => `${t.bold(body.key)}\n${t.dim(`key ${body.id} for account ${body.accountId}: store it now, it can't be shown again.`)}`);
+      await app.output.result(body, (t) => `${t.bold(body.key)}\n${t.dim(`key ${body.id} for account ${body.accountId}: ${KEY_SHOWN_ONCE}`)}`);
     });
 
   keys

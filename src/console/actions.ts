@@ -1,0 +1,60 @@
+import type { Context } from "../core/context.js";
+import { getEntity, listEntityMemories, type Entity } from "../core/entities.js";
+import { exportGraph, neighbors } from "../core/graph.js";
+import type { Memory } from "../core/memories.js";
+import { ROUTES, type RouteInput } from "../http/routes.js";
+import type { Bucket } from "../limits/ledger.js";
+import type { EntityView } from "./pages.js";
+
+/**
+ * One console action that reads account data: the endpoint (or CLI command) it mirrors, whose
+ * rate-limit bucket it takes and whose quota rule it follows (one operation per action), and the
+ * core call it makes. Actions that are not API operations (keys, usage, signing in) aren't here
+ * and count nothing. docs/console.md lists this table; test/console/actions.test.ts holds it to that.
+ */
+export interface ConsoleAction<T = unknown> {
+  mirrors: string;
+  bucket: Bucket;
+  run(ctx: Context, input: RouteInput): Promise<T>;
+}
+
+/** An action that is exactly a /v1 endpoint: the route table's own bucket and handler. */
+function endpoint<T>(key: string): ConsoleAction<T> {
+  const route = ROUTES.find((r) => `${r.method} ${r.path}` === key);
+  if (!route) throw new Error(`no route ${key}`);
+  return { mirrors: key, bucket: route.bucket, run: (ctx, input) => route.run(ctx, input) as Promise<T> };
+}
+
+const getMemory = endpoint<Memory>("GET /v1/memories/:id");
+
+export const ACTIONS = {
+  listMemories: endpoint("GET /v1/memories"),
+  searchMemories: endpoint("POST /v1/memories/search"),
+  /** A memory and the names of the entities it links: one read, as GET /v1/memories/:id. */
+  memory: {
+    mirrors: getMemory.mirrors,
+    bucket: getMemory.bucket,
+    async run(ctx, input) {
+      const memory = await getMemory.run(ctx, input);
+      const entities = await Promise.all((memory.entityIds ?? []).map((id) => getEntity(ctx, id).catch(() => undefined)));
+      return { memory, entities: entities.filter((e): e is Entity => e !== undefined) };
+    },
+  } satisfies ConsoleAction<{ memory: Memory; entities: Entity[] }>,
+  /** The whole graph of the account, filtered by entity and relation type: one read, as `mm graph export`. */
+  graph: { mirrors: "mm graph export", bucket: "read", run: (ctx, { query }) => exportGraph(ctx, query) },
+  /** An entity, its relations and its first memories: one read, as `mm graph neighbors`. */
+  entity: {
+    mirrors: "mm graph neighbors",
+    bucket: "read",
+    async run(ctx, { params }) {
+      const [entity, around, memories] = await Promise.all([
+        getEntity(ctx, params.id),
+        neighbors(ctx, params.id, { depth: 1 }),
+        listEntityMemories(ctx, params.id, { limit: 20 }),
+      ]);
+      return { entity, neighbors: around, memories };
+    },
+  } satisfies ConsoleAction<EntityView>,
+} satisfies Record<string, ConsoleAction<any>>;
+
+export type ActionName = keyof typeof ACTIONS;
