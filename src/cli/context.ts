@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import type { Command } from "commander";
 import { Accounts, type Account } from "../core/accounts.js";
-import { openContext, warmEmbedder, type Context } from "../core/context.js";
+import { crashHooks, openContext, warmEmbedder, type Context } from "../core/context.js";
 import { QuotaLedger, type Bucket } from "../limits/ledger.js";
 import { resolveStorePath } from "../storage/paths.js";
 import type { CliApp } from "./main.js";
@@ -31,14 +31,18 @@ const BUCKETS: Record<string, Bucket> = {
 
 export interface CommandContext extends Context {
   account: Account;
-  /** Counts `count` operations against the account's quota (batch adds count per line). */
-  charge(bucket: Bucket, count: number): Promise<void>;
 }
 
 /**
  * Opens the store named by the global flags for one command, as the account named by
  * `--account` / MM_ACCOUNT (else the local default account), counts the command against that
  * account's monthly quota like the API would, and always closes the store.
+ *
+ * Billing (see limits/ledger.ts): a write is charged right after the commit that stores it; one
+ * that fails before storing anything (a validation error, an unknown id) is charged when it fails,
+ * as the API charges a 400 or a 404. A read is charged before it runs, because its answer is
+ * printed as it is made; a read killed between the two is billed without an answer. With
+ * `charge: false` (a batch add) only the commits bill, per line stored.
  */
 export async function withContext<T>(
   app: CliApp,
@@ -58,19 +62,27 @@ export async function withContext<T>(
     embedder: app.io.embedder,
     clock: app.io.clock,
     accountId: account.id,
-    hooks: crashHook(app.io.env.MM_TEST_CRASH_AT),
+    hooks: crashHooks(app.io.env.MM_TEST_CRASH_AT),
     warmed,
   });
-  const ledger = new QuotaLedger(join(storeDir, "ledger"), app.io.clock);
-  const ctx: CommandContext = {
-    ...base,
-    account,
-    charge: async (bucket, count) => void (await ledger.charge(account.id, account.quota, bucket, count)),
-  };
+  const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
+  const meter = bucket && new QuotaLedger(join(storeDir, "ledger"), app.io.clock).meter(account.id, account.quota, bucket);
+  const ctx: CommandContext = { ...base, account, meter };
   try {
-    const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
-    if (bucket && options.charge !== false) await ctx.charge(bucket, 1);
-    return await fn(ctx);
+    if (!meter) return await fn(ctx);
+    if (options.charge === false) {
+      await meter.check(1);
+      return await fn(ctx);
+    }
+    if (bucket !== "write") await meter.settle();
+    else await meter.check(1);
+    try {
+      const result = await fn(ctx);
+      await meter.settle();
+      return result;
+    } catch (err) {
+      throw await meter.settleFailure(err);
+    }
   } finally {
     await base.close();
   }
@@ -79,12 +91,4 @@ export async function withContext<T>(
 /** Repeatable flag collector: `--tag a --tag b` → ["a", "b"]. */
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
-}
-
-/** MM_TEST_CRASH_AT=<point> makes the process SIGKILL itself at that point (crash-safety tests). */
-function crashHook(point: string | undefined): ((at: string) => void) | undefined {
-  if (!point) return undefined;
-  return (at) => {
-    if (at === point) process.kill(process.pid, "SIGKILL");
-  };
 }

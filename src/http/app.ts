@@ -4,8 +4,8 @@ import { HTTPException } from "hono/http-exception";
 import type { Context } from "../core/context.js";
 import type { Accounts, Principal } from "../core/accounts.js";
 import { MmError, toMmError } from "../errors.js";
-import type { QuotaLedger, Usage } from "../limits/ledger.js";
-import type { RateLimiter } from "../limits/rate-limiter.js";
+import { isQuotaExceeded, type QuotaLedger, type Usage } from "../limits/ledger.js";
+import type { RateDecision, RateLimiter } from "../limits/rate-limiter.js";
 import { buildOpenApi } from "./openapi.js";
 import { ROUTES, type Route } from "./routes.js";
 
@@ -90,38 +90,59 @@ export function createApp(deps: AppDeps): Hono<Env> {
   return app;
 }
 
+/**
+ * One request: authenticate, refuse early if the quota is used up (that takes no rate-limit
+ * allowance: a refusal that does no work shouldn't spend the minute's requests, and retrying after
+ * Retry-After wouldn't help), take from the rate limit, run the route, and bill it. A write is
+ * billed right after the commit that stores it (core's billedCommit, through the meter); anything
+ * else that reaches the endpoint is billed once it has run, before it is answered, so a request is
+ * billed iff it is acknowledged or stored. Answers the client caused (400, 404) count, as
+ * decisions.md says; the server's own failures (5xx) don't. A request that loses the race for the
+ * last units is answered QUOTA_EXCEEDED and gets its rate-limit allowance back.
+ */
 async function handle(c: HonoContext<Env>, route: Route, deps: AppDeps): Promise<Response> {
   const principal = await deps.accounts.authenticate(c.req.header("Authorization"));
   c.set("principal", principal);
+  const { account, keyId } = principal;
+  const meter = deps.ledger.meter(account.id, account.quota, route.bucket);
+  const usage = () => deps.ledger.usage(account.id, account.quota);
 
-  const rate = deps.limiter.take(principal.keyId, route.bucket);
-  c.header("X-RateLimit-Limit", String(rate.limit));
-  c.header("X-RateLimit-Remaining", String(rate.remaining));
-  c.header("X-RateLimit-Reset", String(rate.reset));
+  try {
+    await meter.check(1);
+  } catch (err) {
+    setRateHeaders(c, deps.limiter.peek(keyId, route.bucket));
+    setQuotaHeaders(c, await usage());
+    throw err;
+  }
+  const rate = deps.limiter.take(keyId, route.bucket);
+  setRateHeaders(c, rate);
   if (!rate.allowed) {
-    setQuotaHeaders(c, await deps.ledger.usage(principal.account.id, principal.account.quota));
+    setQuotaHeaders(c, await usage());
     throw new MmError("RATE_LIMIT_EXCEEDED", `Too many ${route.bucket} requests; retry in ${rate.retryAfter} s.`, { retryAfter: rate.retryAfter });
   }
 
-  let usage: Usage;
+  let result: unknown;
   try {
-    usage = await deps.ledger.charge(principal.account.id, principal.account.quota, route.bucket);
-  } catch (err) {
-    if (err instanceof MmError && err.code === "QUOTA_EXCEEDED") {
-      setQuotaHeaders(c, await deps.ledger.usage(principal.account.id, principal.account.quota));
-    }
+    const input = { params: c.req.param() as Record<string, string>, query: queryObject(c), body: route.body ? await readJson(c) : undefined };
+    result = await route.run({ ...deps.ctx, accountId: account.id, meter }, input);
+    setQuotaHeaders(c, await meter.settle());
+  } catch (failure) {
+    const err = await meter.settleFailure(failure);
+    if (isQuotaExceeded(err)) deps.limiter.refund(keyId, route.bucket);
+    setQuotaHeaders(c, meter.usage ?? (await usage()));
     throw err;
   }
-  setQuotaHeaders(c, usage);
-
-  const input = { params: c.req.param() as Record<string, string>, query: queryObject(c), body: route.body ? await readJson(c) : undefined };
-  const ctx: Context = { ...deps.ctx, accountId: principal.account.id };
-  const result = await route.run(ctx, input);
   if (result && typeof result === "object" && "status" in result && "body" in result) {
     const r = result as { status: number; body: unknown };
     return c.json(r.body as object, r.status as 200);
   }
   return c.json(result as object, route.status);
+}
+
+function setRateHeaders(c: HonoContext<Env>, rate: RateDecision): void {
+  c.header("X-RateLimit-Limit", String(rate.limit));
+  c.header("X-RateLimit-Remaining", String(rate.remaining));
+  c.header("X-RateLimit-Reset", String(rate.reset));
 }
 
 function setQuotaHeaders(c: HonoContext<Env>, usage: Usage): void {

@@ -3,7 +3,7 @@ import type { Server } from "node:http";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import { Accounts } from "../core/accounts.js";
-import { openContext } from "../core/context.js";
+import { crashHooks, openContext } from "../core/context.js";
 import type { Embedder, Env } from "../embedder/index.js";
 import { QuotaLedger } from "../limits/ledger.js";
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from "../limits/rate-limiter.js";
@@ -34,7 +34,7 @@ export interface RunningServer {
 /** Starts the /v1 API on the store. Loopback by default: exposing it is an explicit choice. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const clock = options.clock ?? (() => new Date());
-  const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock });
+  const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock, hooks: crashHooks(options.env?.MM_TEST_CRASH_AT) });
   const configured = ctx.store.config.server ?? {};
   if (options.warm !== false) await (await ctx.embedder()).embed(["warm up"]);
   const app = createApp({
