@@ -151,11 +151,14 @@ function setQuotaHeaders(c: HonoContext<Env>, usage: Usage): void {
   c.header("X-Quota-Reset", usage.resetAt);
 }
 
-/** Query parameters as an object; a repeated key becomes an array (so `tags=a&tags=b` works too). */
+/**
+ * Query parameters as an object; a repeated key becomes an array (so `tags=a&tags=b` works too).
+ * Built with Object.fromEntries, which defines own properties: an assignment `out[k] = v` with k
+ * "__proto__" would set the object's prototype, and the parameter would slip past the check for
+ * unknown ones.
+ */
 function queryObject(c: HonoContext<Env>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, values] of Object.entries(c.req.queries())) out[k] = values.length === 1 ? values[0] : values;
-  return out;
+  return Object.fromEntries(Object.entries(c.req.queries()).map(([k, values]) => [k, values.length === 1 ? values[0] : values]));
 }
 
 async function readJson(c: HonoContext<Env>): Promise<unknown> {
