@@ -18,6 +18,7 @@ export type ErrorCode =
   | "NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
   | "PAYLOAD_TOO_LARGE"
+  | "REQUEST_TIMEOUT"
   | "UNAUTHORIZED"
   | "FORBIDDEN"
   | "RATE_LIMIT_EXCEEDED"
@@ -60,6 +61,7 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorClass> = {
   NOT_FOUND: { status: 404, exit: EXIT.notFound },
   METHOD_NOT_ALLOWED: { status: 405, exit: EXIT.usage },
   PAYLOAD_TOO_LARGE: { status: 413, exit: EXIT.usage },
+  REQUEST_TIMEOUT: { status: 408, exit: EXIT.usage },
   UNAUTHORIZED: { status: 401, exit: EXIT.auth },
   FORBIDDEN: { status: 403, exit: EXIT.auth },
   RATE_LIMIT_EXCEEDED: { status: 429, exit: EXIT.limited },

@@ -1,6 +1,4 @@
-import { Hono, type Context as HonoContext } from "hono";
-import { bodyLimit } from "hono/body-limit";
-import { HTTPException } from "hono/http-exception";
+import { Hono, type Context as HonoContext, type MiddlewareHandler } from "hono";
 import type { Context } from "../core/context.js";
 import type { Accounts, Principal } from "../core/accounts.js";
 import { MmError, toMmError } from "../errors.js";
@@ -10,6 +8,11 @@ import { buildOpenApi } from "./openapi.js";
 import { ROUTES, type Route } from "./routes.js";
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/**
+ * How much of a refused body is read (and thrown away) before the 413 is sent. A body declared
+ * larger than this is refused at once: a client sending that much is on its own.
+ */
+const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
 
 export interface AppDeps {
   /** The store, embedder and clock; each request acts as its key's account on a copy. */
@@ -22,7 +25,7 @@ export interface AppDeps {
   log?: (entry: Record<string, unknown>) => void;
 }
 
-type Env = { Variables: { principal?: Principal } };
+type Env = { Variables: { principal?: Principal; body?: string } };
 
 /**
  * The /v1 API: a thin adapter from HTTP to the core services. Each request is authenticated,
@@ -50,12 +53,7 @@ export function createApp(deps: AppDeps): Hono<Env> {
   const openapi = buildOpenApi(ROUTES);
   app.get("/v1/openapi.json", (c) => c.json(openapi));
 
-  const limitBody = bodyLimit({
-    maxSize: maxBody,
-    onError: () => {
-      throw tooLarge(maxBody);
-    },
-  });
+  const limitBody = readBody(maxBody);
   // Paths are registered static ones first, each followed by its 405 catch-all, so that
   // `GET /v1/memories/search` is a wrong method on a known path, not the memory id "search".
   const methodsByPath = new Map<string, string[]>([["/v1/openapi.json", ["GET"]]]);
@@ -77,9 +75,7 @@ export function createApp(deps: AppDeps): Hono<Env> {
   app.notFound((c) => c.json(new MmError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`).toBody(), 404));
 
   app.onError((err, c) => {
-    let mm: MmError;
-    if (err instanceof HTTPException && err.status === 413) mm = tooLarge(maxBody);
-    else mm = toMmError(err);
+    const mm = toMmError(err);
     if (mm.code === "INTERNAL_ERROR") {
       deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, error: String((err as Error)?.stack ?? err) });
     }
@@ -161,6 +157,44 @@ function queryObject(c: HonoContext<Env>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(c.req.queries()).map(([k, values]) => [k, values.length === 1 ? values[0] : values]));
 }
 
+/**
+ * Reads a POST or PATCH body whole, before authentication, up to `max` bytes. A larger one is
+ * refused with 413 PAYLOAD_TOO_LARGE, but only once the rest of it has been read and thrown away
+ * (up to DRAIN_MAX_BYTES): a server that answers and closes while the client is still sending
+ * makes Node's fetch (undici) report a socket error (UND_ERR_SOCKET, EPIPE) instead of the 413, and
+ * can break the next request on the same connection. The 413 says `Connection: close`, so the
+ * client opens a fresh connection for whatever it sends next.
+ */
+function readBody(max: number): MiddlewareHandler<Env> {
+  return async (c, next) => {
+    const declared = Number(c.req.header("Content-Length") ?? NaN);
+    const stream = c.req.raw.body;
+    let over = declared > max;
+    if (stream && !(declared > DRAIN_MAX_BYTES)) {
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      const reader = stream.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        size += value.byteLength;
+        if (size > max) over = true;
+        if (size > DRAIN_MAX_BYTES) {
+          await reader.cancel();
+          break;
+        }
+        if (!over) chunks.push(value);
+      }
+      if (!over) c.set("body", Buffer.concat(chunks).toString("utf8"));
+    }
+    if (over) {
+      c.header("Connection", "close");
+      throw tooLarge(max);
+    }
+    await next();
+  };
+}
+
 async function readJson(c: HonoContext<Env>): Promise<unknown> {
   const type = c.req.header("Content-Type") ?? "";
   if (!/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(type)) {
@@ -168,13 +202,7 @@ async function readJson(c: HonoContext<Env>): Promise<unknown> {
       details: [{ field: "Content-Type", message: `expected application/json, got ${type || "none"}` }],
     });
   }
-  let text: string;
-  try {
-    text = await c.req.text();
-  } catch (err) {
-    if ((err as Error)?.name === "BodyLimitError") throw tooLarge();
-    throw err;
-  }
+  const text = c.get("body") ?? "";
   try {
     return JSON.parse(text);
   } catch {
@@ -182,6 +210,6 @@ async function readJson(c: HonoContext<Env>): Promise<unknown> {
   }
 }
 
-function tooLarge(limit?: number): MmError {
-  return new MmError("PAYLOAD_TOO_LARGE", `The request body is larger than the server's limit${limit ? ` of ${limit} bytes` : ""}.`, limit ? { limit } : {});
+function tooLarge(limit: number): MmError {
+  return new MmError("PAYLOAD_TOO_LARGE", `The request body is larger than the server's limit of ${limit} bytes.`, { limit });
 }

@@ -1,13 +1,28 @@
+import { createServer, STATUS_CODES, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
+import type { Duplex } from "node:stream";
 import { join } from "node:path";
-import { serve } from "@hono/node-server";
+import { getRequestListener, RequestError } from "@hono/node-server";
 import { Accounts } from "../core/accounts.js";
 import { crashHooks, openContext } from "../core/context.js";
 import type { Embedder, Env } from "../embedder/index.js";
 import { QuotaLedger } from "../limits/ledger.js";
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from "../limits/rate-limiter.js";
+import { MmError, validationError } from "../errors.js";
 import { createApp, DEFAULT_BODY_LIMIT } from "./app.js";
+
+/** How long a client may take: to send its headers, its whole request, and between keep-alive requests. */
+export interface ServerTimeouts {
+  headersMs: number;
+  requestMs: number;
+  keepAliveMs: number;
+}
+
+/**
+ * 10 s for headers is ample for any real client and cuts a slow-loris connection loose early; 30 s
+ * for a whole request covers a 1 MiB body over a slow link; 5 s is Node's own keep-alive default.
+ */
+export const DEFAULT_TIMEOUTS: ServerTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 };
 
 export interface ServerOptions {
   storeDir: string;
@@ -16,6 +31,7 @@ export interface ServerOptions {
   env?: Env;
   rateLimits?: Partial<RateLimits>;
   bodyLimitBytes?: number;
+  timeouts?: Partial<ServerTimeouts>;
   /** Load the model before listening, so the first search doesn't pay for it (default true). */
   warm?: boolean;
   /** Tests: an embedder in place of the store's model, and one clock for data, quota and rate windows. */
@@ -27,6 +43,7 @@ export interface ServerOptions {
 export interface RunningServer {
   url: string;
   port: number;
+  timeouts: ServerTimeouts;
   /** Stops accepting connections, lets in-flight requests finish, then closes the store. */
   close(): Promise<void>;
 }
@@ -46,27 +63,69 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log: options.log,
   });
   const host = options.host ?? configured.host ?? "127.0.0.1";
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port: options.port ?? configured.port ?? 8080 }, () => resolve(s as Server)) as Server;
-    s.once("error", reject);
+  const timeouts: ServerTimeouts = {
+    headersMs: options.timeouts?.headersMs ?? configured.headersTimeoutMs ?? DEFAULT_TIMEOUTS.headersMs,
+    requestMs: options.timeouts?.requestMs ?? configured.requestTimeoutMs ?? DEFAULT_TIMEOUTS.requestMs,
+    keepAliveMs: options.timeouts?.keepAliveMs ?? configured.keepAliveTimeoutMs ?? DEFAULT_TIMEOUTS.keepAliveMs,
+  };
+  const listener = getRequestListener(app.fetch, {
+    // For HTTP/1.0 requests, which may leave Host out; the name only completes the request's URL.
+    hostname: "localhost",
+    // The adapter refuses some requests before the app sees them (an `OPTIONS *` target, a bad
+    // Host, a backslash in the path) and would answer an empty 400.
+    errorHandler: (err) => {
+      if (err instanceof RequestError) return envelopeResponse(validationError("request", err.message === "Missing host header" ? "has no Host header" : "has a malformed target or Host header"));
+      options.log?.({ time: new Date().toISOString(), level: "error", error: String((err as Error)?.stack ?? err) });
+      return envelopeResponse(new MmError("INTERNAL_ERROR", "An internal error occurred."));
+    },
   });
-  // Requests Node refuses before the app sees them (oversized headers, garbage) still get the envelope.
-  server.removeAllListeners("clientError");
-  server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable) return socket.destroy();
-    const tooBig = err.code === "HPE_HEADER_OVERFLOW";
-    const body = JSON.stringify({
-      error: tooBig
-        ? { code: "PAYLOAD_TOO_LARGE", message: "The request headers (or URL) are too large." }
-        : { code: "VALIDATION_ERROR", message: "Malformed HTTP request.", details: [{ field: "request", message: "could not be parsed" }] },
+  const server = createServer(
+    {
+      // Node's own check answers an empty 400; the listener below answers with the envelope.
+      requireHostHeader: false,
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: Math.max(timeouts.requestMs, timeouts.headersMs),
+      keepAliveTimeout: timeouts.keepAliveMs,
+      // How often Node looks for connections past those timeouts (default 30 s, which let a silent
+      // connection live 30 s past a 10 s header timeout).
+      connectionsCheckingInterval: Math.min(1_000, timeouts.headersMs / 2),
+    },
+    (req, res) => {
+      if (req.headers.host === undefined && req.httpVersion !== "1.0") {
+        res.shouldKeepAlive = false;
+        return writeEnvelope(res, validationError("Host", "is required in HTTP/1.1"));
+      }
+      void listener(req, res);
+    },
+  );
+  // No proxying here: CONNECT would otherwise get no answer at all.
+  server.on("connect", (_req, socket: Duplex) => {
+    socket.on("error", () => socket.destroy());
+    socket.end(rawEnvelope(new MmError("METHOD_NOT_ALLOWED", "CONNECT is not supported: mm serve is not a proxy.")));
+  });
+  // Requests Node refuses before the app sees them (oversized headers, garbage, timeouts) still get the envelope.
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (!socket.writable || (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) return socket.destroy();
+    if (err.code === "HPE_HEADER_OVERFLOW") return socket.end(rawEnvelope(new MmError("PAYLOAD_TOO_LARGE", "The request headers (or URL) are too large."), 431));
+    const error =
+      err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? new MmError("REQUEST_TIMEOUT", `The request was not received in time: headers must arrive within ${timeouts.headersMs / 1000} s and the whole request within ${Math.max(timeouts.requestMs, timeouts.headersMs) / 1000} s.`)
+        : validationError("request", "could not be parsed");
+    socket.end(rawEnvelope(error));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? configured.port ?? 8080, host, () => {
+      server.off("error", reject);
+      resolve();
     });
-    socket.end(`HTTP/1.1 ${tooBig ? "431 Request Header Fields Too Large" : "400 Bad Request"}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   });
   const port = (server.address() as AddressInfo).port;
   let closing: Promise<void> | undefined;
   return {
     url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
     port,
+    timeouts,
     close() {
       closing ??= (async () => {
         await new Promise<void>((resolve) => {
@@ -78,4 +137,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return closing;
     },
   };
+}
+
+function envelopeResponse(err: MmError): Response {
+  return new Response(JSON.stringify(err.toBody()), { status: err.status, headers: { "Content-Type": "application/json", Connection: "close" } });
+}
+
+function writeEnvelope(res: ServerResponse, err: MmError): void {
+  const body = JSON.stringify(err.toBody());
+  res.writeHead(err.status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body), Connection: "close" });
+  res.end(body);
+}
+
+/** A whole HTTP/1.1 answer as text, for sockets Node's HTTP layer has given up on. */
+function rawEnvelope(err: MmError, status = err.status): string {
+  const body = JSON.stringify(err.toBody());
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }

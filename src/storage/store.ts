@@ -18,6 +18,9 @@ export interface StoreConfig {
     port?: number;
     rateLimits?: { read?: number; write?: number; search?: number };
     bodyLimitBytes?: number;
+    headersTimeoutMs?: number;
+    requestTimeoutMs?: number;
+    keepAliveTimeoutMs?: number;
   };
 }
 
