@@ -100,6 +100,24 @@ export class MmError extends Error {
   }
 }
 
+/**
+ * Codes whose messages speak to whoever runs mm: they name paths, process ids, the embedding
+ * endpoint's URL, the variable holding its key, the upstream's own words. Over HTTP a client gets
+ * the message below instead (and no extra fields); the server logs the original.
+ */
+const OPERATOR_ONLY: Partial<Record<ErrorCode, string>> = {
+  EMBEDDER_UNAVAILABLE: "The embedding service is unavailable; try again later.",
+  EMBEDDER_MISMATCH: "The embedding service returned vectors this store can't use; the server's log has the details.",
+  STORE_ERROR: "The store is unavailable; try again later.",
+  INTERNAL_ERROR: "An internal error occurred.",
+};
+
+/** What a remote client may see of `err`: itself, or for operator-only codes the same code with a generic message. */
+export function forClient(err: MmError): MmError {
+  const generic = OPERATOR_ONLY[err.code];
+  return generic === undefined ? err : new MmError(err.code, generic);
+}
+
 /** VALIDATION_ERROR for one field, in the same form schema failures take. */
 export function validationError(field: string, message: string): MmError {
   return new MmError("VALIDATION_ERROR", `Invalid request: ${field}: ${message}`, { details: [{ field, message }] });

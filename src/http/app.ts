@@ -1,7 +1,7 @@
 import { Hono, type Context as HonoContext, type MiddlewareHandler } from "hono";
 import type { Context } from "../core/context.js";
 import type { Accounts, Principal } from "../core/accounts.js";
-import { MmError, toMmError } from "../errors.js";
+import { forClient, MmError, toMmError } from "../errors.js";
 import { isQuotaExceeded, type QuotaLedger, type Usage } from "../limits/ledger.js";
 import type { RateDecision, RateLimiter } from "../limits/rate-limiter.js";
 import { buildOpenApi } from "./openapi.js";
@@ -21,7 +21,7 @@ export interface AppDeps {
   ledger: QuotaLedger;
   limiter: RateLimiter;
   bodyLimitBytes?: number;
-  /** Structured request log sink (one object per request); never receives the key. */
+  /** Structured request log sink (one object per request, and one per error a client only sees generically); never receives the key. */
   log?: (entry: Record<string, unknown>) => void;
 }
 
@@ -76,11 +76,14 @@ export function createApp(deps: AppDeps): Hono<Env> {
 
   app.onError((err, c) => {
     const mm = toMmError(err);
-    if (mm.code === "INTERNAL_ERROR") {
-      deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, error: String((err as Error)?.stack ?? err) });
+    const answer = forClient(mm);
+    if (answer !== mm) {
+      // The details stay here; the log sink masks secrets (see startServer).
+      const detail = mm.code === "INTERNAL_ERROR" ? String((err as Error)?.stack ?? err) : causeChain(mm);
+      deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, code: mm.code, error: detail });
     }
     if (mm.code === "RATE_LIMIT_EXCEEDED") c.header("Retry-After", String(mm.extra.retryAfter));
-    return c.json(mm.toBody(), mm.status as 400);
+    return c.json(answer.toBody(), answer.status as 400);
   });
 
   return app;
@@ -208,6 +211,13 @@ async function readJson(c: HonoContext<Env>): Promise<unknown> {
   } catch {
     throw new MmError("VALIDATION_ERROR", "The request body is not valid JSON.", { details: [{ field: "body", message: "not valid JSON" }] });
   }
+}
+
+/** An error's message, then each cause's, for the log: "message ← cause ← cause's cause". */
+function causeChain(err: Error): string {
+  const parts: string[] = [];
+  for (let e: unknown = err; e && parts.length < 5; e = (e as Error).cause) parts.push(e instanceof Error ? e.message : String(e));
+  return parts.join(" ← ");
 }
 
 function tooLarge(limit: number): MmError {

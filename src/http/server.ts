@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { getRequestListener, RequestError } from "@hono/node-server";
 import { Accounts } from "../core/accounts.js";
 import { crashHooks, openContext } from "../core/context.js";
-import type { Embedder, Env } from "../embedder/index.js";
+import type { Embedder, EmbedderConfig, Env } from "../embedder/index.js";
+import { maskSecrets } from "../secrets.js";
 import { QuotaLedger } from "../limits/ledger.js";
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from "../limits/rate-limiter.js";
 import { MmError, validationError } from "../errors.js";
@@ -53,6 +54,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const clock = options.clock ?? (() => new Date());
   const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock, hooks: crashHooks(options.env?.MM_TEST_CRASH_AT) });
   const configured = ctx.store.config.server ?? {};
+  // Every log line is masked for the embedder's API key, in every form an upstream may echo it in.
+  const secrets = embedderSecrets(ctx.store.config.embedder, options.env ?? {});
+  const log = options.log && ((entry: Record<string, unknown>) => options.log!(JSON.parse(maskSecrets(JSON.stringify(entry), secrets))));
   if (options.warm !== false) await (await ctx.embedder()).embed(["warm up"]);
   const app = createApp({
     ctx,
@@ -60,7 +64,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ledger: new QuotaLedger(join(options.storeDir, "ledger"), clock),
     limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...configured.rateLimits, ...options.rateLimits }, () => clock().getTime()),
     bodyLimitBytes: options.bodyLimitBytes ?? configured.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
-    log: options.log,
+    log,
   });
   const host = options.host ?? configured.host ?? "127.0.0.1";
   const timeouts: ServerTimeouts = {
@@ -75,7 +79,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // Host, a backslash in the path) and would answer an empty 400.
     errorHandler: (err) => {
       if (err instanceof RequestError) return envelopeResponse(validationError("request", err.message === "Missing host header" ? "has no Host header" : "has a malformed target or Host header"));
-      options.log?.({ time: new Date().toISOString(), level: "error", error: String((err as Error)?.stack ?? err) });
+      log?.({ time: new Date().toISOString(), level: "error", error: String((err as Error)?.stack ?? err) });
       return envelopeResponse(new MmError("INTERNAL_ERROR", "An internal error occurred."));
     },
   });
@@ -137,6 +141,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return closing;
     },
   };
+}
+
+/** The values of the environment variables an embedder config names for its secrets (openai's apiKeyEnv). */
+function embedderSecrets(config: EmbedderConfig, env: Env): string[] {
+  const name = config.options?.apiKeyEnv ?? (config.provider === "openai" ? "OPENAI_API_KEY" : undefined);
+  const value = typeof name === "string" ? env[name]?.trim() : undefined;
+  return value ? [value] : [];
 }
 
 function envelopeResponse(err: MmError): Response {
