@@ -4,6 +4,7 @@ import { MmError } from "../errors.js";
 import type { EmbedderConfig } from "../embedder/types.js";
 import { describeEmbedder } from "../embedder/index.js";
 import { withWriteLock } from "./lock.js";
+import { restrictUmask, tightenStore } from "./private-files.js";
 import { loadLance, sqlString, sqlStringList, toStringArray, type Connection, type Table } from "./lance.js";
 
 export const STORE_FORMAT_VERSION = 1;
@@ -212,6 +213,7 @@ export class Store {
    * Refuses a non-empty directory that isn't a store, so a mistyped `--store ~` litters nothing.
    */
   static async open(dir: string, options: { create?: EmbedderConfig; now?: () => Date; tuning?: Partial<StoreTuning> } = {}): Promise<Store> {
+    restrictUmask();
     let config = await readConfig(dir);
     if (!config) {
       if (!options.create) {
@@ -234,6 +236,7 @@ export class Store {
         return fresh;
       });
     }
+    await tightenStore(dir);
     if (config.formatVersion > STORE_FORMAT_VERSION) {
       throw new MmError("STORE_ERROR", `The store at ${dir} was written by a newer mm (format ${config.formatVersion}); upgrade mm.`);
     }
@@ -1014,6 +1017,7 @@ async function writeConfig(dir: string, config: StoreConfig): Promise<void> {
 }
 
 async function ensureDirForNewStore(dir: string): Promise<void> {
+  // Parents keep the usual modes; the store itself is private (tightenStore fixes a directory given empty).
   await mkdir(dir, { recursive: true });
   const entries = (await readdir(dir)).filter((e) => !e.startsWith(".write-lock"));
   const foreign = entries.filter((e) => e !== "db" && !e.startsWith("config.json"));
