@@ -5,7 +5,7 @@ import type { EmbedderConfig } from "../embedder/types.js";
 import { describeEmbedder } from "../embedder/index.js";
 import { withWriteLock } from "./lock.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
-import { loadLance, sqlString, sqlStringList, toStringArray, type Connection, type Table } from "./lance.js";
+import { lanceSession, loadLance, sqlString, sqlStringList, toStringArray, type Connection, type Session, type Table } from "./lance.js";
 
 export const STORE_FORMAT_VERSION = 1;
 
@@ -134,9 +134,11 @@ export interface StoreTuning {
   vectorIndexMinRows: number;
   /** A search whose filter leaves at most this many rows stays exact even when there is an index. */
   exactSearchMaxRows: number;
+  /** LanceDB's metadata cache for this store (see lanceSession): 64 MiB. */
+  metadataCacheBytes: number;
 }
 
-export const DEFAULT_TUNING: StoreTuning = { vectorIndexMinRows: 50_000, exactSearchMaxRows: 20_000 };
+export const DEFAULT_TUNING: StoreTuning = { vectorIndexMinRows: 50_000, exactSearchMaxRows: 20_000, metadataCacheBytes: 64 * 1024 * 1024 };
 
 export interface OptimizeResult {
   fragmentsRemoved: number;
@@ -206,7 +208,13 @@ export class Store {
     readonly tuning: StoreTuning,
     /** Shared with snapshot views, so a view doesn't re-read the index list. */
     private readonly indexCache: { at: number; value: VectorIndexInfo | null; counts: Map<string, { at: number; count: number }> },
+    private readonly session: Session,
   ) {}
+
+  /** Bytes in LanceDB's caches for this store (metadata and index), for tests and memory measurements. */
+  cacheBytes(): number {
+    return Number(this.session.sizeBytes());
+  }
 
   /**
    * Opens the store at `dir`, creating it with `create` as its embedder when it doesn't exist.
@@ -229,7 +237,7 @@ export class Store {
           createdAt: (options.now?.() ?? new Date()).toISOString(),
           embedder: init,
         };
-        const db = await connect(dir);
+        const { db } = await connect(dir);
         await db.createEmptyTable(MEMORIES, memorySchema(init.dims), { mode: "create", existOk: true });
         await db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true });
         await writeConfig(dir, fresh);
@@ -242,7 +250,8 @@ export class Store {
     }
     // The metadata reads below don't depend on each other; each is a round trip to LanceDB's
     // threads, so they run together (a cold `mm` command opens the store every time).
-    const db = await connect(dir);
+    const tuning = { ...DEFAULT_TUNING, ...options.tuning };
+    const { db, session } = await connect(dir, tuning);
     const [memories, tables] = await Promise.all([db.openTable(MEMORIES), db.tableNames()]);
     const [schema, indices, graph] = await Promise.all([
       memories.schema(),
@@ -258,7 +267,7 @@ export class Store {
       await withWriteLock(dir, () => db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true }));
     }
     const indexCache = { at: Date.now(), value: vectorIndexOf(indices), counts: new Map() };
-    const store = new Store(dir, config, db, memories, graph ?? (await db.openTable(GRAPH)), { ...DEFAULT_TUNING, ...options.tuning }, indexCache);
+    const store = new Store(dir, config, db, memories, graph ?? (await db.openTable(GRAPH)), tuning, indexCache, session);
     await store.ensureIndexes(indices);
     return store;
   }
@@ -271,7 +280,7 @@ export class Store {
   async snapshot(): Promise<Store> {
     const [memories, graph] = await Promise.all([this.db.openTable(MEMORIES), this.db.openTable(GRAPH)]);
     await Promise.all([memories.checkout(await memories.version()), graph.checkout(await graph.version())]);
-    const view = new Store(this.dir, this.config, this.db, memories, graph, this.tuning, this.indexCache);
+    const view = new Store(this.dir, this.config, this.db, memories, graph, this.tuning, this.indexCache, this.session);
     view.pinned = true;
     return view;
   }
@@ -981,10 +990,11 @@ function toArrowRow(row: MemoryRow): Record<string, unknown> {
   return { ...row, vector: Array.from(row.vector) };
 }
 
-async function connect(dir: string): Promise<Connection> {
+async function connect(dir: string, tuning: Pick<StoreTuning, "metadataCacheBytes"> = DEFAULT_TUNING): Promise<{ db: Connection; session: Session }> {
   const { lancedb } = loadLance();
+  const session = lanceSession(tuning.metadataCacheBytes);
   // readConsistencyInterval 0: every read sees the latest commit, including other processes'.
-  return lancedb.connect(join(dir, "db"), { readConsistencyInterval: 0 });
+  return { db: await lancedb.connect(join(dir, "db"), { readConsistencyInterval: 0, session }), session };
 }
 
 async function readConfig(dir: string): Promise<StoreConfig | undefined> {
