@@ -1,7 +1,7 @@
 import { Hono, type Context as HonoContext, type MiddlewareHandler } from "hono";
 import type { Context } from "../core/context.js";
 import type { Accounts, Principal } from "../core/accounts.js";
-import { forClient, MmError, toMmError } from "../errors.js";
+import { forClient, MmError, toMmError, validationError } from "../errors.js";
 import { isQuotaExceeded, type QuotaLedger, type Usage } from "../limits/ledger.js";
 import type { RateDecision, RateLimiter } from "../limits/rate-limiter.js";
 import { buildOpenApi } from "./openapi.js";
@@ -178,7 +178,10 @@ function readBody(max: number): MiddlewareHandler<Env> {
       let size = 0;
       const reader = stream.getReader();
       for (;;) {
-        const { done, value } = await reader.read();
+        // A body cut off (the client went away, or sent broken chunks) answers nobody; not an internal error.
+        const { done, value } = await reader.read().catch(() => {
+          throw validationError("body", "could not be read to its end");
+        });
         if (done) break;
         size += value.byteLength;
         if (size > max) over = true;

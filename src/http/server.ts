@@ -109,13 +109,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   // Requests Node refuses before the app sees them (oversized headers, garbage, timeouts) still get the envelope.
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (!socket.writable || (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) return socket.destroy();
-    if (err.code === "HPE_HEADER_OVERFLOW") return socket.end(rawEnvelope(new MmError("PAYLOAD_TOO_LARGE", "The request headers (or URL) are too large."), 431));
-    const error =
-      err.code === "ERR_HTTP_REQUEST_TIMEOUT"
-        ? new MmError("REQUEST_TIMEOUT", `The request was not received in time: headers must arrive within ${timeouts.headersMs / 1000} s and the whole request within ${Math.max(timeouts.requestMs, timeouts.headersMs) / 1000} s.`)
-        : validationError("request", "could not be parsed");
-    socket.end(rawEnvelope(error));
+    if (!socket.writable) return socket.destroy();
+    const answer =
+      err.code === "HPE_HEADER_OVERFLOW"
+        ? rawEnvelope(new MmError("PAYLOAD_TOO_LARGE", "The request headers (or URL) are too large."), 431)
+        : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? rawEnvelope(new MmError("REQUEST_TIMEOUT", `The request was not received in time: headers must arrive within ${timeouts.headersMs / 1000} s and the whole request within ${Math.max(timeouts.requestMs, timeouts.headersMs) / 1000} s.`))
+          : rawEnvelope(validationError("request", "could not be parsed"));
+    // A malformed request pipelined behind a good one: the good one is answered first, then this.
+    // (If the request in flight is the malformed one, its body is what failed to parse: answer now.)
+    const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+    if (!inFlight || inFlight.writableFinished || !inFlight.req?.complete) return socket.end(answer);
+    if (inFlight.headersSent && err.code === "ERR_HTTP_REQUEST_TIMEOUT") return socket.destroy();
+    inFlight.once("finish", () => socket.writable && socket.end(answer));
+    inFlight.once("close", () => socket.writable && socket.end(answer));
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

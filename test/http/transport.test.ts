@@ -134,6 +134,36 @@ describe("HTTP the app never sees (finding 5)", () => {
     // HTTP/1.0 needs no Host; it reaches the API.
     expectEnvelope(await raw("GET /v1/memories HTTP/1.0\r\n\r\n"), 401, "UNAUTHORIZED");
   });
+
+  it("a good request with a malformed one pipelined behind it: the good one is answered first, then a 400 envelope", async () => {
+    const body = '{"name":"Pipelined","type":"OTHER"}';
+    const good = `POST /v1/entities HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const a = await raw(`${good}GET /v1/has space HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+    const answers = a.text.split(/(?=HTTP\/1\.1 \d{3})/);
+    expect(answers.map((t) => t.slice(9, 12)), a.text).toEqual(["201", "400"]);
+    expect(answers[1]).toContain('"code":"VALIDATION_ERROR"');
+  });
+
+  it("a chunked body with a broken chunk: 400 with the envelope at once, and nothing logged as an internal error", async () => {
+    const logged: Record<string, unknown>[] = [];
+    const s = await startTestServer({ log: (e) => logged.push(e) });
+    try {
+      const { port } = new URL(s.url);
+      const a = await new Promise<string>((resolve) => {
+        const socket = connect(Number(port), "127.0.0.1");
+        let text = "";
+        socket.setEncoding("utf8").on("data", (d: string) => (text += d));
+        socket.on("close", () => resolve(text));
+        socket.write("POST /v1/memories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer mm_x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n");
+      });
+      expect(a).toMatch(/^HTTP\/1\.1 400 /);
+      expect(a).toContain('"code":"VALIDATION_ERROR"');
+      await new Promise((r) => setTimeout(r, 100));
+      expect(logged.filter((e) => e.level === "error")).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
 });
 
 describe("slow clients (finding 6)", () => {
