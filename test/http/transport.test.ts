@@ -185,12 +185,12 @@ describe("slow clients (finding 6)", () => {
     ]);
     for (const a of [silent, dripping]) {
       expect(a.closedAfterMs).toBeGreaterThanOrEqual(TIMEOUTS.headersMs - 50);
-      expect(a.closedAfterMs).toBeLessThan(TIMEOUTS.headersMs + 1_500);
+      expect(a.closedAfterMs).toBeLessThan(TIMEOUTS.headersMs + 3_000);
       expectEnvelope(a, 408, "REQUEST_TIMEOUT");
     }
     // A body that trickles is cut at the request timeout.
     expect(slowBody.closedAfterMs).toBeGreaterThanOrEqual(TIMEOUTS.requestMs - 50);
-    expect(slowBody.closedAfterMs).toBeLessThan(TIMEOUTS.requestMs + 1_500);
+    expect(slowBody.closedAfterMs).toBeLessThan(TIMEOUTS.requestMs + 3_000);
   });
 
   it("200 slow-loris connections don't stop a normal client: its requests all succeed, promptly", async () => {
@@ -215,11 +215,12 @@ describe("slow clients (finding 6)", () => {
         const res = await fetch(`${server.url}/v1/memories`, { headers: { Authorization: `Bearer ${key}` } });
         expect(res.status).toBe(200);
         await res.arrayBuffer();
-        expect(Date.now() - t, `request ${i}`).toBeLessThan(750);
+        // Generous for a loaded 2-core machine; a server stuck behind the slow clients takes seconds.
+        expect(Date.now() - t, `request ${i}`).toBeLessThan(2_000);
       }
-      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(Date.now() - started).toBeLessThan(10_000);
       // And the slow ones are all gone once the header timeout has passed.
-      await new Promise((r) => setTimeout(r, TIMEOUTS.headersMs + 1_200));
+      for (let waited = 0; cut.size < 200 && waited < TIMEOUTS.headersMs + 4_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
       expect(cut.size).toBe(200);
     } finally {
       clearInterval(drip);
