@@ -36,16 +36,17 @@ export function rng(seed) {
 }
 
 /**
- * A new store in a temp directory (use-lite, the model not loaded), with accounts and one key
- * each: `{ name: plan }`. Made through the built library, not `mm` commands, to save start-ups.
+ * A new store in a temp directory (use-lite unless `embedder` says otherwise; the model is not
+ * loaded), with accounts and one key each: `{ name: plan }`. Made through the built library, not
+ * `mm` commands, to save start-ups.
  */
-export async function newStore(accounts = { main: "enterprise" }) {
+export async function newStore(accounts = { main: "enterprise" }, embedder = undefined) {
   const { openContext } = await import(join(root, "dist/core/context.js"));
   const { Accounts } = await import(join(root, "dist/core/accounts.js"));
   const { DEFAULT_EMBEDDER } = await import(join(root, "dist/embedder/index.js"));
   const dir = mkdtempSync(join(tmpdir(), "mm-suite-"));
   const store = join(dir, "store");
-  await (await openContext({ storeDir: store, createWith: DEFAULT_EMBEDDER })).close();
+  await (await openContext({ storeDir: store, createWith: embedder ?? DEFAULT_EMBEDDER })).close();
   const made = {};
   const acc = new Accounts(store);
   for (const [name, plan] of Object.entries(accounts)) {
@@ -106,3 +107,33 @@ export function writeJson(out, data) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A stand-in embedding model: an OpenAI-compatible /v1/embeddings endpoint on 127.0.0.1 that
+ * answers with deterministic bag-of-words vectors. `mm serve` uses it through its real `openai`
+ * provider, so a long run measures the server and the store, not the model's CPU time.
+ */
+export async function stubEmbeddings(dims = 64) {
+  const { createServer } = await import("node:http");
+  const { createHash } = await import("node:crypto");
+  const vector = (text) => {
+    const v = new Array(dims).fill(0);
+    for (const w of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [text]) {
+      const h = createHash("sha256").update(w).digest();
+      for (let i = 0; i < dims; i++) v[i] += (h[i % h.length] >> (i % 8)) & 1 ? 1 : -1;
+    }
+    return v;
+  };
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      const input = JSON.parse(body).input ?? [];
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ object: "list", data: input.map((t, index) => ({ object: "embedding", index, embedding: vector(t) })) }));
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${server.address().port}/v1`;
+  return { url, config: { provider: "openai", model: "stub-bag-of-words", dims, options: { url, apiKeyEnv: "MM_STUB_EMBEDDINGS_KEY" } }, close: () => new Promise((r) => (server.closeAllConnections(), server.close(r))) };
+}
