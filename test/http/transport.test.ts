@@ -121,6 +121,34 @@ describe("oversized bodies (finding 4)", () => {
       expect([noKey.status, (await noKey.json()).error.code]).toEqual([401, "UNAUTHORIZED"]);
     }
   });
+
+  it("a large body sent slowly to a route that never reads it: the whole body is read before the answer and the close (found by the fuzzer)", async () => {
+    const { port } = new URL(server.url);
+    const body = Buffer.alloc(3 * 1024 * 1024, "z");
+    let at = 0;
+    const result = await new Promise<{ writeError?: string; text: string }>((resolve) => {
+      const socket = connect(Number(port), "127.0.0.1");
+      let text = "";
+      let writeError: string | undefined;
+      socket.setEncoding("utf8").on("data", (d: string) => (text += d));
+      socket.on("error", (e: NodeJS.ErrnoException) => (writeError ??= e.code));
+      socket.on("close", () => resolve({ writeError, text }));
+      socket.write(`POST /v1/nowhere HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`);
+      // 3 MiB over about 1.5 s: longer than any fixed grace period after an early answer.
+      const step = () => {
+        if (socket.destroyed) return;
+        socket.write(body.subarray(at, at + 100 * 1024));
+        at += 100 * 1024;
+        if (at < body.length) setTimeout(step, 50);
+      };
+      step();
+    });
+    expect(result.writeError, result.text).toBeUndefined();
+    // The connection stayed open until the last byte was sent.
+    expect(at).toBeGreaterThanOrEqual(body.length);
+    expect(result.text).toMatch(/^HTTP\/1\.1 404 /);
+    expect(result.text).toContain('"code":"NOT_FOUND"');
+  });
 });
 
 describe("HTTP the app never sees (finding 5)", () => {
