@@ -396,8 +396,9 @@ const GENERATORS = {
   pipelined: (r) => {
     const a = toRaw(apiRequest(r), { close: false });
     const b = toRaw(apiRequest(r), { close: true });
-    // After a malformed request (a space or a raw non-ASCII byte in its target) the server answers 400 and closes.
-    const wellFormed = !/[\s\x80-\uffff]/.test(a.path);
+    // After a malformed request (a space, a control or non-ASCII byte, or a backslash in its
+    // target) the server answers 400 and closes: the request behind it gets no answer.
+    const wellFormed = !/[\s\x00-\x1f\x7f-\uffff\\]/.test(a.path);
     return { kind: "pipelined", method: a.method === "HEAD" || b.method === "HEAD" ? "HEAD" : "GET", raw: Buffer.concat([a.raw, b.raw]), expectAnswers: wellFormed ? 2 : 1 };
   },
   fetch: (r) => {
