@@ -18,6 +18,7 @@ export type ErrorCode =
   | "NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
   | "PAYLOAD_TOO_LARGE"
+  | "REQUEST_TIMEOUT"
   | "UNAUTHORIZED"
   | "FORBIDDEN"
   | "RATE_LIMIT_EXCEEDED"
@@ -61,6 +62,7 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorClass> = {
   NOT_FOUND: { status: 404, exit: EXIT.notFound },
   METHOD_NOT_ALLOWED: { status: 405, exit: EXIT.usage },
   PAYLOAD_TOO_LARGE: { status: 413, exit: EXIT.usage },
+  REQUEST_TIMEOUT: { status: 408, exit: EXIT.usage },
   UNAUTHORIZED: { status: 401, exit: EXIT.auth },
   FORBIDDEN: { status: 403, exit: EXIT.auth },
   RATE_LIMIT_EXCEEDED: { status: 429, exit: EXIT.limited },
@@ -98,6 +100,24 @@ export class MmError extends Error {
   toBody(): { error: { code: ErrorCode; message: string } & ErrorExtra } {
     return { error: { code: this.code, message: this.message, ...this.extra } };
   }
+}
+
+/**
+ * Codes whose messages speak to whoever runs mm: they name paths, process ids, the embedding
+ * endpoint's URL, the variable holding its key, the upstream's own words. Over HTTP a client gets
+ * the message below instead (and no extra fields); the server logs the original.
+ */
+const OPERATOR_ONLY: Partial<Record<ErrorCode, string>> = {
+  EMBEDDER_UNAVAILABLE: "The embedding service is unavailable; try again later.",
+  EMBEDDER_MISMATCH: "The embedding service returned vectors this store can't use; the server's log has the details.",
+  STORE_ERROR: "The store is unavailable; try again later.",
+  INTERNAL_ERROR: "An internal error occurred.",
+};
+
+/** What a remote client may see of `err`: itself, or for operator-only codes the same code with a generic message. */
+export function forClient(err: MmError): MmError {
+  const generic = OPERATOR_ONLY[err.code];
+  return generic === undefined ? err : new MmError(err.code, generic);
 }
 
 /** VALIDATION_ERROR for one field, in the same form schema failures take. */

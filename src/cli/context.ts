@@ -1,9 +1,9 @@
 import { join } from "node:path";
 import type { Command } from "commander";
 import { Accounts, type Account } from "../core/accounts.js";
-import { openContext, warmEmbedder, type Context } from "../core/context.js";
+import { crashHooks, openContext, warmEmbedder, type Context } from "../core/context.js";
 import { startUpkeep } from "../core/upkeep.js";
-import { QuotaLedger, type Bucket } from "../limits/ledger.js";
+import { QuotaLedger, type Bucket, type OperationMeter } from "../limits/ledger.js";
 import { locateStore, missingStore, storeStatus } from "../core/store-location.js";
 import type { CliApp } from "./main.js";
 import { confirmDelete } from "./prompt.js";
@@ -33,8 +33,12 @@ const BUCKETS: Record<string, Bucket> = {
 
 export interface CommandContext extends Context {
   account: Account;
-  /** Counts `count` operations against the account's quota (batch adds count per line). */
-  charge(bucket: Bucket, count: number): Promise<void>;
+  /** The command's rate/quota bucket; undefined for commands that aren't API operations. */
+  bucket?: Bucket;
+  /** Bills this command (see withContext); undefined when it isn't an API operation. */
+  meter?: OperationMeter;
+  /** A meter for one more operation in this context (each `mm mcp` tool call is one). */
+  meterFor(bucket: Bucket, options?: { once?: boolean }): OperationMeter;
 }
 
 /**
@@ -42,6 +46,12 @@ export interface CommandContext extends Context {
  * `--account` / MM_ACCOUNT (else the local default account), counts the command against that
  * account's monthly quota like the API would, and always closes the store. Only commands that add
  * data (`create`) may create a missing store; every other command says there is none.
+ *
+ * Billing (see limits/ledger.ts): a write is charged right after the commit that stores it; one
+ * that fails before storing anything (a validation error, an unknown id) is charged when it fails,
+ * as the API charges a 400 or a 404. A read is charged before it runs, because its answer is
+ * printed as it is made; a read killed between the two is billed without an answer. With
+ * `charge: false` (a batch add, an import, a delete that asks first) only the commits bill.
  */
 export async function withContext<T>(
   app: CliApp,
@@ -59,9 +69,14 @@ export async function withContext<T>(
     onPass: debug ? (pass) => app.io.stderr.write(JSON.stringify({ event: "maintenance", ms: pass.ms, work: pass.work }) + "\n") : undefined,
   });
   try {
-    const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
-    if (bucket && options.charge !== false) await ctx.charge(bucket, 1);
-    return await fn(ctx);
+    const meter = ctx.meter;
+    if (!meter) return await fn(ctx);
+    if (options.charge === false) {
+      await meter.check(1);
+      return await fn(ctx);
+    }
+    if (ctx.bucket !== "write") await meter.settle();
+    return await meter.run(() => fn(ctx));
   } finally {
     await upkeep.stop();
     await ctx.close();
@@ -89,14 +104,17 @@ export async function openCommandContext(app: CliApp, cmd: Command, options: { w
     embedder: app.io.embedder,
     clock: app.io.clock,
     accountId: account.id,
-    hooks: crashHook(app.io.env.MM_TEST_CRASH_AT),
+    hooks: crashHooks(app.io.env.MM_TEST_CRASH_AT),
     warmed,
   });
   const ledger = new QuotaLedger(join(storeDir, "ledger"), app.io.clock);
+  const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
   return {
     ...base,
     account,
-    charge: async (bucket, count) => void (await ledger.charge(account.id, account.quota, bucket, count)),
+    bucket,
+    meter: bucket && ledger.meter(account.id, account.quota, bucket),
+    meterFor: (b, options) => ledger.meter(account.id, account.quota, b, options),
   };
 }
 
@@ -126,8 +144,8 @@ export function confirmedDelete<T>(
     cmd,
     async (ctx) => {
       if (!(await confirmDelete(app.io, yes, () => describe(ctx)))) return app.output.note("Nothing deleted.");
-      await ctx.charge("write", 1);
-      const body = await remove(ctx);
+      // Billed by the delete's commit, or, if it fails (an unknown id), as the API bills a 404.
+      const body = ctx.meter ? await ctx.meter.run(() => remove(ctx)) : await remove(ctx);
       await app.output.result(body, () => done(body));
     },
     { charge: false },
@@ -143,12 +161,4 @@ function maintenanceFailed(app: CliApp, err: unknown): void {
 /** Repeatable flag collector: `--tag a --tag b` → ["a", "b"]. */
 export function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
-}
-
-/** MM_TEST_CRASH_AT=<point> makes the process SIGKILL itself at that point (crash-safety tests). */
-function crashHook(point: string | undefined): ((at: string) => void) | undefined {
-  if (!point) return undefined;
-  return (at) => {
-    if (at === point) process.kill(process.pid, "SIGKILL");
-  };
 }

@@ -61,9 +61,10 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
     c.header("X-RateLimit-Remaining", String(rate.remaining));
     c.header("X-RateLimit-Reset", String(rate.reset));
     if (!rate.allowed) throw new MmError("RATE_LIMIT_EXCEEDED", `Too many ${action.bucket} requests; retry in ${rate.retryAfter} s.`, { retryAfter: rate.retryAfter });
-    await deps.ledger.charge(account.id, account.quota, action.bucket);
-    const ctx: Context = { ...deps.ctx, accountId: account.id };
-    return action.run(ctx, { params: {}, query: {}, body: undefined, ...input });
+    // Billed as the endpoint it mirrors is (limits/ledger.ts): by its commits, else once answered.
+    const meter = deps.ledger.meter(account.id, account.quota, action.bucket);
+    const ctx: Context = { ...deps.ctx, accountId: account.id, meter };
+    return meter.run(() => action.run(ctx, { params: {}, query: {}, body: undefined, ...input }));
   };
 
   con.get("/console", (c) => c.redirect("/console/", 301));

@@ -39,6 +39,8 @@ export const KEY_SHOWN_ONCE = "store it now, it can't be shown again.";
 const schemas = () => import("../schemas/account.js");
 
 const KEY_RANDOM_CHARS = 40; // base62: ≈238 bits
+/** What a key can look like (decisions.md): `mm_` and at least 32 base62 characters. Longer is allowed, not absurdly so. */
+const KEY_FORM = /^mm_[0-9A-Za-z]{32,200}$/;
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 /** lastUsedAt is written at most this often per key, so authentication stays a read. */
 const TOUCH_EVERY_MS = 60_000;
@@ -154,6 +156,7 @@ export class Accounts {
     if (!match) throw unauthorized("Malformed Authorization header; expected `Bearer mm_…`.");
     const token = match[1];
     if (!token.startsWith("mm_")) throw unauthorized("Malformed API key; keys begin with mm_.");
+    if (!KEY_FORM.test(token)) throw unauthorized("Malformed API key; a key is mm_ followed by at least 32 letters and digits.");
     const data = await this.file.read();
     const wanted = Buffer.from(sha256(token), "hex");
     let found: KeyRecord | undefined;

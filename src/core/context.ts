@@ -14,11 +14,30 @@ export async function withSnapshot<T>(ctx: Context, fn: (store: Store) => Promis
 
 export const DEFAULT_ACCOUNT_ID = "acct_default";
 
+/**
+ * How an operation's writes are billed against its account's quota. The CLI and the HTTP server
+ * give each operation one (limits/ledger.ts OperationMeter); core calls it through billedCommit.
+ */
+export interface Meter {
+  /** Throws QUOTA_EXCEEDED if `count` operations can't fit now: an early refusal, before work such as embedding. */
+  check(count: number): Promise<void>;
+  /** Runs `commit`, which stores `count` operations, with the quota checked before it and charged right after it. */
+  commit<T>(count: number, commit: () => Promise<T>): Promise<T>;
+  /**
+   * The same for one commit that stores several operations, one per meter (`meters`, this one
+   * among them; group commit): `commit` is told which fit the quota, and those are charged right
+   * after it; the others get their QUOTA_EXCEEDED in `refused`.
+   */
+  commitGroup<T>(meters: Meter[], commit: (admitted: boolean[]) => Promise<T>): Promise<{ result: T; refused: (MmError | undefined)[] }>;
+}
+
 /** Everything a service needs, passed explicitly: no module-level singletons. */
 export interface Context {
   readonly store: Store;
   /** The account every read and write is scoped to. */
   readonly accountId: string;
+  /** Bills this operation's commits; absent for library use, which bills nothing. */
+  readonly meter?: Meter;
   readonly clock: () => Date;
   /** The store's embedder, created on first call so commands that never embed never load a model. */
   embedder(): Promise<Embedder>;
@@ -108,6 +127,37 @@ export async function openContext(options: ContextOptions): Promise<Context> {
       await (warmed ?? (await embedder?.catch(() => undefined)))?.close?.();
       store.close();
     },
+  };
+}
+
+/**
+ * Runs `commit`, the store commit that holds an operation's `count` billable operations (call it
+ * inside `store.write`), and bills them through the context's meter: checked before the commit,
+ * charged right after it, so an operation is billed iff it is stored or acknowledged. A crash
+ * between the commit and the charge leaves this one commit unbilled; the store's write lock lets
+ * only one commit be in that window at a time. The hooks are where crash tests kill the process.
+ */
+export async function billedCommit<T>(ctx: Context, count: number, commit: () => Promise<T>): Promise<T> {
+  const run = async () => {
+    await ctx.store.hooks?.("billed-commit:before");
+    const result = await commit();
+    await ctx.store.hooks?.("billed-commit:after");
+    return result;
+  };
+  return ctx.meter ? ctx.meter.commit(count, run) : run();
+}
+
+/**
+ * MM_TEST_CRASH_AT=<point>[#n] makes the process SIGKILL itself the n-th time (default: the first)
+ * it reaches that point: crash-safety tests use it to kill a CLI command or `mm serve` at an exact
+ * instant.
+ */
+export function crashHooks(spec: string | undefined): ((at: string) => void) | undefined {
+  if (!spec) return undefined;
+  const [point, nth] = spec.split("#");
+  let left = Number(nth ?? 1);
+  return (at) => {
+    if (at === point && --left === 0) process.kill(process.pid, "SIGKILL");
   };
 }
 

@@ -2,7 +2,7 @@ import { entitiesNotFound, MmError } from "../errors.js";
 import { foldName, parseCreateEntity, parseEntityMemoriesQuery, parseListEntities, parseUpdateEntity } from "../schemas/entity.js";
 import type { EntityType } from "../schemas/enums.js";
 import type { EntityRecord, StoreWriter } from "../storage/store.js";
-import { withSnapshot, type Context } from "./context.js";
+import { billedCommit, withSnapshot, type Context } from "./context.js";
 import { newId } from "./ids.js";
 import { page, toListItem as toMemoryListItem, type MemoryListItem, type Page } from "./memories.js";
 
@@ -32,13 +32,15 @@ export interface CreateEntityResult {
  */
 export async function createEntity(ctx: Context, raw: unknown): Promise<CreateEntityResult> {
   const input = parseCreateEntity(raw);
-  return ctx.store.write(async (w) => {
-    const existing = await w.store.findEntityByName(ctx.accountId, foldName(input.name), input.type);
-    if (existing) return { entity: toEntity(existing), created: false };
-    const record = newEntityRecord(ctx, input);
-    await w.insertEntity(record);
-    return { entity: toEntity(record), created: true };
-  });
+  return ctx.store.write((w) =>
+    billedCommit(ctx, 1, async () => {
+      const existing = await w.store.findEntityByName(ctx.accountId, foldName(input.name), input.type);
+      if (existing) return { entity: toEntity(existing), created: false };
+      const record = newEntityRecord(ctx, input);
+      await w.insertEntity(record);
+      return { entity: toEntity(record), created: true };
+    }),
+  );
 }
 
 export async function getEntity(ctx: Context, id: string): Promise<Entity> {
@@ -94,14 +96,14 @@ export async function updateEntity(ctx: Context, id: string, raw: unknown): Prom
     }
     const at = ctx.clock().toISOString();
     next.updatedAt = at > current.updatedAt ? at : current.updatedAt;
-    await w.replaceEntity(next);
+    await billedCommit(ctx, 1, () => w.replaceEntity(next));
     return toEntity(next);
   });
 }
 
 /** Deletes an entity and, in the same commit, every relation whose source or target it is. */
 export async function deleteEntity(ctx: Context, id: string): Promise<{ success: boolean; id: string; deletedRelations: number }> {
-  const { deleted, deletedRelations } = await ctx.store.write((w) => w.deleteEntityCascade(ctx.accountId, id));
+  const { deleted, deletedRelations } = await ctx.store.write((w) => billedCommit(ctx, 1, () => w.deleteEntityCascade(ctx.accountId, id)));
   if (!deleted) throw entityNotFound(id);
   return { success: true, id, deletedRelations };
 }

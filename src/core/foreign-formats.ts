@@ -19,7 +19,7 @@ export async function importMcpMemory(
   ctx: Context,
   scope: Scope,
   records: AsyncIterable<InputRecord>,
-  options: { onResult?(r: ImportResult): void; beforeWrite?(count: number): Promise<void> } = {},
+  options: { onResult?(r: ImportResult): void } = {},
 ): Promise<ImportSummary> {
   const summary: ImportSummary = { added: 0, skipped: 0, failed: 0, stopped: false };
   const results = new Map<number, ImportResult>();
@@ -48,7 +48,7 @@ export async function importMcpMemory(
       const existing = await findEntityByName(ctx, v.name);
       let id = existing?.id;
       if (!existing) {
-        await options.beforeWrite?.(1);
+        await ctx.meter?.check(1);
         id = (await createEntity(ctx, input)).entity.id;
       }
       ids.set(v.name, id!);
@@ -59,7 +59,7 @@ export async function importMcpMemory(
     }
   }
   // Observations: one line's failure fails that line (its entity stays, and a re-run retries them).
-  if (observations.length) await options.beforeWrite?.(observations.length);
+  if (observations.length) await ctx.meter?.check(observations.length);
   await addObservationMemories(ctx, scope, observations, (i, r) => {
     if ("error" in r && r.error) {
       const result = results.get(observations[i].line)!;
@@ -77,7 +77,7 @@ export async function importMcpMemory(
       const existing = await findRelation(ctx, source, target, r.relationType);
       if (existing) Object.assign(result, { id: existing.id, status: "skipped", reason: "the relation exists" });
       else {
-        await options.beforeWrite?.(1);
+        await ctx.meter?.check(1);
         Object.assign(result, { id: (await createRelation(ctx, relationInput(source, target, r.relationType))).id, status: "added" });
       }
     } catch (err) {

@@ -13,9 +13,10 @@ import { embedChecked, type Context } from "./context.js";
  * Two stages run side by side: group N+1 is embedded while group N commits. Commits stay in
  * arrival order, and each create resolves only after the commit that holds it, so an acknowledged
  * memory is stored. Each create is judged on its own: its input was validated before it joined,
- * and a link to a missing entity fails that create alone. Only what no create can cause alone (the
- * model or the disk failing) fails a whole group. Quota and rate limits are counted per request by
- * the caller, as before, so they stay exact.
+ * and a link to a missing entity, or an account out of quota, fails that create alone. Only what no
+ * create can cause alone (the model or the disk failing) fails a whole group. Each create is billed
+ * by its own meter right after the commit that stores it; rate limits are taken per request by the
+ * caller, so both stay exact.
  */
 
 /** A create waiting for its group: the row (vector still to compute) and who is waiting. */
@@ -68,7 +69,7 @@ class CreateQueue {
     try {
       await store.write(async (w) => {
         // Links are checked under the lock, per create and per account: one bad link fails one create.
-        const keep: MemoryRow[] = [];
+        const linked: number[] = [];
         const byAccount = new Map<string, number[]>();
         rows.forEach((r, i) => byAccount.set(r.accountId, [...(byAccount.get(r.accountId) ?? []), i]));
         for (const [accountId, indexes] of byAccount) {
@@ -76,10 +77,23 @@ class CreateQueue {
           for (const i of indexes) {
             const missing = rows[i].entityIds.filter((id) => !live.has(id));
             if (missing.length) outcome[i] = entitiesNotFound(missing);
-            else keep.push(rows[i]);
+            else linked.push(i);
           }
         }
-        await w.insertMemories(keep);
+        // Each create is billed as it would be alone (core/context.ts billedCommit): checked before
+        // this commit, charged right after it; one whose account has no quota left fails alone.
+        const metered = linked.filter((i) => group[i].ctx.meter);
+        const insert = async (admitted: boolean[]) => {
+          const keep = linked.filter((i) => !group[i].ctx.meter || admitted[metered.indexOf(i)]);
+          // The crash tests' points around a billed commit (core/context.ts billedCommit).
+          await store.hooks?.("billed-commit:before");
+          await w.insertMemories(keep.map((i) => rows[i]));
+          await store.hooks?.("billed-commit:after");
+        };
+        if (!metered.length) return insert([]);
+        const meters = metered.map((i) => group[i].ctx.meter!);
+        const { refused } = await meters[0].commitGroup(meters, insert);
+        metered.forEach((i, k) => refused[k] && (outcome[i] = refused[k]));
       });
     } catch (err) {
       for (const p of group) p.reject(toMmError(err));

@@ -6,7 +6,7 @@ import {
   type CreateMemoryInput,
 } from "../schemas/memory.js";
 import type { MemoryRecord, MemoryRow } from "../storage/store.js";
-import { embedChecked, withSnapshot, type Context } from "./context.js";
+import { billedCommit, embedChecked, withSnapshot, type Context } from "./context.js";
 import { assertEntitiesExist, resolveMentions, type CreateEntityResult } from "./entities.js";
 import { newId } from "./ids.js";
 import { commitCreate } from "./group-commit.js";
@@ -74,10 +74,12 @@ export async function createMemoryWithExtraction(ctx: Context, raw: unknown): Pr
   const row = newRow(ctx, input, vector);
   const extracted = await ctx.store.write(async (w) => {
     await assertEntitiesExist(ctx, row.entityIds);
-    const found = await resolveMentions(ctx, w, mentions);
-    row.entityIds = [...new Set([...row.entityIds, ...found.map((f) => f.entity.id)])];
-    await w.insertMemories([row]);
-    return found;
+    return billedCommit(ctx, 1, async () => {
+      const found = await resolveMentions(ctx, w, mentions);
+      row.entityIds = [...new Set([...row.entityIds, ...found.map((f) => f.entity.id)])];
+      await w.insertMemories([row]);
+      return found;
+    });
   });
   return { memory: toMemory(row), extracted };
 }
@@ -130,14 +132,14 @@ export async function updateMemory(ctx: Context, id: string, raw: unknown): Prom
       await assertEntitiesExist(ctx, next.entityIds);
     }
     next.updatedAt = laterTimestamp(ctx.clock(), current.updatedAt);
-    await w.replaceMemory(next);
+    await billedCommit(ctx, 1, () => w.replaceMemory(next));
     return next;
   });
   return toMemory(await withLiveLinks(ctx, updated));
 }
 
 export async function deleteMemory(ctx: Context, id: string): Promise<{ success: boolean; id: string }> {
-  const deleted = await ctx.store.write((w) => w.deleteMemory(ctx.accountId, id));
+  const deleted = await ctx.store.write((w) => billedCommit(ctx, 1, () => w.deleteMemory(ctx.accountId, id)));
   if (!deleted) throw notFound(id);
   return { success: true, id };
 }
@@ -161,15 +163,14 @@ export interface BatchOptions {
   signal?: AbortSignal;
   /** Find people, places and organisations in each line and link them (see createMemoryWithExtraction). */
   extract?: boolean;
-  /** Called with the number of valid lines before each batch is written (quota); a throw fails the batch. */
-  beforeWrite?: (count: number) => Promise<void>;
 }
 
 /**
  * Adds memories from JSON lines: each line an object with the create fields, or a JSON string
  * (the content). Bad lines are reported with their line number and never block good ones. A line
  * is reported as added only after the commit holding it, so an acknowledged memory survives a
- * crash; a crash mid-batch loses only the unacknowledged batch.
+ * crash; a crash mid-batch loses only the unacknowledged batch. Each batch is billed (ctx.meter)
+ * for the lines it stores, right after its commit: lines refused or never stored cost nothing.
  */
 export async function addMemoriesFromLines(
   ctx: Context,
@@ -191,7 +192,8 @@ export async function addMemoriesFromLines(
     const valid = batch.filter((p) => p.input);
     if (!valid.length) return undefined;
     try {
-      await options.beforeWrite?.(valid.length);
+      // Refused before embedding when the quota can't take the batch; the commit checks again.
+      await ctx.meter?.check(valid.length);
       const vectors = await embedChecked(ctx, valid.map((p) => p.input!.content));
       const rows = valid.map((p, i) => newRow(ctx, p.input!, vectors[i]));
       const mentions = extractMentions ? await Promise.all(valid.map((p) => extractMentions(p.input!.content))) : undefined;
@@ -211,21 +213,22 @@ export async function addMemoriesFromLines(
         await ctx.store.write(async (w) => {
           // Links are checked under the lock, per line: a line naming a missing entity fails alone.
           const live = await ctx.store.getEntities(ctx.accountId, rows.flatMap((r) => r.entityIds));
-          const keep: MemoryRow[] = [];
+          const keep: number[] = [];
           for (const [i, r] of rows.entries()) {
             const missing = r.entityIds.filter((id) => !live.has(id));
-            if (missing.length) {
-              valid[i].error = entitiesNotFound(missing);
-              continue;
-            }
-            if (mentions) {
-              valid[i].extracted = await resolveMentions(ctx, w, mentions[i]);
-              r.entityIds = [...new Set([...r.entityIds, ...valid[i].extracted!.map((f) => f.entity.id)])];
-            }
-            valid[i].row = r;
-            keep.push(r);
+            if (missing.length) valid[i].error = entitiesNotFound(missing);
+            else keep.push(i);
           }
-          await w.insertMemories(keep);
+          if (!keep.length) return;
+          await billedCommit(ctx, keep.length, async () => {
+            for (const i of keep) {
+              if (!mentions) continue;
+              valid[i].extracted = await resolveMentions(ctx, w, mentions[i]);
+              rows[i].entityIds = [...new Set([...rows[i].entityIds, ...valid[i].extracted!.map((f) => f.entity.id)])];
+            }
+            await w.insertMemories(keep.map((i) => rows[i]));
+          });
+          for (const i of keep) valid[i].row = rows[i];
         });
       } catch (err) {
         const error = toMmError(err);

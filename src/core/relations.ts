@@ -1,7 +1,7 @@
 import { MmError } from "../errors.js";
 import { parseCreateRelation, parseListRelations, parseUpdateRelation } from "../schemas/relation.js";
 import type { EntityRecord, RelationRecord } from "../storage/store.js";
-import { withSnapshot, type Context } from "./context.js";
+import { billedCommit, withSnapshot, type Context } from "./context.js";
 import { newId } from "./ids.js";
 import { page, type Page } from "./memories.js";
 
@@ -50,7 +50,7 @@ export async function createRelation(ctx: Context, raw: unknown): Promise<Relati
       metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
       createdAt: now.toISOString(),
     };
-    await w.insertRelation(record);
+    await billedCommit(ctx, 1, () => w.insertRelation(record));
     return toRelation(record);
   });
 }
@@ -96,7 +96,7 @@ export async function updateRelation(ctx: Context, id: string, raw: unknown): Pr
 }
 
 export async function deleteRelation(ctx: Context, id: string): Promise<{ success: boolean; id: string }> {
-  const deleted = await ctx.store.write((w) => w.deleteRelation(ctx.accountId, id));
+  const deleted = await ctx.store.write((w) => billedCommit(ctx, 1, () => w.deleteRelation(ctx.accountId, id)));
   if (!deleted) throw relationNotFound(id);
   return { success: true, id };
 }

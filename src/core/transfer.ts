@@ -5,7 +5,7 @@ import { parseCreateMemory } from "../schemas/memory.js";
 import { parseCreateRelation } from "../schemas/relation.js";
 import { requireObject } from "../schemas/validate.js";
 import type { EntityRecord, MemoryRow, RelationRecord } from "../storage/store.js";
-import { embedChecked, type Context } from "./context.js";
+import { billedCommit, embedChecked, type Context } from "./context.js";
 import { entitiesNotFound } from "../errors.js";
 import { entityRecord, toEntity } from "./entities.js";
 import { derivedId } from "./ids.js";
@@ -129,8 +129,6 @@ export interface ImportOptions {
   batchSize?: number;
   /** Each record's outcome, in input order, after the commit that holds it. */
   onResult?(result: ImportResult): void;
-  /** Called with the number of records about to be written (quota); a throw fails the batch. */
-  beforeWrite?(count: number): Promise<void>;
   signal?: AbortSignal;
 }
 
@@ -385,17 +383,20 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
   const writes = batch.filter((p) => !p.error && !p.skipped && p.kind !== "account");
   if (!writes.length) return;
   try {
-    await options.beforeWrite?.(writes.length);
+    // Refused before embedding when the quota can't take the batch; the commit checks again and bills.
+    await ctx.meter?.check(writes.length);
     const toEmbed = writes.filter((p) => p.memory && !p.vector);
     const vectors = toEmbed.length ? await embedChecked(ctx, toEmbed.map((p) => p.memory!.content)) : [];
     toEmbed.forEach((p, i) => (p.vector = vectors[i]));
-    await ctx.store.write(async (w) => {
-      await w.insertGraph(
-        writes.filter((p) => p.entity).map((p) => p.entity!),
-        writes.filter((p) => p.relation).map((p) => p.relation!),
-      );
-      await w.insertMemories(writes.filter((p) => p.memory).map((p) => ({ ...p.memory!, vector: p.vector! })));
-    });
+    await ctx.store.write((w) =>
+      billedCommit(ctx, writes.length, async () => {
+        await w.insertGraph(
+          writes.filter((p) => p.entity).map((p) => p.entity!),
+          writes.filter((p) => p.relation).map((p) => p.relation!),
+        );
+        await w.insertMemories(writes.filter((p) => p.memory).map((p) => ({ ...p.memory!, vector: p.vector! })));
+      }),
+    );
   } catch (err) {
     for (const p of writes) fail(p, err);
   }

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { MmError } from "../errors.js";
 import { describeEmbedder, type EmbedderProvider, type Env, type ProviderInput } from "./index.js";
 import { normalize, type Embedder, type EmbedderConfig } from "./types.js";
+import { maskSecrets } from "../secrets.js";
 
 const PROVIDER = "openai";
 const DEFAULT_API_KEY_ENV = "OPENAI_API_KEY";
@@ -148,9 +149,8 @@ function serverMessage(text: string, key: string | undefined): string | undefine
     if (text.trim() && !text.trimStart().startsWith("<")) message = text;
   }
   if (typeof message !== "string" || message.trim() === "") return undefined;
-  // Some servers echo the key they rejected.
-  let clean = message.trim().replace(/\s+/g, " ");
-  if (key) clean = clean.split(key).join("***");
+  // Some servers echo the key they rejected: whole, truncated, inside base64 or URL-encoded.
+  const clean = maskSecrets(message.trim().replace(/\s+/g, " "), [key]);
   return clean.length > MAX_SERVER_MESSAGE ? `${clean.slice(0, MAX_SERVER_MESSAGE)}…` : clean;
 }
 

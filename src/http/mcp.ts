@@ -9,8 +9,8 @@ import type { AppDeps } from "./app.js";
  * takes the rate bucket of the REST endpoint it mirrors and counts one operation against the
  * account's quota; `initialize` and `tools/list` count nothing. The SDK loads on the first request.
  */
-export function mountMcp(app: Hono<{ Variables: { principal?: Principal } }>, deps: AppDeps, limitBody: MiddlewareHandler): void {
-  app.post("/mcp", limitBody, async (c: HonoContext<{ Variables: { principal?: Principal } }>) => {
+export function mountMcp(app: Hono<{ Variables: { principal?: Principal; body?: string } }>, deps: AppDeps, limitBody: MiddlewareHandler): void {
+  app.post("/mcp", limitBody, async (c: HonoContext<{ Variables: { principal?: Principal; body?: string } }>) => {
     const principal = await deps.accounts.authenticate(c.req.header("Authorization"));
     c.set("principal", principal);
     const [{ createMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
@@ -20,19 +20,21 @@ export function mountMcp(app: Hono<{ Variables: { principal?: Principal } }>, de
     const ctx = { ...deps.ctx, accountId: principal.account.id };
     const server = createMcpServer({
       context: async () => ctx,
-      charge: async (tool) => {
+      meter: async (tool) => {
         const rate = deps.limiter.take(principal.keyId, tool.bucket);
         if (!rate.allowed) {
           throw new MmError("RATE_LIMIT_EXCEEDED", `Too many ${tool.bucket} requests; retry in ${rate.retryAfter} s.`, { retryAfter: rate.retryAfter });
         }
-        await deps.ledger.charge(principal.account.id, principal.account.quota, tool.bucket);
+        return deps.ledger.meter(principal.account.id, principal.account.quota, tool.bucket, { once: true });
       },
       log: (entry) => deps.log?.({ time: new Date().toISOString(), path: "/mcp", account: principal.account.id, ...entry }),
     });
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     try {
-      return await transport.handleRequest(c.req.raw);
+      // The body was read (and size-checked) by the app's body reader: hand the SDK a copy of it.
+      const raw = c.req.raw;
+      return await transport.handleRequest(new Request(raw.url, { method: raw.method, headers: raw.headers, body: c.get("body") ?? "" }));
     } finally {
       await server.close();
     }

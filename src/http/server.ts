@@ -1,15 +1,30 @@
+import { createServer, STATUS_CODES, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
+import type { Duplex } from "node:stream";
 import { join } from "node:path";
-import { serve } from "@hono/node-server";
+import { getRequestListener, RequestError } from "@hono/node-server";
 import { Accounts } from "../core/accounts.js";
-import { openContext } from "../core/context.js";
+import { crashHooks, openContext } from "../core/context.js";
 import { startUpkeep } from "../core/upkeep.js";
-import type { Embedder, Env } from "../embedder/index.js";
-import { MmError } from "../errors.js";
+import type { Embedder, EmbedderConfig, Env } from "../embedder/index.js";
+import { maskSecrets } from "../secrets.js";
 import { QuotaLedger } from "../limits/ledger.js";
 import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from "../limits/rate-limiter.js";
+import { MmError, validationError } from "../errors.js";
 import { createApp, DEFAULT_BODY_LIMIT } from "./app.js";
+
+/** How long a client may take: to send its headers, its whole request, and between keep-alive requests. */
+export interface ServerTimeouts {
+  headersMs: number;
+  requestMs: number;
+  keepAliveMs: number;
+}
+
+/**
+ * 10 s for headers is ample for any real client and cuts a slow-loris connection loose early; 30 s
+ * for a whole request covers a 1 MiB body over a slow link; 5 s is Node's own keep-alive default.
+ */
+export const DEFAULT_TIMEOUTS: ServerTimeouts = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 };
 
 export interface ServerOptions {
   storeDir: string;
@@ -18,6 +33,7 @@ export interface ServerOptions {
   env?: Env;
   rateLimits?: Partial<RateLimits>;
   bodyLimitBytes?: number;
+  timeouts?: Partial<ServerTimeouts>;
   /** Load the model before listening, so the first search doesn't pay for it (default true). */
   warm?: boolean;
   /** Tests: an embedder in place of the store's model, and one clock for data, quota and rate windows. */
@@ -29,6 +45,7 @@ export interface ServerOptions {
 export interface RunningServer {
   url: string;
   port: number;
+  timeouts: ServerTimeouts;
   /** The accounts of the store, each with its memories and live keys: what `mm serve` announces. */
   accounts(): Promise<{ id: string; name: string; plan: string; memories: number; keys: number }[]>;
   /** Stops accepting connections, lets in-flight requests finish, then closes the store. */
@@ -48,26 +65,88 @@ function listenError(err: NodeJS.ErrnoException, host: string, port: number): Er
 /** Starts the /v1 API on the store. Loopback by default: exposing it is an explicit choice. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const clock = options.clock ?? (() => new Date());
-  const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock });
+  const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock, hooks: crashHooks(options.env?.MM_TEST_CRASH_AT) });
   const configured = ctx.store.config.server ?? {};
   const accounts = new Accounts(options.storeDir, clock);
+  // Every log line is masked for the embedder's API key, in every form an upstream may echo it in.
+  const secrets = embedderSecrets(ctx.store.config.embedder, options.env ?? {});
+  const log = options.log && ((entry: Record<string, unknown>) => options.log!(JSON.parse(maskSecrets(JSON.stringify(entry), secrets))));
   const app = createApp({
     ctx,
     accounts,
     ledger: new QuotaLedger(join(options.storeDir, "ledger"), clock),
     limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...configured.rateLimits, ...options.rateLimits }, () => clock().getTime()),
     bodyLimitBytes: options.bodyLimitBytes ?? configured.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
-    log: options.log,
+    log,
   });
   const host = options.host ?? configured.host ?? "127.0.0.1";
   const port = options.port ?? configured.port ?? 8080;
+  const timeouts: ServerTimeouts = {
+    headersMs: options.timeouts?.headersMs ?? configured.headersTimeoutMs ?? DEFAULT_TIMEOUTS.headersMs,
+    requestMs: options.timeouts?.requestMs ?? configured.requestTimeoutMs ?? DEFAULT_TIMEOUTS.requestMs,
+    keepAliveMs: options.timeouts?.keepAliveMs ?? configured.keepAliveTimeoutMs ?? DEFAULT_TIMEOUTS.keepAliveMs,
+  };
+  const listener = getRequestListener(app.fetch, {
+    // For HTTP/1.0 requests, which may leave Host out; the name only completes the request's URL.
+    hostname: "localhost",
+    // The adapter refuses some requests before the app sees them (an `OPTIONS *` target, a bad
+    // Host, a backslash in the path) and would answer an empty 400.
+    errorHandler: (err) => {
+      if (err instanceof RequestError) return envelopeResponse(validationError("request", err.message === "Missing host header" ? "has no Host header" : "has a malformed target or Host header"));
+      log?.({ time: new Date().toISOString(), level: "error", error: String((err as Error)?.stack ?? err) });
+      return envelopeResponse(new MmError("INTERNAL_ERROR", "An internal error occurred."));
+    },
+  });
+  const server = createServer(
+    {
+      // Node's own check answers an empty 400; the listener below answers with the envelope.
+      requireHostHeader: false,
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: Math.max(timeouts.requestMs, timeouts.headersMs),
+      keepAliveTimeout: timeouts.keepAliveMs,
+      // How often Node looks for connections past those timeouts (default 30 s, which let a silent
+      // connection live 30 s past a 10 s header timeout).
+      connectionsCheckingInterval: Math.min(1_000, timeouts.headersMs / 2),
+    },
+    (req, res) => {
+      if (req.headers.host === undefined && req.httpVersion !== "1.0") {
+        res.shouldKeepAlive = false;
+        return writeEnvelope(res, validationError("Host", "is required in HTTP/1.1"));
+      }
+      void listener(req, res);
+    },
+  );
+  // No proxying here: CONNECT would otherwise get no answer at all.
+  server.on("connect", (_req, socket: Duplex) => {
+    socket.on("error", () => socket.destroy());
+    socket.end(rawEnvelope(new MmError("METHOD_NOT_ALLOWED", "CONNECT is not supported: mm serve is not a proxy.")));
+  });
+  // Requests Node refuses before the app sees them (oversized headers, garbage, timeouts) still get the envelope.
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (!socket.writable) return socket.destroy();
+    const answer =
+      err.code === "HPE_HEADER_OVERFLOW"
+        ? rawEnvelope(new MmError("PAYLOAD_TOO_LARGE", "The request headers (or URL) are too large."), 431)
+        : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? rawEnvelope(new MmError("REQUEST_TIMEOUT", `The request was not received in time: headers must arrive within ${timeouts.headersMs / 1000} s and the whole request within ${Math.max(timeouts.requestMs, timeouts.headersMs) / 1000} s.`))
+          : rawEnvelope(validationError("request", "could not be parsed"));
+    // A malformed request pipelined behind a good one: the good one is answered first, then this.
+    // (If the request in flight is the malformed one, its body is what failed to parse: answer now.)
+    const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+    if (!inFlight || inFlight.writableFinished || !inFlight.req?.complete) return socket.end(answer);
+    if (inFlight.headersSent && err.code === "ERR_HTTP_REQUEST_TIMEOUT") return socket.destroy();
+    inFlight.once("finish", () => socket.writable && socket.end(answer));
+    inFlight.once("close", () => socket.writable && socket.end(answer));
+  });
   // Bind before loading the model: a port in use is known in milliseconds, not after a second of
   // model load. Requests that arrive while the model loads wait for it.
-  let server: Server;
   try {
-    server = await new Promise<Server>((resolve, reject) => {
-      const s = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(s as Server)) as Server;
-      s.once("error", reject);
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host, () => {
+        server.off("error", reject);
+        resolve();
+      });
     });
   } catch (err) {
     await ctx.close();
@@ -76,26 +155,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (options.warm !== false) await (await ctx.embedder()).embed(["warm up"]);
   // Compaction and index upkeep in the background: the write path only commits.
   const upkeep = startUpkeep(ctx, {
-    onPass: (pass) => options.log?.({ time: new Date().toISOString(), event: "maintenance", ms: pass.ms, work: pass.work, conflicts: pass.conflicts }),
-    onError: (err) => options.log?.({ time: new Date().toISOString(), event: "maintenance-error", message: err instanceof Error ? err.message : String(err) }),
-  });
-  // Requests Node refuses before the app sees them (oversized headers, garbage) still get the envelope.
-  server.removeAllListeners("clientError");
-  server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable) return socket.destroy();
-    const tooBig = err.code === "HPE_HEADER_OVERFLOW";
-    const body = JSON.stringify({
-      error: tooBig
-        ? { code: "PAYLOAD_TOO_LARGE", message: "The request headers (or URL) are too large." }
-        : { code: "VALIDATION_ERROR", message: "Malformed HTTP request.", details: [{ field: "request", message: "could not be parsed" }] },
-    });
-    socket.end(`HTTP/1.1 ${tooBig ? "431 Request Header Fields Too Large" : "400 Bad Request"}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    onPass: (pass) => log?.({ time: new Date().toISOString(), event: "maintenance", ms: pass.ms, work: pass.work, conflicts: pass.conflicts }),
+    onError: (err) => log?.({ time: new Date().toISOString(), event: "maintenance-error", message: err instanceof Error ? err.message : String(err) }),
   });
   const boundPort = (server.address() as AddressInfo).port;
   let closing: Promise<void> | undefined;
   return {
     url: `http://${host.includes(":") ? `[${host}]` : host}:${boundPort}`,
     port: boundPort,
+    timeouts,
     async accounts() {
       const [{ items }, keys] = await Promise.all([accounts.list(), accounts.listKeys()]);
       return Promise.all(
@@ -120,4 +188,27 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return closing;
     },
   };
+}
+
+/** The values of the environment variables an embedder config names for its secrets (openai's apiKeyEnv). */
+function embedderSecrets(config: EmbedderConfig, env: Env): string[] {
+  const name = config.options?.apiKeyEnv ?? (config.provider === "openai" ? "OPENAI_API_KEY" : undefined);
+  const value = typeof name === "string" ? env[name]?.trim() : undefined;
+  return value ? [value] : [];
+}
+
+function envelopeResponse(err: MmError): Response {
+  return new Response(JSON.stringify(err.toBody()), { status: err.status, headers: { "Content-Type": "application/json", Connection: "close" } });
+}
+
+function writeEnvelope(res: ServerResponse, err: MmError): void {
+  const body = JSON.stringify(err.toBody());
+  res.writeHead(err.status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body), Connection: "close" });
+  res.end(body);
+}
+
+/** A whole HTTP/1.1 answer as text, for sockets Node's HTTP layer has given up on. */
+function rawEnvelope(err: MmError, status = err.status): string {
+  const body = JSON.stringify(err.toBody());
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }

@@ -1,8 +1,8 @@
-import { appendFileSync, closeSync, openSync, readSync, statSync } from "node:fs";
-import { mkdir, stat } from "node:fs/promises";
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { MmError } from "../errors.js";
+import { MmError, toMmError } from "../errors.js";
 import { withLock } from "../storage/lock.js";
+import type { Meter } from "../core/context.js";
 
 export type Bucket = "read" | "write" | "search";
 
@@ -26,9 +26,12 @@ export interface Usage {
  *
  * - Exact under concurrency: each operation is one O_APPEND write of 32 bytes, which the kernel
  *   never interleaves or loses, so N processes × M operations always count N × M.
- * - Durable: a count is written before the operation is acknowledged, so killing a process never
- *   loses an acknowledged count (the page cache survives the process). It is not fsynced per
- *   operation, so a power loss can drop the last moments' counts.
+ * - Billed iff acknowledged or stored: a write is charged right after the commit that stores it
+ *   (`chargeCommitted`, inside the store's write lock), and before it is acknowledged, so killing a
+ *   process never bills an operation it didn't store nor loses the count of one it acknowledged
+ *   (the page cache survives the process). A kill between a commit and its charge leaves that one
+ *   commit unbilled: at most one batch (or one request), since commits hold the store's write lock.
+ *   Counts are not fsynced per operation, so a power loss can drop the last moments' counts.
  * - Enforced exactly: for a finite limit, check-and-append holds the ledger's lock, so concurrent
  *   processes can't both take the last unit.
  * - Month rollover is a new file; old months stay as an audit trail.
@@ -36,9 +39,6 @@ export interface Usage {
  *   against ~300-800 µs for their promise versions (thread-pool round trips), on every request.
  */
 export class QuotaLedger {
-  /** Account directories this process has made (or found), so a charge skips the mkdir call. */
-  private readonly made = new Set<string>();
-
   constructor(
     private readonly dir: string,
     private readonly clock: () => Date = () => new Date(),
@@ -50,47 +50,96 @@ export class QuotaLedger {
   }
 
   /**
-   * Counts one operation for the account, or throws QUOTA_EXCEEDED (counting nothing) when the
-   * period's usage has reached `limit`.
+   * Counts `count` operations for the account, or throws QUOTA_EXCEEDED (counting nothing) when
+   * they don't fit in what is left of `limit` this period.
    */
   async charge(accountId: string, limit: number | null, bucket: Bucket, count = 1): Promise<Usage> {
-    const accountDir = join(this.dir, safe(accountId));
-    if (!this.made.has(accountDir)) {
-      await mkdir(accountDir, { recursive: true });
-      this.made.add(accountDir);
-    }
-    try {
-      return await this.append(accountId, limit, bucket, count);
-    } catch (err) {
-      // Only a directory that went away under a running process (a deleted ledger) is retried.
-      if (await stat(accountDir).then(() => true, () => false)) throw err;
-      await mkdir(accountDir, { recursive: true });
-      return this.append(accountId, limit, bucket, count);
-    }
+    return (await this.chargeCommitted(accountId, limit, bucket, count, async () => undefined)).usage;
   }
 
-  private async append(accountId: string, limit: number | null, bucket: Bucket, count: number): Promise<Usage> {
+  /**
+   * Check, commit, charge: runs `commit`, which stores `count` operations, and counts them once it
+   * has returned. If `commit` throws, nothing is counted. For a finite limit the check, the commit
+   * and the count all happen under the ledger's lock, so the limit stays exact although the charge
+   * comes after the commit.
+   *
+   * Why hold the lock across the commit rather than reserve units before it: a reservation needs
+   * records of its own, which a crash would leave behind, and a rule for when a dead process's
+   * reservation lapses; the lock already handles dead owners. What it costs: the commits of one
+   * finite-plan account wait for each other, as every commit already waits for the store's write
+   * lock. The order is always store lock, then ledger lock (nothing takes the store lock while
+   * holding a ledger lock), so the two can't deadlock. Unlimited plans need no check, hence no lock.
+   */
+  async chargeCommitted<T>(accountId: string, limit: number | null, bucket: Bucket, count: number, commit: () => Promise<T>): Promise<{ result: T; usage: Usage }> {
+    const accountDir = join(this.dir, safe(accountId));
+    // Every time, not once per process: the ledger may have been deleted under a running server.
+    // A stat of a local directory costs microseconds.
+    if (!existsSync(accountDir)) mkdirSync(accountDir, { recursive: true, mode: 0o700 });
+    if (limit === null) {
+      const result = await commit();
+      return { result, usage: this.append(accountId, null, bucket, count) };
+    }
+    return withLock(join(accountDir, ".lock"), async () => {
+      const now = this.clock();
+      const used = this.count(accountId, now);
+      if (used + count > limit) throw quotaExceeded({ accountId, period: period(now), used, limit, resetAt: nextMonth(now).toISOString() });
+      const result = await commit();
+      return { result, usage: this.append(accountId, limit, bucket, count) };
+    });
+  }
+
+  /**
+   * Check, commit, charge for operations that one commit stores together (group commit,
+   * core/group-commit.ts): each meter's operation (one each) is checked before `commit` and
+   * charged right after it, as `chargeCommitted` does for one. A meter whose account has no room
+   * left is refused (`refused[i]` is its QUOTA_EXCEEDED) and `commit` is told to leave it out;
+   * the others go ahead. For finite plans the accounts' ledger locks are held across the check,
+   * the commit and the charges, taken in sorted order so that two groups can't deadlock.
+   */
+  async chargeGroup<T>(meters: OperationMeter[], commit: (admitted: boolean[]) => Promise<T>): Promise<{ result: T; refused: (MmError | undefined)[] }> {
+    const billed = (m: OperationMeter) => !(m.once && m.charged);
+    const accounts = [...new Set(meters.filter((m) => m.limit !== null && billed(m)).map((m) => m.accountId))].sort();
+    for (const m of meters) {
+      const accountDir = join(this.dir, safe(m.accountId));
+      if (!existsSync(accountDir)) mkdirSync(accountDir, { recursive: true, mode: 0o700 });
+    }
+    const run = async (): Promise<{ result: T; refused: (MmError | undefined)[] }> => {
+      const now = this.clock();
+      const used = new Map(accounts.map((a) => [a, this.count(a, now)]));
+      const refused = meters.map((m) => {
+        if (m.limit === null || !billed(m)) return undefined;
+        const u = used.get(m.accountId)!;
+        if (u + 1 > m.limit) return quotaExceeded({ accountId: m.accountId, period: period(now), used: u, limit: m.limit, resetAt: nextMonth(now).toISOString() });
+        used.set(m.accountId, u + 1);
+        return undefined;
+      });
+      const charging = meters.map(billed);
+      const result = await commit(refused.map((r) => r === undefined));
+      meters.forEach((m, i) => {
+        if (!refused[i] && charging[i]) m.usage = this.append(m.accountId, m.limit, m.bucket, 1);
+      });
+      return { result, refused };
+    };
+    const locked = accounts.reduceRight<() => Promise<{ result: T; refused: (MmError | undefined)[] }>>(
+      (inner, account) => () => withLock(join(this.dir, safe(account), ".lock"), inner),
+      run,
+    );
+    return locked();
+  }
+
+  /** Appends `count` records; the caller has checked the limit. Returns the usage after them. */
+  private append(accountId: string, limit: number | null, bucket: Bucket, count: number): Usage {
     const now = this.clock();
     const file = this.file(accountId, now);
     // One write for all `count` records: it lands whole or (if the process dies first) not at all.
     const record = (`${now.toISOString()} ${bucket}`.padEnd(RECORD_BYTES - 1) + "\n").repeat(count);
-    const base = { accountId, period: period(now), limit, resetAt: nextMonth(now).toISOString() };
-    if (limit === null) {
-      appendFileSync(file, record);
-      return { ...base, used: this.count(accountId, now) };
-    }
-    return withLock(join(this.dir, safe(accountId), ".lock"), async () => {
-      const used = this.count(accountId, now);
-      if (used + count > limit) {
-        throw new MmError("QUOTA_EXCEEDED", `Monthly quota of ${limit} operations exceeded; it resets at ${base.resetAt}.`, {
-          currentUsage: used,
-          limit,
-          resetAt: base.resetAt,
-        });
-      }
-      appendFileSync(file, record);
-      return { ...base, used: used + count };
-    });
+    appendFileSync(file, record, { mode: 0o600 });
+    return { accountId, period: period(now), used: this.count(accountId, now), limit, resetAt: nextMonth(now).toISOString() };
+  }
+
+  /** The billing of one operation (an HTTP request, a CLI command, a batch add): see OperationMeter. */
+  meter(accountId: string, limit: number | null, bucket: Bucket, options: { once?: boolean } = {}): OperationMeter {
+    return new OperationMeter(this, accountId, limit, bucket, options.once ?? false);
   }
 
   /**
@@ -139,6 +188,99 @@ export class QuotaLedger {
   private file(accountId: string, now: Date): string {
     return join(this.dir, safe(accountId), `${period(now)}.log`);
   }
+}
+
+/**
+ * Bills one operation. Core calls `commit` around the store commit that holds the operation (see
+ * core/context.ts `billedCommit`), so a write is charged right after it is stored; the transport
+ * calls `settle` for an operation that stored nothing (a read, a 404, a validation error) and
+ * `check` to refuse early, before work such as embedding, when the quota is already used up.
+ */
+export class OperationMeter implements Meter {
+  /** The usage after this operation's last charge; undefined until it is charged. */
+  usage: Usage | undefined;
+
+  constructor(
+    readonly ledger: QuotaLedger,
+    readonly accountId: string,
+    readonly limit: number | null,
+    readonly bucket: Bucket,
+    /** One charge for the whole operation, however many commits it makes (an MCP tool call). */
+    readonly once = false,
+  ) {}
+
+  get charged(): boolean {
+    return this.usage !== undefined;
+  }
+
+  /** Throws QUOTA_EXCEEDED if `count` operations don't fit now. Not binding: `commit` checks again. */
+  async check(count: number): Promise<void> {
+    if (this.limit === null) return;
+    const usage = await this.ledger.usage(this.accountId, this.limit);
+    if (usage.used + count > this.limit) throw quotaExceeded(usage);
+  }
+
+  async commit<T>(count: number, commit: () => Promise<T>): Promise<T> {
+    if (this.once && this.charged) return commit();
+    const { result, usage } = await this.ledger.chargeCommitted(this.accountId, this.limit, this.bucket, this.once ? 1 : count, commit);
+    this.usage = usage;
+    return result;
+  }
+
+  /**
+   * Runs a whole operation under this meter: refused early when the quota is spent, billed by its
+   * commits, else once it has answered, or when it fails the way a 400 or 404 does.
+   */
+  async run<T>(operation: () => Promise<T>): Promise<T> {
+    await this.check(1);
+    try {
+      const result = await operation();
+      await this.settle();
+      return result;
+    } catch (err) {
+      throw await this.settleFailure(err);
+    }
+  }
+
+  commitGroup<T>(meters: Meter[], commit: (admitted: boolean[]) => Promise<T>): Promise<{ result: T; refused: (MmError | undefined)[] }> {
+    if (!meters.every((m): m is OperationMeter => m instanceof OperationMeter && m.ledger === this.ledger)) {
+      throw new MmError("INTERNAL_ERROR", "A group commit's meters must share one ledger.");
+    }
+    return this.ledger.chargeGroup(meters, commit);
+  }
+
+  /** Charges the operation once, unless a commit already did. */
+  async settle(): Promise<Usage> {
+    this.usage ??= await this.ledger.charge(this.accountId, this.limit, this.bucket, 1);
+    return this.usage;
+  }
+
+  /**
+   * Bills an operation that failed before any commit billed it, if the caller caused the failure:
+   * a 400 or a 404 counts (decisions.md); the server's own failures (5xx) and quota refusals don't.
+   * Returns the error to report: `err`, or QUOTA_EXCEEDED if the last units went meanwhile.
+   */
+  async settleFailure(err: unknown): Promise<unknown> {
+    if (this.charged || isQuotaExceeded(err) || toMmError(err).status >= 500) return err;
+    try {
+      await this.settle();
+      return err;
+    } catch (refusal) {
+      return refusal;
+    }
+  }
+}
+
+export function isQuotaExceeded(err: unknown): boolean {
+  return err instanceof MmError && err.code === "QUOTA_EXCEEDED";
+}
+
+export function quotaExceeded(usage: Usage): MmError {
+  return new MmError("QUOTA_EXCEEDED", `Monthly quota of ${usage.limit} operations exceeded; it resets at ${usage.resetAt}.`, {
+    currentUsage: usage.used,
+    limit: usage.limit,
+    resetAt: usage.resetAt,
+  });
 }
 
 function period(d: Date): string {

@@ -29,7 +29,23 @@ export class RateLimiter {
     private readonly clock: () => number = () => Date.now(),
   ) {}
 
+  /** Takes one request from the key's bucket, if the window has any left. */
   take(keyId: string, bucket: Bucket): RateDecision {
+    return this.decide(keyId, bucket, true);
+  }
+
+  /** What `take` would decide, taking nothing (for the headers of a request refused for another reason). */
+  peek(keyId: string, bucket: Bucket): RateDecision {
+    return this.decide(keyId, bucket, false);
+  }
+
+  /** Gives back a request taken in the current window (one refused afterwards with QUOTA_EXCEEDED). */
+  refund(keyId: string, bucket: Bucket): void {
+    const state = this.windows.get(`${keyId}:${bucket}`);
+    if (state && state.window === Math.floor(this.clock() / 60_000) && state.count > 0) state.count--;
+  }
+
+  private decide(keyId: string, bucket: Bucket, take: boolean): RateDecision {
     const now = this.clock();
     const window = Math.floor(now / 60_000);
     const reset = (window + 1) * 60;
@@ -43,7 +59,7 @@ export class RateLimiter {
     }
     const retryAfter = Math.max(1, Math.ceil(reset - now / 1000));
     if (state.count >= limit) return { allowed: false, limit, remaining: 0, reset, retryAfter };
-    state.count++;
+    if (take) state.count++;
     return { allowed: true, limit, remaining: limit - state.count, reset, retryAfter };
   }
 

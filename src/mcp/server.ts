@@ -3,6 +3,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } fr
 import { VERSION } from "../cli/version.js";
 import type { Context } from "../core/context.js";
 import { MmError, toMmError } from "../errors.js";
+import type { OperationMeter } from "../limits/ledger.js";
 import { renderResult } from "./render.js";
 import { TOOLS, type McpTool, type ToolScope } from "./tools.js";
 
@@ -10,8 +11,12 @@ export interface McpServerOptions {
   /** The context calls run in. Asked for on the first tool call, so `tools/list` opens no store and loads no model. */
   context(): Promise<Context>;
   scope?: ToolScope;
-  /** Counts a call against rate limits and the quota before it runs; throws RATE_LIMIT_EXCEEDED or QUOTA_EXCEEDED to refuse it. */
-  charge?(tool: McpTool, ctx: Context): Promise<void>;
+  /**
+   * Admits a call (rate limits; throws RATE_LIMIT_EXCEEDED to refuse it) and gives the meter that
+   * bills it as the REST endpoint it mirrors is billed: refused early when the quota is spent,
+   * charged by its commits, else once it has answered (limits/ledger.ts).
+   */
+  meter?(tool: McpTool, ctx: Context): Promise<OperationMeter>;
   /** Told of every call as it starts, so a closing server can let running calls answer first. */
   track?(call: Promise<unknown>): void;
   /** Where unexpected errors are reported (never stdout: on stdio that is the protocol's). */
@@ -49,8 +54,9 @@ export function createMcpServer(options: McpServerOptions): Server {
     try {
       if (!tool) throw new MmError("NOT_FOUND", `Unknown tool ${name}; tools/list names them.`);
       const ctx = await options.context();
-      await options.charge?.(tool, ctx);
-      const body = await tool.run(ctx, args ?? {}, options.scope ?? {});
+      const meter = await options.meter?.(tool, ctx);
+      const run = () => tool.run(meter ? { ...ctx, meter } : ctx, args ?? {}, options.scope ?? {});
+      const body = meter ? await meter.run(run) : await run();
       return { content: [{ type: "text", text: renderResult(body) }], structuredContent: body as Record<string, unknown> };
     } catch (err) {
       const mm = toMmError(err);

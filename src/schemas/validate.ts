@@ -148,10 +148,37 @@ export const tagList = z.pipe(
 );
 
 export const MAX_METADATA_BYTES = 64 * 1024;
+/** Levels of objects and arrays metadata may nest: the metadata object itself is level 1. */
+export const MAX_METADATA_DEPTH = 32;
 
-/** Metadata: any JSON object (not an array or null), at most 64 KiB once serialised. */
+/**
+ * Whether `value` nests objects and arrays at most `max` levels deep (a scalar is 0, `{}` is 1).
+ * Iterative, with an explicit stack: JSON.parse accepts nesting a million levels deep, and any
+ * recursive walk of such a value (JSON.stringify, structuredClone, a schema) overflows the stack.
+ */
+export function nestsAtMost(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (depth > max) return false;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+    }
+  }
+  return true;
+}
+
+/**
+ * Metadata: any JSON object (not an array or null), nested at most 32 levels, at most 64 KiB once
+ * serialised. The depth check runs first and aborts, so the size check's JSON.stringify (which
+ * recurses) never sees a value deep enough to overflow the stack.
+ */
 export const metadataObject = z
   // z.custom, not z.record: a record is rebuilt key by key, and a "__proto__" key from JSON.parse
   // would set the copy's prototype instead of surviving as data.
   .custom<Record<string, unknown>>((v) => v !== null && typeof v === "object" && !Array.isArray(v), "must be a JSON object")
-  .check(z.refine((m) => Buffer.byteLength(JSON.stringify(m), "utf8") <= MAX_METADATA_BYTES, `must be at most ${MAX_METADATA_BYTES} bytes as JSON`));
+  .check(
+    z.refine((m) => nestsAtMost(m, MAX_METADATA_DEPTH), { message: `must be nested at most ${MAX_METADATA_DEPTH} levels deep`, abort: true }),
+    z.refine((m) => Buffer.byteLength(JSON.stringify(m), "utf8") <= MAX_METADATA_BYTES, `must be at most ${MAX_METADATA_BYTES} bytes as JSON`),
+  );

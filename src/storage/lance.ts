@@ -55,8 +55,22 @@ function preloadArrowBundle(): void {
   }
 }
 
+/**
+ * A LanceDB session (its caches) whose metadata cache holds at most `metadataCacheBytes`. LanceDB
+ * caches each table version's manifest and file metadata, up to 1 GiB by default, and every write
+ * makes a version: under mixed traffic `mm serve` grew by ~13 MB per 1,000 requests, most of it
+ * this cache (docs/safety.md, "Memory under load"). Reads only ever want the latest versions, so a
+ * small cache holds the working set. The index cache keeps LanceDB's default (6 GiB): it holds
+ * vector and text index data, bounded by the indexes' size, and search speed at 1M memories
+ * depends on it.
+ */
+export function lanceSession(metadataCacheBytes: number): LanceDB.Session {
+  return new (loadLance().lancedb.Session)(undefined, BigInt(metadataCacheBytes));
+}
+
 export type Table = LanceDB.Table;
 export type Connection = LanceDB.Connection;
+export type Session = LanceDB.Session;
 
 /** A SQL string literal for LanceDB `where` clauses: single quotes doubled, nothing else changes. */
 export function sqlString(value: string): string {

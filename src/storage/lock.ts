@@ -73,8 +73,8 @@ async function acquire(lockDir: string, options: LockOptions): Promise<{ release
   let wait = 5;
   for (;;) {
     try {
-      await mkdir(lockDir);
-      await writeFile(ownerFile, JSON.stringify(owner));
+      await mkdir(lockDir, { mode: 0o700 });
+      await writeFile(ownerFile, JSON.stringify(owner), { mode: 0o600 });
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") {

@@ -5,7 +5,8 @@ import type { EmbedderConfig } from "../embedder/types.js";
 import { describeEmbedder } from "../embedder/index.js";
 import { withWriteLock } from "./lock.js";
 import { ensureIndexes, TEXT_INDEX, USER_INDEX, vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
-import { loadLance, sqlString, sqlStringList, toStringArray, type Connection, type Table } from "./lance.js";
+import { lanceSession, loadLance, sqlString, sqlStringList, toStringArray, type Connection, type Session, type Table } from "./lance.js";
+import { restrictUmask, tightenStore } from "./private-files.js";
 import { maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
 import { FIRST_SEGMENT, SegmentSet, segmentName, type Segment } from "./segments.js";
 
@@ -25,6 +26,9 @@ export interface StoreConfig {
     port?: number;
     rateLimits?: { read?: number; write?: number; search?: number };
     bodyLimitBytes?: number;
+    headersTimeoutMs?: number;
+    requestTimeoutMs?: number;
+    keepAliveTimeoutMs?: number;
   };
 }
 
@@ -153,9 +157,17 @@ export interface StoreTuning {
   segmentRows: number;
   /** A segment (or the graph table) is compacted once it has this many small fragments (about one per commit). */
   compactFragments: number;
+  /** LanceDB's metadata cache for this store (see lanceSession): 64 MiB. */
+  metadataCacheBytes: number;
 }
 
-export const DEFAULT_TUNING: StoreTuning = { vectorIndexMinRows: 50_000, exactSearchMaxRows: 20_000, segmentRows: 250_000, compactFragments: 32 };
+export const DEFAULT_TUNING: StoreTuning = {
+  vectorIndexMinRows: 50_000,
+  exactSearchMaxRows: 20_000,
+  segmentRows: 250_000,
+  compactFragments: 32,
+  metadataCacheBytes: 64 * 1024 * 1024,
+};
 
 export interface OptimizeResult {
   fragmentsRemoved: number;
@@ -223,13 +235,20 @@ export class Store {
     private graph: Table,
     readonly tuning: StoreTuning,
     private readonly routing: RoutingCache,
+    private readonly session: Session,
   ) {}
+
+  /** Bytes in LanceDB's caches for this store (metadata and index), for tests and memory measurements. */
+  cacheBytes(): number {
+    return Number(this.session.sizeBytes());
+  }
 
   /**
    * Opens the store at `dir`, creating it with `create` as its embedder when it doesn't exist.
    * Refuses a non-empty directory that isn't a store, so a mistyped `--store ~` litters nothing.
    */
   static async open(dir: string, options: { create?: EmbedderConfig; now?: () => Date; tuning?: Partial<StoreTuning> } = {}): Promise<Store> {
+    restrictUmask();
     let config = await readConfig(dir);
     if (!config) {
       if (!options.create) {
@@ -245,19 +264,21 @@ export class Store {
           createdAt: (options.now?.() ?? new Date()).toISOString(),
           embedder: init,
         };
-        const db = await connect(dir);
+        const { db } = await connect(dir);
         await db.createEmptyTable(FIRST_SEGMENT, memorySchema(init.dims), { mode: "create", existOk: true });
         await db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true });
         await writeConfig(dir, fresh);
         return fresh;
       });
     }
+    await tightenStore(dir);
     if (config.formatVersion > STORE_FORMAT_VERSION) {
       throw new MmError("STORE_ERROR", `The store at ${dir} was written by a newer mm (format ${config.formatVersion}); upgrade mm.`);
     }
     // The metadata reads below don't depend on each other; each is a round trip to LanceDB's
     // threads, so they run together (a cold `mm` command opens the store every time).
-    const db = await connect(dir);
+    const tuning = { ...DEFAULT_TUNING, ...options.tuning };
+    const { db, session } = await connect(dir, tuning);
     const [first, tables] = await Promise.all([db.openTable(FIRST_SEGMENT), db.tableNames()]);
     const [schema, indices, graph] = await Promise.all([
       first.schema(),
@@ -273,8 +294,7 @@ export class Store {
       await withWriteLock(dir, () => db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true }));
     }
     const routing: RoutingCache = { indexes: new Map([[FIRST_SEGMENT, { at: Date.now(), value: vectorIndexOf(indices) }]]), counts: new Map() };
-    const tuning = { ...DEFAULT_TUNING, ...options.tuning };
-    const store = new Store(dir, config, db, new SegmentSet(db, dir, first), undefined, graph ?? (await db.openTable(GRAPH)), tuning, routing);
+    const store = new Store(dir, config, db, new SegmentSet(db, dir, first), undefined, graph ?? (await db.openTable(GRAPH)), tuning, routing, session);
     if (![TEXT_INDEX, USER_INDEX].every((n) => indices.some((i) => i.name === n))) {
       await withWriteLock(dir, () => ensureIndexes(first));
     }
@@ -289,7 +309,7 @@ export class Store {
   async snapshot(): Promise<Store> {
     const [segments, graph] = await Promise.all([this.segmentSet.pinned(), this.db.openTable(GRAPH)]);
     await graph.checkout(await graph.version());
-    return new Store(this.dir, this.config, this.db, this.segmentSet, segments, graph, this.tuning, this.routing);
+    return new Store(this.dir, this.config, this.db, this.segmentSet, segments, graph, this.tuning, this.routing, this.session);
   }
 
   /** The memory segments, oldest first; the last is the active one. */
@@ -1077,10 +1097,11 @@ function toArrowRow(row: MemoryRow): Record<string, unknown> {
   return { ...row, vector: Array.from(row.vector) };
 }
 
-async function connect(dir: string): Promise<Connection> {
+async function connect(dir: string, tuning: Pick<StoreTuning, "metadataCacheBytes"> = DEFAULT_TUNING): Promise<{ db: Connection; session: Session }> {
   const { lancedb } = loadLance();
   // readConsistencyInterval 0: every read sees the latest commit, including other processes'.
-  return lancedb.connect(join(dir, "db"), { readConsistencyInterval: 0 });
+  const session = lanceSession(tuning.metadataCacheBytes);
+  return { db: await lancedb.connect(join(dir, "db"), { readConsistencyInterval: 0, session }), session };
 }
 
 async function readConfig(dir: string): Promise<StoreConfig | undefined> {
@@ -1113,6 +1134,7 @@ async function writeConfig(dir: string, config: StoreConfig): Promise<void> {
 }
 
 async function ensureDirForNewStore(dir: string): Promise<void> {
+  // Parents keep the usual modes; the store itself is private (tightenStore fixes a directory given empty).
   await mkdir(dir, { recursive: true });
   const entries = (await readdir(dir)).filter((e) => !e.startsWith(".write-lock"));
   const foreign = entries.filter((e) => e !== "db" && !e.startsWith("config.json"));

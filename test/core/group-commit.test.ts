@@ -3,6 +3,7 @@ import { openContext } from "../../src/core/context.js";
 import { createEntity } from "../../src/core/entities.js";
 import { groupCommitStats } from "../../src/core/group-commit.js";
 import { createMemory, getMemory, listMemories } from "../../src/core/memories.js";
+import { Store } from "../../src/storage/store.js";
 import { client, startTestServer } from "../helpers/http-server.js";
 import { createTestEmbedder, withEmbed } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
@@ -73,6 +74,33 @@ describe("group commit", () => {
       expect((await api.get("/v1/memories", { query: { limit: 1 } })).body.pagination.total).toBe(49);
       // Quota counted every request, the refused one included.
       expect((await api.get("/v1/memories", { query: { limit: 1 } })).headers.get("x-quota-used")).toBe(String(50 + 49 + 2));
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("over HTTP: concurrent creates past the quota: each is billed or refused on its own, and exactly the billed ones are stored", async () => {
+    const server = await startTestServer();
+    try {
+      const free = await server.account("tight", "free");
+      const other = await server.account("roomy");
+      await server.ledger.charge(free.id, 1000, "read", 995); // 5 operations left this month
+      const tight = client(server.url, free.key);
+      const roomy = client(server.url, other.key);
+      // Both accounts' creates arrive together, so they share groups (and commits).
+      const answers = await Promise.all(
+        Array.from({ length: 24 }, (_, i) => (i % 2 ? roomy : tight).post("/v1/memories", { body: { content: `note ${i}`, userId: "u" } })),
+      );
+      const mine = answers.filter((_, i) => i % 2 === 0);
+      expect(mine.filter((a) => a.status === 201)).toHaveLength(5);
+      for (const a of mine.filter((a) => a.status !== 201)) expect([a.status, a.body.error.code]).toEqual([403, "QUOTA_EXCEEDED"]);
+      expect(answers.filter((_, i) => i % 2 === 1).every((a) => a.status === 201)).toBe(true);
+      expect((await server.ledger.usage(free.id, 1000)).used).toBe(1000);
+      expect((await server.ledger.usage(other.id, null)).used).toBe(12);
+      const store = await Store.open(server.storeDir);
+      expect(await store.countMemories({ accountId: free.id })).toBe(5);
+      expect(await store.countMemories({ accountId: other.id })).toBe(12);
+      store.close();
     } finally {
       await server.close();
     }

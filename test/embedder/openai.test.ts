@@ -364,6 +364,22 @@ describe("openai provider: failures", () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  it("masks the key in every form the server echoes it in: truncated, base64 of the header, URL-encoded", async () => {
+    const key = "sk-proj-7Hq2Lx9Vt4Rb8Mn3Kc6Wd1Zf5";
+    const server = await startServer({
+      behave: (req, res) => {
+        const sent = String(req.headers.authorization).slice(7);
+        const echoed = `bad key ${sent.slice(0, 10)}...${sent.slice(-6)}; header=${Buffer.from(String(req.headers.authorization)).toString("base64")}; q=${encodeURIComponent(sent + "/")}`;
+        return sendJson(res, 401, { error: { message: echoed } });
+      },
+    });
+    const err = await caught(openaiProvider.create(config(server.url), { OPENAI_API_KEY: key }).embed(["hi"]));
+    expect(err.message).toContain("bad key ***...***");
+    for (const leak of [key.slice(0, 6), key.slice(-6), Buffer.from(key).toString("base64").slice(8, 20), Buffer.from(`Bearer ${key}`).toString("base64").slice(12, -4)]) {
+      expect(err.message).not.toContain(leak);
+    }
+  });
+
   it("does not retry other 4xx", async () => {
     const server = await startServer({
       behave: (_req, res) => sendJson(res, 400, { error: { message: "input must not be empty" } }),

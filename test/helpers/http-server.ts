@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { Accounts, type Plan } from "../../src/core/accounts.js";
-import { startServer, type RunningServer } from "../../src/http/server.js";
+import { startServer, type RunningServer, type ServerTimeouts } from "../../src/http/server.js";
 import { QuotaLedger, nextMonth } from "../../src/limits/ledger.js";
 import type { RateLimits } from "../../src/limits/rate-limiter.js";
 import { createTestEmbedder } from "./test-embedder.js";
@@ -51,6 +51,8 @@ export interface TestServer {
   clock: TestClock;
   accounts: Accounts;
   ledger: QuotaLedger;
+  /** The header, request and keep-alive timeouts the server runs with. */
+  timeouts: ServerTimeouts;
   /** Creates an account with one key (enterprise unless told otherwise). */
   account(name: string, plan?: Plan): Promise<TestAccount>;
   close(): Promise<void>;
@@ -60,6 +62,7 @@ export interface TestServerOptions {
   /** Default: limits too high to matter. Pass `{}` for the server's defaults (100/50/30). */
   rateLimits?: Partial<RateLimits>;
   bodyLimitBytes?: number;
+  timeouts?: Partial<ServerTimeouts>;
   clock?: TestClock;
   log?: (entry: Record<string, unknown>) => void;
   /** Embed with the store's own model (use-lite) instead of the bag-of-words test embedder. */
@@ -79,6 +82,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       clock,
       rateLimits: options.rateLimits ?? { read: 100_000, write: 100_000, search: 100_000 },
       bodyLimitBytes: options.bodyLimitBytes,
+      timeouts: options.timeouts,
       warm: false,
       log: options.log ?? (() => undefined),
     });
@@ -91,6 +95,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     url: server.url,
     storeDir,
     clock,
+    timeouts: server.timeouts,
     accounts,
     ledger: new QuotaLedger(join(storeDir, "ledger"), clock),
     async account(name, plan = "enterprise") {

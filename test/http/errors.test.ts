@@ -451,6 +451,15 @@ describe("pagination and list filters over query strings", () => {
     expectValidation(await api.get("/v1/relations", { query: { entityId: "x" } }), "entityId");
   });
 
+  it("__proto__, constructor and prototype are unknown parameters like any other, on every list", async () => {
+    for (const path of ["/v1/memories", "/v1/entities", "/v1/relations"]) {
+      for (const name of ["__proto__", "constructor", "prototype"]) {
+        expectValidation(await api.get(`${path}?${name}=x`), name);
+        expectValidation(await api.get(`${path}?limit=5&${name}=x&${name}=y`), name);
+      }
+    }
+  });
+
   it("limit=500 is clamped to 100 and reported in pagination.limit, on every list", async () => {
     const res = await list({ limit: 500 });
     expect(res.status).toBe(200);
@@ -511,7 +520,12 @@ describe("UNAUTHORIZED", () => {
       [{ Authorization: "Bearer a b" }, /malformed/i],
       [{ Authorization: "Token mm_abc" }, /malformed/i],
       [{ Authorization: "Bearer sk_live_abc" }, /mm_/],
-      [{ Authorization: "Bearer mm_" }, /unknown/i],
+      // Too short, or not base62: malformed (as the README says), not merely unknown.
+      [{ Authorization: "Bearer mm_" }, /malformed/i],
+      [{ Authorization: "Bearer mm_short" }, /malformed/i],
+      [{ Authorization: "Bearer mm_0123456789012345678901234567890" }, /malformed/i],
+      [{ Authorization: "Bearer mm_0123456789012345678901234567890-" }, /malformed/i],
+      [{ Authorization: "Bearer mm_01234567890123456789012345678901" }, /unknown/i],
       [{ Authorization: "Bearer mm_0123456789012345678901234567890123456789" }, /unknown/i],
     ];
     for (const [headers, message] of cases) {

@@ -246,6 +246,37 @@ describe("QUOTA_EXCEEDED", () => {
   });
 });
 
+describe("QUOTA_EXCEEDED and the rate limit", () => {
+  it("a request refused with QUOTA_EXCEEDED uses no rate-limit allowance: 403 every time, never 429, Remaining unchanged", async () => {
+    const s = await serve({ rateLimits: { read: 3, write: 3, search: 3 } });
+    const acct = await s.account("spent", "free");
+    await s.ledger.charge(acct.id, null, "read", 1000);
+    const api = client(s.url, acct.key);
+    for (let i = 0; i < 6; i++) {
+      const res = await api.get("/v1/memories");
+      expectError(res, 403, "QUOTA_EXCEEDED");
+      expect(rate(res), `refusal ${i + 1}`).toMatchObject({ limit: 3, remaining: 3 });
+    }
+    // In the same minute, once the quota resets (a new month here), the whole allowance is there.
+    s.clock.set("2026-04-01T00:00:05.000Z");
+    const fresh = [await api.get("/v1/memories"), await api.get("/v1/memories"), await api.get("/v1/memories"), await api.get("/v1/memories")];
+    expect(fresh.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    expect(fresh.slice(0, 3).map((r) => rate(r).remaining)).toEqual([2, 1, 0]);
+  });
+
+  it("when both are spent, QUOTA_EXCEEDED wins: retrying after Retry-After would not help", async () => {
+    const s = await serve({ rateLimits: { read: 1, write: 1, search: 1 } });
+    const acct = await s.account("both", "free");
+    await s.ledger.charge(acct.id, null, "read", 999);
+    const api = client(s.url, acct.key);
+    expect((await api.get("/v1/memories")).status).toBe(200);
+    const res = await api.get("/v1/memories");
+    expectError(res, 403, "QUOTA_EXCEEDED");
+    expect(res.headers.get("retry-after")).toBeNull();
+    expect(rate(res)).toMatchObject({ limit: 1, remaining: 0 });
+  });
+});
+
 describe("what counts against the quota", () => {
   it("400 and 404 answers count; list entities and list relations count; 401, 429, QUOTA_EXCEEDED, unknown routes, 405 and 413 don't", async () => {
     const s = await serve({ rateLimits: { read: 100, write: 100, search: 1 }, bodyLimitBytes: 1024 });

@@ -86,6 +86,38 @@ describe("quota ledger", () => {
     expect((await ledger.usage("acct_g", 5)).used).toBe(0);
   });
 
+  it("chargeCommitted: charges after the commit, nothing if it throws, and never runs a commit that wouldn't fit", async () => {
+    const ledger = new QuotaLedger(await tempDir());
+    for (const limit of [null, 10]) {
+      const account = `acct_c${limit}`;
+      const seen: number[] = [];
+      const { result, usage } = await ledger.chargeCommitted(account, limit, "write", 3, async () => {
+        seen.push((await ledger.usage(account, limit)).used);
+        return "stored";
+      });
+      expect([result, usage.used, seen]).toEqual(["stored", 3, [0]]);
+      await expect(ledger.chargeCommitted(account, limit, "write", 2, async () => Promise.reject(new Error("commit failed")))).rejects.toThrow("commit failed");
+      expect((await ledger.usage(account, limit)).used).toBe(3);
+    }
+    let ran = false;
+    const refused = await ledger.chargeCommitted("acct_c10", 10, "write", 8, async () => void (ran = true)).catch((e) => e);
+    expect([refused.code, ran, (await ledger.usage("acct_c10", 10)).used]).toEqual(["QUOTA_EXCEEDED", false, 3]);
+  });
+
+  it("chargeCommitted keeps a finite limit exact while commits take time: 12 concurrent commits of 2 for 9 units left → 4 run", async () => {
+    const ledger = new QuotaLedger(await tempDir());
+    await ledger.charge("acct_r", 10, "read", 1);
+    let committed = 0;
+    const slowCommit = async () => {
+      await new Promise((r) => setTimeout(r, 5));
+      committed += 2;
+    };
+    const results = await Promise.allSettled(Array.from({ length: 12 }, () => ledger.chargeCommitted("acct_r", 10, "write", 2, slowCommit)));
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(4);
+    expect(committed).toBe(8);
+    expect((await ledger.usage("acct_r", 10)).used).toBe(9);
+  });
+
   it("starts every UTC month at zero and keeps months apart", async () => {
     const dir = await tempDir();
     let now = new Date("2026-01-31T23:59:59.999Z");

@@ -217,3 +217,30 @@ describe("write lock", () => {
     await b.close();
   });
 });
+
+describe("LanceDB's caches", () => {
+  it("the metadata cache stays within its cap however many versions writes make (it held every version before)", async () => {
+    const dir = await tempDir();
+    const cap = 256 * 1024;
+    await (await openContext({ storeDir: dir, embedder: createTestEmbedder() })).close();
+    const bounded = await Store.open(dir, { tuning: { metadataCacheBytes: cap } });
+    const unbounded = await Store.open(dir, { tuning: { metadataCacheBytes: 1024 * 1024 * 1024 } });
+    try {
+      const embedder = createTestEmbedder();
+      // Each write makes a version, each read caches that version's metadata (~45 KB here).
+      for (let i = 0; i < 50; i++) {
+        const [vector] = await embedder.embed([`note ${i}`]);
+        const at = new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
+        await bounded.write((w) => w.insertMemories([{ id: `mem_${String(i).padStart(24, "0")}`, accountId: "acct_default", content: `note ${i}`, userId: "u", agentId: null, tags: [], metadata: null, entityIds: [], createdAt: at, updatedAt: at, seq: 0, vector }]));
+        await bounded.listMemories({ accountId: "acct_default" }, { offset: 0, limit: 5 });
+        await unbounded.listMemories({ accountId: "acct_default" }, { offset: 0, limit: 5 });
+      }
+      // cacheBytes counts the index cache too (the text index: ~140 KB here), hence 2 × cap.
+      expect(unbounded.cacheBytes()).toBeGreaterThan(6 * cap);
+      expect(bounded.cacheBytes()).toBeLessThan(2 * cap);
+    } finally {
+      bounded.close();
+      unbounded.close();
+    }
+  });
+});

@@ -76,20 +76,21 @@ export function registerImport(program: Command, app: CliApp): void {
       const summary: ImportSummary = await withContext(
         app,
         cmd,
-        async (ctx) => {
+        async (command) => {
           const t = await import("../../core/transfer.js");
-          const beforeWrite = (n: number) => ctx.charge("write", n);
+          // Every record stored counts one write, billed by the commit that stores it.
+          const ctx = { ...command, meter: command.meterFor("write") };
           if (opts.from === "mem0") {
             const { mem0Records } = await import("../../core/foreign-formats.js");
             const text = file === "-" ? await readStdin(io.stdin) : await readFile(file, "utf8");
-            return t.importExport(ctx, toAsync(mem0Records(text, { userId, agentId: opts.agent }, ctx.accountId, ctx.clock())), { batchSize, onResult, beforeWrite, signal: stop.signal });
+            return t.importExport(ctx, toAsync(mem0Records(text, { userId, agentId: opts.agent }, ctx.accountId, ctx.clock())), { batchSize, onResult, signal: stop.signal });
           }
           const lines = t.jsonLines(createInterface({ input: file === "-" ? io.stdin : createReadStream(file), crlfDelay: Infinity }));
           if (opts.from === "mcp-memory") {
             const { importMcpMemory } = await import("../../core/foreign-formats.js");
-            return importMcpMemory(ctx, { userId: userId ?? "default", ...(opts.agent ? { agentId: opts.agent } : {}) }, lines, { onResult, beforeWrite });
+            return importMcpMemory(ctx, { userId: userId ?? "default", ...(opts.agent ? { agentId: opts.agent } : {}) }, lines, { onResult });
           }
-          return t.importExport(ctx, lines, { remapIds: opts.remapIds, allAccounts: opts.allAccounts, batchSize, onResult, beforeWrite, signal: stop.signal });
+          return t.importExport(ctx, lines, { remapIds: opts.remapIds, allAccounts: opts.allAccounts, batchSize, onResult, signal: stop.signal });
         },
         { charge: false, create: true },
       ).finally(() => {

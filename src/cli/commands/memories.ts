@@ -306,7 +306,6 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
           onResult,
           signal: stop.signal,
           extract: opts.extract,
-          beforeWrite: (n) => ctx.charge("write", n),
         }),
       ]),
     { charge: false, create: true },

@@ -1,0 +1,150 @@
+#!/usr/bin/env node
+// `npm run crash`: kill -9 trials. Each trial makes a fresh store and kills, at a random moment,
+// either `mm memories add --batch` (the CLI) or `mm serve` under concurrent POSTs, then checks:
+//   - every acknowledged write is stored (and stored once);
+//   - every stored write is billed, except at most the one commit a kill can fall behind
+//     (a batch for the CLI, a request for the server), and nothing unstored is billed;
+//   - the store takes writes again afterwards.
+// Trials alternate CLI and server, hobby and enterprise plans. Exit 1 if any trial breaks a rule.
+//   --trials 50   (npm test runs 2)
+//   --seed 1
+//   --out bench-results/crash.json
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { startMmServe } from "./mm-serve.mjs";
+import { BIN, machine, newStore, parseArgs, printTable, rng, root, sleep, tally, writeJson } from "./suite-kit.mjs";
+
+const opts = parseArgs({ trials: 50, seed: 1, out: join(root, "bench-results", "crash.json") });
+const r = rng(opts.seed);
+const trials = [];
+
+for (let i = 0; i < opts.trials; i++) {
+  const plan = i % 4 < 2 ? "hobby" : "enterprise";
+  const trial = i % 2 === 0 ? await batchTrial(plan) : await serverTrial(plan);
+  trials.push(trial);
+  console.log(`trial ${i + 1}/${opts.trials}: ${trial.kind} (${plan}) killed after ${trial.killedAfterMs} ms: acknowledged ${trial.acknowledged}, stored ${trial.stored}, billed ${trial.billed}${trial.problems.length ? ` — ${trial.problems.join("; ")}` : ""}`);
+}
+
+const failed = trials.filter((t) => t.problems.length);
+const sum = (k, kind) => trials.filter((t) => !kind || t.kind === kind).reduce((a, t) => a + t[k], 0);
+const result = {
+  machine: machine(),
+  seed: opts.seed,
+  trials: trials.length,
+  cliTrials: trials.filter((t) => t.kind === "cli batch").length,
+  serverTrials: trials.filter((t) => t.kind === "server POSTs").length,
+  acknowledged: sum("acknowledged"),
+  stored: sum("stored"),
+  billed: sum("billed"),
+  acknowledgedButLost: sum("lost"),
+  billedButNotStored: trials.reduce((a, t) => a + Math.max(0, t.billed - t.stored), 0),
+  storedButUnbilled: { total: sum("free"), maxInOneTrial: Math.max(0, ...trials.map((t) => t.free)), trialsWithAny: trials.filter((t) => t.free > 0).length },
+  failedTrials: failed.length,
+  details: trials,
+};
+printTable(
+  `mm crash · ${result.trials} kill -9 trials (${result.cliTrials} CLI batch, ${result.serverTrials} server) · ${machine().cpus} cores`,
+  ["figure", "value"],
+  [
+    ["writes acknowledged", result.acknowledged],
+    ["writes stored", result.stored],
+    ["operations billed", result.billed],
+    ["acknowledged but lost", result.acknowledgedButLost],
+    ["billed but not stored", result.billedButNotStored],
+    ["stored but unbilled (the commit a kill fell behind)", `${result.storedButUnbilled.total} in ${result.storedButUnbilled.trialsWithAny} trials, at most ${result.storedButUnbilled.maxInOneTrial} in one`],
+    ["trials breaking a rule", result.failedTrials],
+  ],
+);
+writeJson(opts.out, result);
+process.exit(failed.length ? 1 : 0);
+
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * A batch add killed at a random moment: mostly after its first acknowledged line (after a random
+ * number of further lines, or a random time), sometimes before anything is committed.
+ */
+async function batchTrial(plan) {
+  const store = await newStore({ payer: plan });
+  const batchSize = r.pick([8, 16, 32, 64]);
+  const lines = 600;
+  const file = join(store.dir, "lines.jsonl");
+  writeFileSync(file, Array.from({ length: lines }, (_, i) => JSON.stringify({ content: `Line ${i}: notes about ${r.pick(["tea", "the garden", "Berlin", "a meeting"])} number ${r.int(1e6)}`, userId: `u${i % 3}` })).join("\n") + "\n");
+  const child = spawn(process.execPath, [BIN, "memories", "add", "--batch", file, "--batch-size", String(batchSize), "--account", "payer", "--json"], { env: store.env, stdio: ["ignore", "pipe", "ignore"] });
+  const started = performance.now();
+  const acked = [];
+  // Within about five batches of the first commit: what matters is where in a batch the kill falls.
+  const killAt = r.pick([{ early: 100 + r.int(1500) }, { acks: 1 + r.int(5 * batchSize) }, { ms: r.int(2500) }, { ms: r.int(2500) }]);
+  let killedAfterMs;
+  let timer;
+  const kill = () => {
+    if (killedAfterMs === undefined) {
+      killedAfterMs = Math.round(performance.now() - started);
+      child.kill("SIGKILL");
+    }
+  };
+  if (killAt.early !== undefined) timer = setTimeout(kill, killAt.early);
+  createInterface({ input: child.stdout }).on("line", (line) => {
+    const entry = JSON.parse(line);
+    if (entry.memory) acked.push(entry.memory.id);
+    if (killAt.acks !== undefined && acked.length >= killAt.acks) kill();
+    if (killAt.ms !== undefined && acked.length === 1) timer = setTimeout(kill, killAt.ms);
+  });
+  await new Promise((resolve) => child.once("exit", resolve));
+  clearTimeout(timer);
+  killedAfterMs ??= Math.round(performance.now() - started);
+  return check(store, { kind: "cli batch", plan, batchSize, killedAfterMs, acked, bound: batchSize, finished: child.signalCode !== "SIGKILL" });
+}
+
+/** `mm serve` killed at a random moment while 6 clients POST memories as fast as it answers. */
+async function serverTrial(plan) {
+  const store = await newStore({ payer: plan });
+  const server = await startMmServe(BIN, store.env, { rateLimit: 1_000_000 });
+  const acked = [];
+  let killed = false;
+  const client = async (c) => {
+    for (let n = 0; !killed; n++) {
+      try {
+        const res = await fetch(`${server.url}/v1/memories`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${store.accounts.payer.key}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ content: `client ${c} note ${n} about ${r.pick(["tea", "rain", "Lisbon"])}`, userId: `c${c}` }),
+        });
+        const body = await res.json();
+        if (res.status === 201) acked.push(body.id);
+      } catch {
+        return; // the server is gone
+      }
+    }
+  };
+  const started = performance.now();
+  const clients = Array.from({ length: 6 }, (_, c) => client(c));
+  await sleep(300 + r.int(4000));
+  const killedAfterMs = Math.round(performance.now() - started);
+  killed = true;
+  server.child.kill("SIGKILL");
+  await new Promise((resolve) => server.child.once("exit", resolve));
+  await Promise.all(clients);
+  return check(store, { kind: "server POSTs", plan, killedAfterMs, acked, bound: 1 });
+}
+
+async function check(store, t) {
+  const { ids, billed } = await tally(store.store, store.accounts.payer.id);
+  const stored = new Set(ids);
+  const lost = t.acked.filter((id) => !stored.has(id)).length;
+  const problems = [];
+  if (lost) problems.push(`${lost} acknowledged writes lost`);
+  if (stored.size !== ids.length) problems.push(`${ids.length - stored.size} writes stored twice`);
+  if (billed > ids.length) problems.push(`billed ${billed} for ${ids.length} stored`);
+  if (billed < t.acked.length) problems.push(`billed ${billed} for ${t.acked.length} acknowledged`);
+  if (ids.length - billed > t.bound) problems.push(`${ids.length - billed} stored writes unbilled (bound ${t.bound})`);
+  // The store takes writes again: the dead writer's lock is taken over.
+  const after = spawn(process.execPath, [BIN, "memories", "add", "after the crash", "--user", "u", "--account", "payer"], { env: store.env, stdio: "ignore" });
+  const code = await new Promise((resolve) => after.once("exit", resolve));
+  if (code !== 0) problems.push(`a write after the crash failed (exit ${code})`);
+  store.cleanup();
+  const { acked, bound, ...rest } = t;
+  return { ...rest, acknowledged: acked.length, stored: ids.length, billed, lost, free: ids.length - billed, problems };
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env node
+// `npm run soak`: a long run of mixed traffic against a real `mm serve` (a fresh store,
+// 127.0.0.1), sampling the server's resident memory, to show whether it plateaus or grows.
+// Prints a line per sample, a table and a verdict, and writes JSON. Exit 1 if any request failed
+// (5xx, no answer) or if RSS grew more than --max-growth-pct over the second half of the run.
+//   --requests 200000      (npm test runs 240)
+//   --embedder stub        stub: a stand-in embeddings endpoint reached through mm's openai
+//                          provider (the server and the store are measured, not the model's CPU);
+//                          use-lite: the real bundled model (~30 requests/s on 2 cores)
+//   --concurrency 8
+//   --samples 40           RSS samples over the run
+//   --max-growth-pct 10
+//   --seed 1
+//   --out bench-results/soak.json
+import { join } from "node:path";
+import { startMmServe } from "./mm-serve.mjs";
+import { BIN, machine, newStore, parseArgs, printTable, rng, rssMb, root, stubEmbeddings, writeJson } from "./suite-kit.mjs";
+
+const opts = parseArgs({ requests: 200_000, concurrency: 8, samples: 40, "max-growth-pct": 10, seed: 1, embedder: "stub", out: join(root, "bench-results", "soak.json") });
+
+const stub = opts.embedder === "stub" ? await stubEmbeddings() : undefined;
+const store = await newStore({ main: "enterprise", second: "hobby" }, stub?.config);
+const server = await startMmServe(BIN, store.env, { rateLimit: 1_000_000 });
+const keys = [store.accounts.main.key, store.accounts.main.key, store.accounts.main.key, store.accounts.second.key];
+const r = rng(opts.seed);
+const words = "alice bob carol tea coffee berlin lisbon tokyo meeting project deadline music film book travel garden dinner doctor running piano".split(" ");
+const text = () => Array.from({ length: 4 + r.int(10) }, () => r.pick(words)).join(" ");
+const ids = { mem: [], ent: [] };
+
+// Per 100 requests: the share each kind of request takes. Every write makes a table version (what
+// made memory grow); deletes keep up with creates once 300 memories exist, so the store stays at a
+// few thousand rows and a long run measures memory, not a growing table's query times.
+const MIX = [
+  [28, "list memories", (k) => get(k, `/v1/memories?limit=20&userId=u${r.int(20)}`)],
+  [14, "get memory", (k) => get(k, `/v1/memories/${r.pick(ids.mem) ?? "mem_none"}`)],
+  [12, "search", (k) => post(k, "/v1/memories/search", { query: text(), userId: `u${r.int(20)}`, threshold: 0.2 })],
+  [8, "create memory", (k) => post(k, "/v1/memories", { content: text(), userId: `u${r.int(20)}`, tags: [r.pick(words)], metadata: { n: r.int(1000) } }, (b) => ids.mem.push(b.id))],
+  [2, "update memory", (k) => send(k, "PATCH", `/v1/memories/${r.pick(ids.mem) ?? "mem_none"}`, { tags: [r.pick(words)] })],
+  [6, "delete memory", (k) => send(k, "DELETE", `/v1/memories/${ids.mem.length > 300 ? ids.mem.splice(r.int(ids.mem.length), 1)[0] : "mem_none"}`)],
+  [2, "create entity", (k) => post(k, "/v1/entities", { name: `${r.pick(words)} ${r.int(2000)}`, type: "PERSON" }, (b) => ids.ent.push(b.id))],
+  [2, "create relation", (k) => post(k, "/v1/relations", { sourceId: r.pick(ids.ent) ?? "ent_none", targetId: r.pick(ids.ent) ?? "ent_none", type: "KNOWS" })],
+  [6, "list entities", (k) => get(k, "/v1/entities?limit=10")],
+  [12, "400 / 404", (k) => (r.chance(0.5) ? post(k, "/v1/memories", { content: 42 }) : get(k, "/v1/entities/ent_missing"))],
+  [8, "401", () => get("mm_not_a_real_key_0000000000000000000000", "/v1/memories")],
+];
+const WEIGHTS = MIX.reduce((a, [w]) => a + w, 0);
+
+const counts = Object.fromEntries(MIX.map(([, name]) => [name, 0]));
+const statuses = {};
+const failures = [];
+const samples = [];
+const every = Math.max(1, Math.floor(opts.requests / opts.samples));
+const started = performance.now();
+let next = 0;
+let done = 0;
+
+sample();
+await Promise.all(
+  Array.from({ length: opts.concurrency }, async () => {
+    while (next < opts.requests && failures.length < 20) {
+      next++;
+      let pick = r.int(WEIGHTS);
+      const [, name, run] = MIX.find(([w]) => (pick -= w) < 0);
+      counts[name]++;
+      try {
+        const status = await run(r.pick(keys));
+        statuses[status] = (statuses[status] ?? 0) + 1;
+        if (status >= 500) failures.push(`${name}: ${status}`);
+      } catch (e) {
+        failures.push(`${name}: ${e.cause?.code ?? e.message}`);
+      }
+      if (++done % every === 0) sample();
+    }
+  }),
+);
+sample();
+await server.stop();
+await stub?.close();
+store.cleanup();
+
+const half = samples.filter((s) => s.requests >= opts.requests / 2);
+const secondHalf = { from: half[0]?.rssMb, to: samples.at(-1).rssMb, max: Math.max(...half.map((s) => s.rssMb)) };
+const growthPct = Math.round(((secondHalf.max - secondHalf.from) / secondHalf.from) * 1000) / 10;
+const plateau = growthPct <= opts["max-growth-pct"];
+const result = {
+  machine: machine(),
+  requests: done,
+  concurrency: opts.concurrency,
+  seconds: Math.round((performance.now() - started) / 100) / 10,
+  embedder: opts.embedder,
+  mix: counts,
+  statuses,
+  rssMb: { start: samples[0].rssMb, end: samples.at(-1).rssMb, peak: Math.max(...samples.map((s) => s.rssMb)), secondHalf, secondHalfGrowthPct: growthPct },
+  plateau,
+  samples,
+  failures,
+};
+printTable(
+  `mm soak · ${done} mixed requests, ${opts.concurrency} at a time, in ${result.seconds} s · ${machine().cpus} cores`,
+  ["requests", "seconds", "req/s (interval)", "server RSS (MB)"],
+  samples.map((s, i) => [s.requests, s.seconds, i ? Math.round((s.requests - samples[i - 1].requests) / Math.max(0.001, s.seconds - samples[i - 1].seconds)) : "", s.rssMb]),
+);
+console.log(`\nRSS start ${result.rssMb.start} MB, peak ${result.rssMb.peak} MB, end ${result.rssMb.end} MB; over the second half ${secondHalf.from} → ${secondHalf.to} MB (max ${secondHalf.max}, +${growthPct}%): ${plateau ? "plateau" : "STILL GROWING"}`);
+console.log(`answers by status: ${Object.entries(statuses).map(([s, n]) => `${s}:${n}`).join(" ")}; failures: ${failures.length}`);
+for (const f of failures.slice(0, 10)) console.log(`FAIL ${f}`);
+writeJson(opts.out, result);
+process.exit(failures.length || !plateau ? 1 : 0);
+
+function sample() {
+  const s = { requests: done, seconds: Math.round((performance.now() - started) / 100) / 10, rssMb: rssMb(server.pid) };
+  samples.push(s);
+  console.log(`${s.requests} requests, ${s.seconds} s: server RSS ${s.rssMb} MB`);
+}
+
+async function send(key, method, path, body, onCreated) {
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body && JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const text = await res.text();
+  if (res.status === 201 && onCreated) onCreated(JSON.parse(text));
+  return res.status;
+}
+
+function get(key, path) {
+  return send(key, "GET", path);
+}
+
+function post(key, path, body, onCreated) {
+  return send(key, "POST", path, body, onCreated);
+}

@@ -1,0 +1,57 @@
+import { spawn } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { collect } from "../helpers/spawn-mm.js";
+import { useTempDirs } from "../helpers/temp.js";
+
+/**
+ * Short runs of the three on-demand suites, through their real scripts (a real `mm serve` with
+ * the real model, real kill -9), so they keep working and keep passing: `npm run fuzz`,
+ * `npm run crash` and `npm run soak` run the same scripts longer.
+ */
+
+const tempDir = useTempDirs();
+const SCRIPTS = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "scripts");
+
+async function runSuite(script: string, args: string[]): Promise<{ code: number | null; stdout: string; json: any }> {
+  const out = join(await tempDir(), "out.json");
+  // Not spawnSync: a long synchronous wait blocks the worker's event loop and vitest's RPC times out.
+  const child = spawn(process.execPath, [join(SCRIPTS, script), ...args, "--out", out], { env: { ...process.env, LANCEDB_LOG: "error" }, stdio: ["ignore", "pipe", "pipe"] });
+  const r = await collect(child);
+  return { code: r.code, stdout: r.stdout + r.stderr, json: JSON.parse(await readFile(out, "utf8")) };
+}
+
+describe("the hardening suites, short runs", () => {
+  it("npm run fuzz: 5,000 seeded requests, no 5xx, no answer without the envelope, no hang, the server alive", async () => {
+    const { code, stdout, json } = await runSuite("fuzz.mjs", ["--requests", "5000", "--seed", "1"]);
+    expect(code, stdout).toBe(0);
+    expect(json.requests).toBe(5000);
+    expect(json.failures).toEqual([]);
+    expect(Object.keys(json.statuses).filter((s) => Number(s) >= 500)).toEqual([]);
+    // Every kind of request was sent, and the errors the fuzzer expects were met.
+    expect(Object.keys(json.kinds).sort()).toEqual(["api", "body", "encoding", "fetch", "headers", "malformed", "nesting", "pipelined", "query", "size"]);
+    for (const status of ["200", "201", "400", "401", "404", "405", "413", "431"]) expect(json.statuses[status], status).toBeGreaterThan(0);
+    expect(json.serverErrorsLogged).toBe(0);
+  }, 240_000);
+
+  it("npm run crash: a CLI batch and mm serve killed with kill -9; nothing acknowledged lost, nothing unstored billed", async () => {
+    const { code, stdout, json } = await runSuite("crash.mjs", ["--trials", "2", "--seed", "3"]);
+    expect(code, stdout).toBe(0);
+    expect([json.cliTrials, json.serverTrials]).toEqual([1, 1]);
+    expect(json.acknowledgedButLost).toBe(0);
+    expect(json.billedButNotStored).toBe(0);
+    expect(json.failedTrials).toBe(0);
+  }, 240_000);
+
+  it("npm run soak: mixed traffic with the server's RSS sampled, every request answered", async () => {
+    const { code, stdout, json } = await runSuite("soak.mjs", ["--requests", "240", "--samples", "4", "--max-growth-pct", "1000"]);
+    expect(code, stdout).toBe(0);
+    expect(json.requests).toBe(240);
+    expect(json.failures).toEqual([]);
+    expect(json.samples.length).toBeGreaterThanOrEqual(5);
+    for (const s of json.samples) expect(s.rssMb).toBeGreaterThan(50);
+    expect(stdout).toContain("mm soak ·");
+  }, 240_000);
+});
