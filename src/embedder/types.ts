@@ -19,6 +19,13 @@ export interface Embedder {
    * coming and has other work to overlap with the load. Optional: remote providers load nothing.
    */
   warm?(): Promise<void>;
+  /**
+   * For a long-running server: embed every batch, however small, off the main thread and spread
+   * over all cores, so that requests keep being answered while the model runs and concurrent
+   * creates use every core. Starts (and warms) the threads now. Optional: a no-op where the model
+   * doesn't run in this process.
+   */
+  serve?(): Promise<void>;
   /** Releases workers or handles, if any. */
   close?(): Promise<void>;
 }

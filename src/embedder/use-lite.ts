@@ -37,6 +37,8 @@ class UseLiteEmbedder implements Embedder {
   readonly id = `use-lite:${MODEL}`;
   private loading: Promise<UseModel> | undefined;
   private pool: Promise<EmbedderPool> | undefined;
+  /** Set by serve(): every batch goes to the worker threads. */
+  private everyBatchOnWorkers = false;
 
   /** `workers` > 1: batches larger than one model batch are embedded on that many worker threads. */
   constructor(
@@ -61,9 +63,21 @@ class UseLiteEmbedder implements Embedder {
     await this.load();
   }
 
+  /**
+   * `mm serve`: a CLI command embeds small batches (a query, a memory) on its own thread, which
+   * is fastest for one process doing one thing; a server answering many clients must not block
+   * its event loop for each inference, and must use both cores for the small groups that group
+   * commit makes (core/group-commit.ts). Measured in `npm run bench` ("write").
+   */
+  async serve(): Promise<void> {
+    if (this.workers <= 1) return this.warm();
+    this.everyBatchOnWorkers = true;
+    await this.embedOnWorkers(Array.from({ length: this.workers }, () => "warm up")); // one text per worker: each loads its model
+  }
+
   async embed(texts: string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
-    if (this.workers > 1 && texts.length > BATCH) return this.embedOnWorkers(texts);
+    if (this.workers > 1 && (texts.length > BATCH || this.everyBatchOnWorkers)) return this.embedOnWorkers(texts);
     const model = await this.load();
     const out: Float32Array[] = [];
     for (let i = 0; i < texts.length; i += BATCH) {
@@ -78,14 +92,18 @@ class UseLiteEmbedder implements Embedder {
     return out;
   }
 
-  /** Splits the texts into model-sized batches and spreads them over the pool, keeping order. */
+  /**
+   * Splits the texts into model-sized batches and spreads them over the pool, keeping order. A
+   * batch smaller than one model batch per worker is split evenly, so every worker takes a part.
+   */
   private async embedOnWorkers(texts: string[]): Promise<Float32Array[]> {
     this.pool ??= import("./worker-pool.js").then(
       ({ EmbedderPool }) => new EmbedderPool({ provider: "use-lite", model: MODEL, dims: DIMS }, this.env, this.workers),
     );
     const pool = await this.pool;
+    const size = Math.min(BATCH, Math.ceil(texts.length / this.workers));
     const chunks: Promise<Float32Array[]>[] = [];
-    for (let i = 0; i < texts.length; i += BATCH) chunks.push(pool.embed(texts.slice(i, i + BATCH)));
+    for (let i = 0; i < texts.length; i += size) chunks.push(pool.embed(texts.slice(i, i + size)));
     return (await Promise.all(chunks)).flat();
   }
 

@@ -152,7 +152,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await ctx.close();
     throw listenError(err as NodeJS.ErrnoException, host, port);
   }
-  if (options.warm !== false) await (await ctx.embedder()).embed(["warm up"]);
+  if (options.warm !== false) {
+    const embedder = await ctx.embedder();
+    await (embedder.serve ? embedder.serve() : embedder.embed(["warm up"]));
+  }
   // Compaction and index upkeep in the background: the write path only commits.
   const upkeep = startUpkeep(ctx, {
     onPass: (pass) => log?.({ time: new Date().toISOString(), event: "maintenance", ms: pass.ms, work: pass.work, conflicts: pass.conflicts }),

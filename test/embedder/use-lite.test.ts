@@ -22,4 +22,21 @@ describe("use-lite", () => {
     // Different texts, different vectors: the comparison above is not between two zero vectors.
     expect(Math.abs(ours[0]![0]! - ours[1]![0]!)).toBeGreaterThan(1e-4);
   }, 60_000);
+
+  it("serving (mm serve): small batches split over the worker threads give the same vectors, in order", async () => {
+    const single = useLiteProvider.create({ ...DEFAULT_EMBEDDER, options: { workers: 1 } }, {});
+    const served = useLiteProvider.create({ ...DEFAULT_EMBEDDER, options: { workers: 2 } }, {});
+    try {
+      await served.serve!();
+      const expected = await single.embed(TEXTS);
+      // 4 texts: 2 per worker; 1 text: one worker; concurrent calls share the pool.
+      const [four, one, three] = await Promise.all([served.embed(TEXTS), served.embed([TEXTS[2]!]), served.embed(TEXTS.slice(1))]);
+      const gap = (a: Float32Array, b: Float32Array) => Math.max(...a.map((x, j) => Math.abs(x - b[j]!)));
+      four.forEach((v, i) => expect(gap(v, expected[i]!), TEXTS[i]).toBeLessThan(1e-5));
+      expect(gap(one[0]!, expected[2]!)).toBeLessThan(1e-5);
+      three.forEach((v, i) => expect(gap(v, expected[i + 1]!)).toBeLessThan(1e-5));
+    } finally {
+      await Promise.all([single.close?.(), served.close?.()]);
+    }
+  }, 120_000);
 });
