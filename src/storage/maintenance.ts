@@ -93,7 +93,20 @@ export interface MaintenancePass extends OptimizeResult {
  * holds the write lock around it). `lastWork` (a long-running maintainer's memory) skips tables
  * that have not changed since this maintainer last worked on them.
  */
-export async function maintain(store: Store, options: { force: boolean; keepVersionsMs: number; lastWork?: Map<string, number> }): Promise<MaintenancePass> {
+export async function maintain(
+  store: Store,
+  options: {
+    force: boolean;
+    keepVersionsMs: number;
+    lastWork?: Map<string, number>;
+    /**
+     * When each table worked on has old versions to drop: a pass keeps the versions its own work
+     * just replaced (readers may still use them), so a later pass must come back for them, or a
+     * sealed segment, never touched again, would keep its pre-settle copy on disk.
+     */
+    cleanupDue?: Map<string, number>;
+  },
+): Promise<MaintenancePass> {
   const started = Date.now();
   const pass: MaintenancePass = {
     startedAt: new Date(started).toISOString(),
@@ -109,8 +122,19 @@ export async function maintain(store: Store, options: { force: boolean; keepVers
   const cleanupOlderThan = () => new Date(Date.now() - options.keepVersionsMs);
   const unchanged = async (name: string, table: Table) => !options.force && options.lastWork?.get(name) === (await table.version());
 
+  const cleanedLater = (name: string) => options.cleanupDue?.set(name, Date.now() + options.keepVersionsMs);
   for (const segment of await store.segments()) {
-    if (await unchanged(segment.name, segment.table)) continue;
+    if (await unchanged(segment.name, segment.table)) {
+      const due = options.cleanupDue?.get(segment.name);
+      if (due !== undefined && due <= Date.now()) {
+        const t0 = Date.now();
+        await tolerateConflict(pass, async () => addOptimizeStats(pass, await segment.table.optimize({ cleanupOlderThan: cleanupOlderThan() })));
+        pass.work.push({ table: segment.name, reason: "versions replaced by its last pass dropped", ms: Date.now() - t0 });
+        options.cleanupDue!.delete(segment.name);
+        options.lastWork?.set(segment.name, await segment.table.version());
+      }
+      continue;
+    }
     const stats = await segmentStats(segment, { versions: false });
     const work = segmentWork(stats, store.tuning, options.force);
     if (work) {
@@ -124,6 +148,7 @@ export async function maintain(store: Store, options: { force: boolean; keepVers
         addOptimizeStats(pass, await segment.table.optimize({ cleanupOlderThan: cleanupOlderThan() }));
       });
       pass.work.push({ table: segment.name, reason: work.reason, ms: Date.now() - t0, ...(done ? {} : { conflict: true }) });
+      cleanedLater(segment.name);
     }
     options.lastWork?.set(segment.name, await segment.table.version());
     pass.tempFilesRemoved += await removeOrphanTempFiles(join(store.dir, "db", `${segment.name}.lance`));
@@ -183,6 +208,7 @@ export class Maintainer {
   private running?: Promise<void>;
   private stopped = true;
   private readonly lastWork = new Map<string, number>();
+  private readonly cleanupDue = new Map<string, number>();
 
   constructor(
     private readonly store: Store,
@@ -207,7 +233,13 @@ export class Maintainer {
     await this.running;
     const pass = await withMaintenanceLock(
       this.store.dir,
-      () => maintain(this.store, { force: false, keepVersionsMs: this.options.keepVersionsMs ?? BACKGROUND_KEEP_VERSIONS_MS, lastWork: this.lastWork }),
+      () =>
+        maintain(this.store, {
+          force: false,
+          keepVersionsMs: this.options.keepVersionsMs ?? BACKGROUND_KEEP_VERSIONS_MS,
+          lastWork: this.lastWork,
+          cleanupDue: this.cleanupDue,
+        }),
       { wait: false },
     );
     if (pass?.work.length) {

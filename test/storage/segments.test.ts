@@ -1,11 +1,11 @@
-import { readFile } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openContext, type Context } from "../../src/core/context.js";
 import { createEntity, deleteEntity } from "../../src/core/entities.js";
 import { createMemory, deleteMemory, getMemory, listMemories, searchMemories, updateMemory } from "../../src/core/memories.js";
 import { exportStore } from "../../src/core/transfer.js";
-import { maintainIfDue, segmentWork } from "../../src/storage/maintenance.js";
+import { Maintainer, maintainIfDue, segmentWork } from "../../src/storage/maintenance.js";
 import { DEFAULT_TUNING, Store, type SegmentStats } from "../../src/storage/store.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
@@ -34,6 +34,15 @@ async function oneShortOfSealing() {
   const ctx = await openContext({ storeDir: dir, embedder, tuning: SMALL });
   for (let i = 0; i < SMALL.segmentRows - 1; i++) await createMemory(ctx, { content: `m ${i}`, userId: "u" });
   return { dir, embedder, ctx };
+}
+
+async function dirBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, e.name);
+    total += e.isDirectory() ? await dirBytes(path) : (await stat(path)).size;
+  }
+  return total;
 }
 
 const strip = (items: { id: string }[]) => items.map((m) => ({ ...m, id: undefined, createdAt: undefined, updatedAt: undefined }));
@@ -153,6 +162,28 @@ describe("segments", () => {
     // Nothing changed since: the next pass leaves the sealed segment alone.
     expect((await maintainIfDue(ctx.store))?.work.filter((w) => w.table === "memories")).toEqual([]);
     expect((await searchMemories(ctx, { query: "note 7 on chess", userId: "u", limit: 1 })).results[0]!.content).toBe("note 7 on chess");
+    await ctx.close();
+  });
+
+  it("a background maintainer comes back for the versions its own work replaced, once readers had their time", async () => {
+    const ctx = await openContext({ storeDir: await tempDir(), embedder: createTestEmbedder(), tuning: { ...SMALL, vectorIndexMinRows: 30 } });
+    for (let i = 0; i < 45; i++) await createMemory(ctx, { content: `note ${i} on ${TOPICS[i % 8]}`, userId: "u" });
+    const maintainer = new Maintainer(ctx.store, { keepVersionsMs: 300 });
+    const settled = await maintainer.runOnce();
+    expect(settled?.work.find((w) => w.table === "memories")?.reason).toMatch(/vector index built|settled/);
+    const sealed = async () => (await ctx.store.stats()).memories.segments[0]!;
+    const before = await sealed();
+    const onDisk = () => dirBytes(join(ctx.store.dir, "db", "memories.lance"));
+    const diskBefore = await onDisk();
+    expect(before.versions).toBeGreaterThan(1); // the pre-settle versions, kept for readers
+    expect((await maintainer.runOnce())?.work.some((w) => w.table === "memories")).toBeFalsy(); // too soon
+    await new Promise((r) => setTimeout(r, 400));
+    const later = await maintainer.runOnce();
+    expect(later?.work.find((w) => w.table === "memories")?.reason).toMatch(/replaced by its last pass dropped/);
+    const after = await sealed();
+    expect(after.versions).toBeLessThan(before.versions);
+    expect(await onDisk()).toBeLessThan(diskBefore * 0.8); // the 40 one-row fragments it replaced are gone
+    expect(await ctx.store.countMemories()).toBe(45);
     await ctx.close();
   });
 
