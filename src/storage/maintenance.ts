@@ -123,18 +123,22 @@ export async function maintain(
   const unchanged = async (name: string, table: Table) => !options.force && options.lastWork?.get(name) === (await table.version());
 
   const cleanedLater = (name: string) => options.cleanupDue?.set(name, Date.now() + options.keepVersionsMs);
-  for (const segment of await store.segments()) {
-    if (await unchanged(segment.name, segment.table)) {
+  const segments = await store.segments();
+  /** Drops the versions earlier work replaced, in segments nothing has changed since; between segments too, since one can take minutes. */
+  const cleanDue = async () => {
+    for (const segment of segments) {
       const due = options.cleanupDue?.get(segment.name);
-      if (due !== undefined && due <= Date.now()) {
-        const t0 = Date.now();
-        await tolerateConflict(pass, async () => addOptimizeStats(pass, await segment.table.optimize({ cleanupOlderThan: cleanupOlderThan() })));
-        pass.work.push({ table: segment.name, reason: "versions replaced by its last pass dropped", ms: Date.now() - t0 });
-        options.cleanupDue!.delete(segment.name);
-        options.lastWork?.set(segment.name, await segment.table.version());
-      }
-      continue;
+      if (due === undefined || due > Date.now() || !(await unchanged(segment.name, segment.table))) continue;
+      const t0 = Date.now();
+      await tolerateConflict(pass, async () => addOptimizeStats(pass, await segment.table.optimize({ cleanupOlderThan: cleanupOlderThan() })));
+      pass.work.push({ table: segment.name, reason: "versions replaced by its last pass dropped", ms: Date.now() - t0 });
+      options.cleanupDue!.delete(segment.name);
+      options.lastWork?.set(segment.name, await segment.table.version());
     }
+  };
+  await cleanDue();
+  for (const segment of segments) {
+    if (await unchanged(segment.name, segment.table)) continue;
     const stats = await segmentStats(segment, { versions: false });
     const work = segmentWork(stats, store.tuning, options.force);
     if (work) {
