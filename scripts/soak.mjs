@@ -12,15 +12,23 @@
 //   --max-growth-pct 10
 //   --seed 1
 //   --out bench-results/soak.json
+//   --memory-every-ms 0    >0: the server logs process.memoryUsage and LanceDB's cache size this often
+//                          (MM_DEBUG_MEMORY_MS); each sample then carries the latest reading
+//   --heap-snapshots ""    request counts (e.g. 10000,30000) at which to signal the server (SIGUSR2)
+//                          to write a V8 heap snapshot; start it with
+//                          NODE_OPTIONS="--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=DIR"
 import { join } from "node:path";
 import { startMmServe } from "./mm-serve.mjs";
 import { BIN, machine, newStore, parseArgs, printTable, rng, rssMb, root, stubEmbeddings, writeJson } from "./suite-kit.mjs";
 
-const opts = parseArgs({ requests: 200_000, concurrency: 8, samples: 40, "max-growth-pct": 10, seed: 1, embedder: "stub", out: join(root, "bench-results", "soak.json") });
+const opts = parseArgs({ requests: 200_000, concurrency: 8, samples: 40, "max-growth-pct": 10, seed: 1, embedder: "stub", out: join(root, "bench-results", "soak.json"), "memory-every-ms": 0, "heap-snapshots": "" });
 
 const stub = opts.embedder === "stub" ? await stubEmbeddings() : undefined;
 const store = await newStore({ main: "enterprise", second: "hobby" }, stub?.config);
-const server = await startMmServe(BIN, store.env, { rateLimit: 1_000_000 });
+let lastMemory;
+const memoryEnv = opts["memory-every-ms"] > 0 ? { MM_DEBUG_MEMORY_MS: String(opts["memory-every-ms"]) } : {};
+const server = await startMmServe(BIN, { ...store.env, ...memoryEnv }, { rateLimit: 1_000_000, onLog: (e) => e.event === "memory" && (lastMemory = e) });
+const snapshotAt = String(opts["heap-snapshots"] || "").split(",").filter(Boolean).map(Number);
 const keys = [store.accounts.main.key, store.accounts.main.key, store.accounts.main.key, store.accounts.second.key];
 const r = rng(opts.seed);
 const words = "alice bob carol tea coffee berlin lisbon tokyo meeting project deadline music film book travel garden dinner doctor running piano".split(" ");
@@ -70,6 +78,10 @@ await Promise.all(
         failures.push(`${name}: ${e.cause?.code ?? e.message}`);
       }
       if (++done % every === 0) sample();
+      if (snapshotAt.includes(done)) {
+        console.log(`${done} requests: heap snapshot requested (SIGUSR2)`);
+        process.kill(server.pid, "SIGUSR2");
+      }
     }
   }),
 );
@@ -108,8 +120,13 @@ process.exit(failures.length || !plateau ? 1 : 0);
 
 function sample() {
   const s = { requests: done, seconds: Math.round((performance.now() - started) / 100) / 10, rssMb: rssMb(server.pid) };
+  if (lastMemory) {
+    const { time, event, ...m } = lastMemory;
+    s.server = m;
+  }
   samples.push(s);
-  console.log(`${s.requests} requests, ${s.seconds} s: server RSS ${s.rssMb} MB`);
+  const m = s.server ? ` (heap ${s.server.heapUsedMb}, external ${s.server.externalMb}, arrayBuffers ${s.server.arrayBuffersMb}, LanceDB cache ${s.server.lanceCacheMb} MB, ${s.server.lanceCacheItems} items)` : "";
+  console.log(`${s.requests} requests, ${s.seconds} s: server RSS ${s.rssMb} MB${m}`);
 }
 
 async function send(key, method, path, body, onCreated) {

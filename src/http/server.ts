@@ -157,10 +157,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await (embedder.serve ? embedder.serve() : embedder.embed(["warm up"]));
   }
   // Compaction and index upkeep in the background: the write path only commits.
-  const upkeep = startUpkeep(ctx, {
-    onPass: (pass) => log?.({ time: new Date().toISOString(), event: "maintenance", ms: pass.ms, work: pass.work, conflicts: pass.conflicts }),
-    onError: (err) => log?.({ time: new Date().toISOString(), event: "maintenance-error", message: err instanceof Error ? err.message : String(err) }),
-  });
+  // MM_DEBUG_NO_UPKEEP=1 (memory measurements only) leaves it off.
+  const upkeep =
+    options.env?.MM_DEBUG_NO_UPKEEP === "1"
+      ? { maintainer: { stop: async () => {} } }
+      : startUpkeep(ctx, {
+          onPass: (pass) => log?.({ time: new Date().toISOString(), event: "maintenance", ms: pass.ms, work: pass.work, conflicts: pass.conflicts }),
+          onError: (err) => log?.({ time: new Date().toISOString(), event: "maintenance-error", message: err instanceof Error ? err.message : String(err) }),
+        });
+  // MM_DEBUG_MEMORY_MS=N: a `memory` log line every N ms (process.memoryUsage and LanceDB's cache), for soaks.
+  const memoryEveryMs = Number(options.env?.MM_DEBUG_MEMORY_MS ?? 0);
+  const memoryTimer =
+    log && memoryEveryMs > 0
+      ? setInterval(() => log({ time: new Date().toISOString(), event: "memory", ...memorySample(ctx.store.cacheBytes()), lanceCacheItems: ctx.store.cacheItems() }), memoryEveryMs).unref()
+      : undefined;
   const boundPort = (server.address() as AddressInfo).port;
   let closing: Promise<void> | undefined;
   return {
@@ -185,12 +195,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           server.close(() => resolve());
           server.closeIdleConnections();
         });
+        clearInterval(memoryTimer);
         await upkeep.maintainer.stop();
         await ctx.close();
       })();
       return closing;
     },
   };
+}
+
+/** What the `memory` debug log line reports, in MB (1 decimal). */
+export function memorySample(lanceCacheBytes: number): Record<string, number> {
+  const m = process.memoryUsage();
+  const mb = (n: number) => Math.round(n / 104_857.6) / 10;
+  return { rssMb: mb(m.rss), heapTotalMb: mb(m.heapTotal), heapUsedMb: mb(m.heapUsed), externalMb: mb(m.external), arrayBuffersMb: mb(m.arrayBuffers), lanceCacheMb: mb(lanceCacheBytes) };
 }
 
 /** The values of the environment variables an embedder config names for its secrets (openai's apiKeyEnv). */

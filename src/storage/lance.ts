@@ -62,10 +62,10 @@ function preloadArrowBundle(): void {
  * this cache (docs/safety.md, "Memory under load"). Reads only ever want the latest versions, so a
  * small cache holds the working set. The index cache keeps LanceDB's default (6 GiB): it holds
  * vector and text index data, bounded by the indexes' size, and search speed at 1M memories
- * depends on it.
+ * depends on it. `indexCacheBytes` overrides that (StoreTuning.indexCacheBytes: memory measurements).
  */
-export function lanceSession(metadataCacheBytes: number): LanceDB.Session {
-  return new (loadLance().lancedb.Session)(undefined, BigInt(metadataCacheBytes));
+export function lanceSession(metadataCacheBytes: number, indexCacheBytes?: number): LanceDB.Session {
+  return new (loadLance().lancedb.Session)(indexCacheBytes === undefined ? undefined : BigInt(indexCacheBytes), BigInt(metadataCacheBytes));
 }
 
 export type Table = LanceDB.Table;

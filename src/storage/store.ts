@@ -159,6 +159,8 @@ export interface StoreTuning {
   compactFragments: number;
   /** LanceDB's metadata cache for this store (see lanceSession): 64 MiB. */
   metadataCacheBytes: number;
+  /** LanceDB's index cache for this store; undefined keeps LanceDB's default (6 GiB). */
+  indexCacheBytes?: number;
 }
 
 export const DEFAULT_TUNING: StoreTuning = {
@@ -241,6 +243,11 @@ export class Store {
   /** Bytes in LanceDB's caches for this store (metadata and index), for tests and memory measurements. */
   cacheBytes(): number {
     return Number(this.session.sizeBytes());
+  }
+
+  /** Approximate number of entries in LanceDB's caches for this store (memory measurements). */
+  cacheItems(): number {
+    return this.session.approxNumItems();
   }
 
   /**
@@ -1097,10 +1104,10 @@ function toArrowRow(row: MemoryRow): Record<string, unknown> {
   return { ...row, vector: Array.from(row.vector) };
 }
 
-async function connect(dir: string, tuning: Pick<StoreTuning, "metadataCacheBytes"> = DEFAULT_TUNING): Promise<{ db: Connection; session: Session }> {
+async function connect(dir: string, tuning: Pick<StoreTuning, "metadataCacheBytes" | "indexCacheBytes"> = DEFAULT_TUNING): Promise<{ db: Connection; session: Session }> {
   const { lancedb } = loadLance();
   // readConsistencyInterval 0: every read sees the latest commit, including other processes'.
-  const session = lanceSession(tuning.metadataCacheBytes);
+  const session = lanceSession(tuning.metadataCacheBytes, tuning.indexCacheBytes);
   return { db: await lancedb.connect(join(dir, "db"), { readConsistencyInterval: 0, session }), session };
 }
 

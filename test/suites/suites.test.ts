@@ -46,12 +46,20 @@ describe("the hardening suites, short runs", () => {
   }, 240_000);
 
   it("npm run soak: mixed traffic with the server's RSS sampled, every request answered", async () => {
-    const { code, stdout, json } = await runSuite("soak.mjs", ["--requests", "240", "--samples", "4", "--max-growth-pct", "1000"]);
+    const { code, stdout, json } = await runSuite("soak.mjs", ["--requests", "240", "--samples", "4", "--max-growth-pct", "1000", "--memory-every-ms", "100"]);
     expect(code, stdout).toBe(0);
     expect(json.requests).toBe(240);
     expect(json.failures).toEqual([]);
     expect(json.samples.length).toBeGreaterThanOrEqual(5);
     for (const s of json.samples) expect(s.rssMb).toBeGreaterThan(50);
+    // MM_DEBUG_MEMORY_MS: the server's own view (V8 heap, LanceDB's caches) rides along with the samples.
+    const last = json.samples.at(-1).server;
+    expect(last, stdout).toBeDefined();
+    expect(last.rssMb).toBeGreaterThan(50);
+    expect(last.heapUsedMb).toBeGreaterThan(1);
+    expect(last.heapUsedMb).toBeLessThan(last.rssMb);
+    expect(last.lanceCacheMb).toBeGreaterThanOrEqual(0);
+    expect(last.lanceCacheItems).toBeGreaterThan(0);
     expect(stdout).toContain("mm soak ·");
   }, 240_000);
 });
