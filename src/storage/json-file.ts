@@ -1,8 +1,9 @@
 import { statSync } from "node:fs";
-import { open, readFile, rename } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { MmError } from "../errors.js";
 import { withLock } from "./lock.js";
+import { writeFileAtomic } from "./atomic-file.js";
 
 /**
  * A small JSON file in the store, read on every request and rarely written (auth.json,
@@ -53,15 +54,7 @@ export class JsonFile<T> {
       this.cache = undefined;
       const data = structuredClone(await this.read());
       const result = fn(data);
-      const tmp = `${this.path}.${process.pid}.tmp`;
-      const fh = await open(tmp, "w", 0o600);
-      try {
-        await fh.writeFile(JSON.stringify(data, null, 2) + "\n");
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      await rename(tmp, this.path);
+      await writeFileAtomic(this.path, JSON.stringify(data, null, 2) + "\n");
       this.cache = undefined;
       return result;
     });

@@ -1,7 +1,8 @@
-import { open, readFile, rename, stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { MmError } from "../errors.js";
 import type { Connection, Table } from "./lance.js";
+import { writeFileAtomic } from "./atomic-file.js";
 
 /**
  * The memories live in segments: LanceDB tables named in `db/segments.json`, oldest first. The
@@ -145,16 +146,6 @@ async function readManifest(storeDir: string): Promise<Manifest | undefined> {
   return { segments };
 }
 
-/** Write-to-temp, fsync, rename. */
-async function writeManifest(storeDir: string, manifest: Manifest): Promise<void> {
-  const target = join(storeDir, "db", MANIFEST);
-  const tmp = `${target}.${process.pid}.tmp`;
-  const fh = await open(tmp, "w", 0o600);
-  try {
-    await fh.writeFile(JSON.stringify(manifest) + "\n");
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, target);
+function writeManifest(storeDir: string, manifest: Manifest): Promise<void> {
+  return writeFileAtomic(join(storeDir, "db", MANIFEST), JSON.stringify(manifest) + "\n");
 }

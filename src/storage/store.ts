@@ -1,4 +1,4 @@
-import { mkdir, open, readdir, readFile, rename, stat } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { MmError } from "../errors.js";
 import type { EmbedderConfig } from "../embedder/types.js";
@@ -9,6 +9,7 @@ import { lanceSession, loadLance, sqlString, sqlStringList, toStringArray, type 
 import { restrictUmask, tightenStore } from "./private-files.js";
 import { maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
 import { FIRST_SEGMENT, SegmentSet, segmentName, type Segment } from "./segments.js";
+import { writeFileAtomic } from "./atomic-file.js";
 
 /**
  * 1: one memories table. 2: memories in segments (storage/segments.ts); a store moves to 2 when it
@@ -1127,17 +1128,8 @@ async function readConfig(dir: string): Promise<StoreConfig | undefined> {
 }
 
 /** Write-to-temp, fsync, rename: a crash leaves either the old config or the new one, never half. */
-async function writeConfig(dir: string, config: StoreConfig): Promise<void> {
-  const target = join(dir, "config.json");
-  const tmp = `${target}.${process.pid}.tmp`;
-  const fh = await open(tmp, "w", 0o600);
-  try {
-    await fh.writeFile(JSON.stringify(config, null, 2) + "\n");
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, target);
+function writeConfig(dir: string, config: StoreConfig): Promise<void> {
+  return writeFileAtomic(join(dir, "config.json"), JSON.stringify(config, null, 2) + "\n");
 }
 
 async function ensureDirForNewStore(dir: string): Promise<void> {
