@@ -75,8 +75,9 @@ export async function withContext<T>(
       await meter.check(1);
       return await fn(ctx);
     }
-    if (ctx.bucket !== "write") await meter.settle();
-    return await meter.run(() => fn(ctx));
+    if (ctx.bucket === "write") return await meter.run(() => fn(ctx));
+    await meter.settle();
+    return await fn(ctx);
   } finally {
     await upkeep.stop();
     await ctx.close();

@@ -195,6 +195,24 @@ describe("mm store and mm init", () => {
   let server: Server | undefined;
   afterEach(() => new Promise<void>((r) => (server ? server.close(() => r()) : r())));
 
+  it("bills a read once, and the one that takes the last unit of a quota still answers", async () => {
+    const store = await tempDir();
+    await mm(store, ["memories", "add", "made with the test embedder", "-u", "u"]);
+    await mm(store, ["accounts", "create", "tight", "--plan", "free"]);
+    await mm(store, ["memories", "add", "hello", "-u", "u", "--account", "tight"]);
+    const { QuotaLedger } = await import("../../src/limits/ledger.js");
+    const id = parse(await mm(store, ["accounts", "list"])).items.find((a: { name: string }) => a.name === "tight").id;
+    const ledger = new QuotaLedger(join(store, "ledger"));
+    await ledger.charge(id, 1000, "read", 1000 - 1 - (await ledger.usage(id, 1000)).used); // one operation left
+    const last = await mm(store, ["memories", "list", "--account", "tight"]);
+    expect(last.code, last.stderr).toBe(0);
+    expect(parse(last).items.map((m: { content: string }) => m.content)).toEqual(["hello"]);
+    expect((await ledger.usage(id, 1000)).used).toBe(1000);
+    const refused = await mm(store, ["memories", "list", "--account", "tight"]);
+    expect(refused.stderr).toContain("QUOTA_EXCEEDED");
+    expect((await ledger.usage(id, 1000)).used).toBe(1000);
+  });
+
   it("shows the store path, stats and optimizes", async () => {
     const store = await tempDir();
     expect(parse(await mm(store, ["store", "path"])).path).toBe(store);
