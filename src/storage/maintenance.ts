@@ -123,16 +123,23 @@ export async function maintain(
   const unchanged = async (name: string, table: Table) => !options.force && options.lastWork?.get(name) === (await table.version());
 
   const cleanedLater = (name: string) => options.cleanupDue?.set(name, Date.now() + options.keepVersionsMs);
+  /** Runs one table's work, timed and recorded; false when it lost to a concurrent write. */
+  const record = async (table: string, reason: string, fn: () => Promise<void>): Promise<boolean> => {
+    const t0 = Date.now();
+    const done = await tolerateConflict(pass, fn);
+    pass.work.push({ table, reason, ms: Date.now() - t0, ...(done ? {} : { conflict: true }) });
+    return done;
+  };
   const segments = await store.segments();
   /** Drops the versions earlier work replaced, in segments nothing has changed since; between segments too, since one can take minutes. */
   const cleanDue = async () => {
     for (const segment of segments) {
       const due = options.cleanupDue?.get(segment.name);
       if (due === undefined || due > Date.now() || !(await unchanged(segment.name, segment.table))) continue;
-      const t0 = Date.now();
-      await tolerateConflict(pass, async () => addOptimizeStats(pass, await segment.table.optimize({ cleanupOlderThan: cleanupOlderThan() })));
-      pass.work.push({ table: segment.name, reason: "versions replaced by its last pass dropped", ms: Date.now() - t0 });
-      options.cleanupDue!.delete(segment.name);
+      const done = await record(segment.name, "versions replaced by its last pass dropped", async () =>
+        addOptimizeStats(pass, await segment.table.optimize({ cleanupOlderThan: cleanupOlderThan() })),
+      );
+      if (done) options.cleanupDue!.delete(segment.name);
       options.lastWork?.set(segment.name, await segment.table.version());
     }
   };
@@ -142,8 +149,7 @@ export async function maintain(
     const stats = await segmentStats(segment, { versions: false });
     const work = segmentWork(stats, store.tuning, options.force);
     if (work) {
-      const t0 = Date.now();
-      const done = await tolerateConflict(pass, async () => {
+      await record(segment.name, work.reason, async () => {
         if (work.vectorIndex) {
           await buildVectorIndex(segment.table, stats.vectorIndex, work.vectorIndex.partitions);
           pass.vectorIndexBuilt = { partitions: work.vectorIndex.partitions, rows: stats.rows };
@@ -151,20 +157,19 @@ export async function maintain(
         await store.hooks?.("maintenance:before-compact");
         addOptimizeStats(pass, await segment.table.optimize({ cleanupOlderThan: cleanupOlderThan() }));
       });
-      pass.work.push({ table: segment.name, reason: work.reason, ms: Date.now() - t0, ...(done ? {} : { conflict: true }) });
       cleanedLater(segment.name);
     }
     options.lastWork?.set(segment.name, await segment.table.version());
     pass.tempFilesRemoved += await removeOrphanTempFiles(join(store.dir, "db", `${segment.name}.lance`));
+    if (work) await cleanDue(); // settling a segment can take minutes: the others' replaced versions wait no longer
   }
 
   const graph = store.graphTable();
   if (!(await unchanged("graph", graph))) {
     const stats = await graph.stats();
     if (options.force || stats.fragmentStats.numSmallFragments >= store.tuning.compactFragments) {
-      const t0 = Date.now();
-      const done = await tolerateConflict(pass, async () => addOptimizeStats(pass, await graph.optimize({ cleanupOlderThan: cleanupOlderThan() })));
-      pass.work.push({ table: "graph", reason: options.force ? "optimize" : `${stats.fragmentStats.numSmallFragments} small fragments`, ms: Date.now() - t0, ...(done ? {} : { conflict: true }) });
+      const reason = options.force ? "optimize" : `${stats.fragmentStats.numSmallFragments} small fragments`;
+      await record("graph", reason, async () => addOptimizeStats(pass, await graph.optimize({ cleanupOlderThan: cleanupOlderThan() })));
     }
     options.lastWork?.set("graph", await graph.version());
     pass.tempFilesRemoved += await removeOrphanTempFiles(join(store.dir, "db", "graph.lance"));
