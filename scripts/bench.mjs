@@ -9,6 +9,7 @@
 //   --index-min-rows <n>   build the vector index from n rows (default 50,000), search exactly
 //   --exact-max-rows <n>   up to n rows (default 20,000), seal segments at n rows (default
 //   --segment-rows <n>     250,000): the smoke test shrinks them to exercise every path on a small store
+//   --keep <dir>           grow the store in <dir> (new or empty) and keep it afterwards, for A/B runs on it
 // Texts come from ../shared/data/locomo-dev when present (read at run time, never copied), else
 // from a template generator. The growth run fills its store through `mm import` with vectors
 // derived from a pool of real embeddings (see fillByImport), because embedding a million texts
@@ -65,7 +66,7 @@ try {
   if (SECTIONS.has("cold")) await benchColdStart();
   if (SECTIONS.has("write")) await benchWrites();
   if (SECTIONS.has("search")) {
-    const store = join(work, "growth-store");
+    const store = flag("keep") ? resolve(flag("keep")) : join(work, "growth-store");
     let filled = 0;
     for (const size of SIZES) {
       await benchSearch(store, filled, size);
@@ -211,8 +212,12 @@ async function benchSearch(store, from, size) {
   const fill = await fillByImport(store, from, size);
   record(section, `fill ${label(from)} → ${label(size)} (mm import, vectors given)`, round((size - from) / (fill.ms / 1000)), "rows/s");
   record(section, "  maintenance passes during the fill: count, total, longest", `${fill.passes.length}, ${round(sum(fill.passes) / 1000)} s, ${round(Math.max(0, ...fill.passes) / 1000)} s`, "");
-  // Maintenance never takes the write lock; what a write waits for is the import's own commits.
-  record(section, `  a write's longest wait during the fill (one every 250 ms, beside ${IMPORT_BATCH}-row import commits)`, round(Math.max(...fill.probeMs)), "ms", `p50 ${round(pct(fill.probeMs, 50))}`, "≤ 1 s", Math.max(...fill.probeMs) <= 1000);
+  // Maintenance never takes the write lock: a write waits for it only through its own commit,
+  // slowed by maintenance sharing the machine. Its wait for the lock is for the import's commits.
+  const worst = (a) => round(Math.max(...a));
+  record(section, `  a write in all, one every 250 ms beside ${IMPORT_BATCH}-row import commits: longest`, worst(fill.probeMs), "ms", `p50 ${round(pct(fill.probeMs, 50))}`);
+  record(section, "    its wait for the write lock (held by the import's commits, never by maintenance)", worst(fill.lockMs), "ms", `p50 ${round(pct(fill.lockMs, 50))}`);
+  record(section, "    its own commit, beside maintenance: the longest wait for maintenance", worst(fill.commitMs), "ms", `p50 ${round(pct(fill.commitMs, 50))}`, "≤ 1 s", Math.max(...fill.commitMs) <= 1000);
   record(section, "  mm store optimize after the fill", round(fill.optimizeMs / 1000), "s");
   record(section, "store on disk at rest / computed (vectors ×2 + text ×2)", `${round(fill.restBytes / 2 ** 20)} / ${round(fill.computedBytes / 2 ** 20)}`, "MiB", undefined, "≤ 2 × computed", fill.restBytes <= 2 * fill.computedBytes);
   record(section, "peak disk during the fill and its maintenance", round(fill.peakBytes / 2 ** 20), "MiB", undefined, "≤ 1.5 × at rest", fill.peakBytes <= 1.5 * fill.restBytes);
@@ -365,6 +370,7 @@ async function fillByImport(dir, from, to) {
   let probe;
   let peakBytes = 0;
   const probeMs = [];
+  const split = { lockMs: [], commitMs: [] };
   let sampling = true;
   const sampler = (async () => {
     while (sampling) {
@@ -382,7 +388,7 @@ async function fillByImport(dir, from, to) {
     const memory = { kind: "memory", id: memoryId(i), content: `${pool.texts[k]} (#${i})`, userId: `user${Math.floor(i / 2000) % users}`, createdAt: at, updatedAt: at, vector: perturbed(pool.vectors[k], i) };
     await write(JSON.stringify(memory));
     // The probe starts once the store exists (the import creates it with its first batch).
-    if (!probe && i - from === Math.min(8192, Math.floor((to - from) / 4))) probe = startProbe(dir, probeMs);
+    if (!probe && i - from === Math.min(8192, Math.floor((to - from) / 4))) probe = startProbe(dir, probeMs, split);
   }
   child.stdin.end();
   const code = await exited;
@@ -404,11 +410,16 @@ async function fillByImport(dir, from, to) {
   const sample = JSON.stringify({ id: memoryId(0), accountId: "acct_default", content: `${pool.texts[0]} (#0)`, userId: "user0", createdAt: header.exportedAt, updatedAt: header.exportedAt });
   const rows = stats.memories.rows;
   const computedBytes = rows * (2 * DEFAULT_EMBEDDER.dims * 4 + 2 * Buffer.byteLength(sample));
-  return { ms, passes, probeMs: probeMs.length ? probeMs : [0], optimizeMs, restBytes, peakBytes: Math.max(peakBytes, restBytes), computedBytes, segments: stats.memories.segments.length };
+  const some = (a) => (a.length ? a : [0]);
+  return { ms, passes, probeMs: some(probeMs), lockMs: some(split.lockMs), commitMs: some(split.commitMs), optimizeMs, restBytes, peakBytes: Math.max(peakBytes, restBytes), computedBytes, segments: stats.memories.segments.length };
 }
 
-/** One memory every 250 ms from this process, timing each write (lock wait + commit). */
-function startProbe(dir, probeMs) {
+/**
+ * One memory every 250 ms from this process, timing each write: in all, and split into its wait for
+ * the write lock (which only the import's commits hold: maintenance never takes it) and its own
+ * commit (which maintenance can slow down only by sharing the machine). The split goes in `probe`.
+ */
+function startProbe(dir, probeMs, probe) {
   let stopped = false;
   let n = 0;
   const loop = (async () => {
@@ -423,8 +434,12 @@ function startProbe(dir, probeMs) {
       const at = new Date().toISOString();
       const row = { id: `mem_P${String(Date.now()).padStart(15, "0")}${String(n++).padStart(8, "0")}`, accountId: "acct_default", content: "probe", userId: "probe", agentId: null, tags: [], metadata: null, entityIds: [], createdAt: at, updatedAt: at, vector };
       const t = performance.now();
-      await store.write((w) => w.insertMemories([row]));
-      probeMs.push(performance.now() - t);
+      let locked = t;
+      await store.write((w) => ((locked = performance.now()), w.insertMemories([row])));
+      const end = performance.now();
+      probeMs.push(end - t);
+      probe.lockMs.push(locked - t);
+      probe.commitMs.push(end - locked);
       await sleep(250);
     }
     store.close();

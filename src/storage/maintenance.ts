@@ -45,7 +45,8 @@ export interface SegmentWork {
  *   last pass (each pass's delta index covers its own), so a pass costs what changed. In a
  *   segment without one, the whole segment: bounded by `vectorIndexMinRows`.
  * - The vector index is trained once the segment holds `vectorIndexMinRows`, retrained at ×4
- *   growth (wantedVectorIndex), and retrained when passes have left `2 × compactFragments`
+ *   growth (wantedVectorIndex) unless the segment is past half its capacity (its seal retrains it;
+ *   at 250k rows this saves a 500 MB index build per segment), and retrained when passes have left `2 × compactFragments`
  *   fragments behind (one per delta): after a retrain every fragment shares one coverage, so
  *   the compaction that follows merges them.
  * - A sealed segment is settled once: retrained over all its rows and compacted to one
@@ -55,7 +56,10 @@ export function segmentWork(s: SegmentStats, tuning: StoreTuning, force = false)
   const vectorUnindexed = s.vectorIndex?.unindexedRows ?? 0;
   const tooManyUnindexed = Math.max(MAX_UNINDEXED_ROWS, s.rows / 4);
   const settling = s.sealed && (s.fragments > 1 || s.unindexedTextRows > 0 || vectorUnindexed > 0);
-  let vectorIndex = wantedVectorIndex(s.rows, s.vectorIndex, tuning.vectorIndexMinRows) ?? undefined;
+  // Past half its capacity a segment skips the ×4 retrain: sealing retrains it soon anyway, and
+  // each retrain of a 250k segment writes a ~500 MB index (and keeps the old one a minute).
+  const sealingSoon = s.vectorIndex !== null && s.rows > tuning.segmentRows / 2;
+  let vectorIndex = (sealingSoon ? null : wantedVectorIndex(s.rows, s.vectorIndex, tuning.vectorIndexMinRows)) ?? undefined;
   let reason = vectorIndex ? (s.vectorIndex ? "vector index retrained (grown ×4)" : "vector index built") : "";
   if (!vectorIndex && s.vectorIndex && s.fragments > 1 && (s.sealed || s.fragments >= 2 * tuning.compactFragments)) {
     vectorIndex = { partitions: vectorIndexPartitions(s.rows) };

@@ -218,9 +218,17 @@ describe("what maintenance does to a segment", () => {
     expect(segmentWork({ ...base, rows: 50_000 }, tuning)).toMatchObject({ vectorIndex: { partitions: 224 }, reason: "vector index built" });
     const indexed = { ...base, rows: 100_000, vectorIndex: { name: "vector_ivf_flat_p224", partitions: 224, indexedRows: 100_000, unindexedRows: 0 } };
     expect(segmentWork(indexed, tuning)).toBeNull();
-    expect(segmentWork({ ...indexed, rows: 200_704 }, tuning)).toMatchObject({ vectorIndex: { partitions: 448 } });
+    const roomy = { ...tuning, segmentRows: 1_000_000 };
+    expect(segmentWork({ ...indexed, rows: 200_000 }, roomy)).toBeNull();
+    expect(segmentWork({ ...indexed, rows: 200_704 }, roomy)).toMatchObject({ vectorIndex: { partitions: 448 }, reason: "vector index retrained (grown ×4)" });
     expect(segmentWork({ ...indexed, fragments: 63 }, tuning)).toBeNull();
     expect(segmentWork({ ...indexed, fragments: 64 }, tuning)).toMatchObject({ vectorIndex: { partitions: 316 }, reason: "fragments left by delta indexes merged" });
+  });
+
+  it("skips the ×4 retrain past half a segment's capacity: its seal retrains it", () => {
+    const indexed = { ...base, rows: 200_704, vectorIndex: { name: "vector_ivf_flat_p224", partitions: 224, indexedRows: 200_704, unindexedRows: 0 } };
+    expect(segmentWork(indexed, tuning)).toBeNull();
+    expect(segmentWork({ ...indexed, fragments: 64 }, tuning)).toMatchObject({ vectorIndex: { partitions: 448 }, reason: "fragments left by delta indexes merged" });
   });
 
   it("settles a sealed segment once, then leaves it be", () => {
