@@ -21,8 +21,14 @@ import type { OptimizeResult, SegmentStats, Store, StoreTuning, TableStats } fro
  * is due; `mm store optimize` runs a forced pass holding the write lock.
  */
 
-/** Background passes keep versions this young (readers' pinned views last milliseconds, not minutes). */
-export const BACKGROUND_KEEP_VERSIONS_MS = 60_000;
+/**
+ * Background passes keep versions this young. mm's readers pin a version for one request
+ * (milliseconds); what the retention costs is disk: every pass on a segment with a vector index
+ * writes its IVF_FLAT index anew, twice (LanceDB merges the new rows into it, then remaps it after
+ * compaction), up to 500 MB each at 250k rows, and each copy stays until it is this old. At 60 s,
+ * a bulk import's passes (one every 15–20 s) kept three or four such copies per segment.
+ */
+export const BACKGROUND_KEEP_VERSIONS_MS = 10_000;
 /** Text or vector rows outside their index that make a pass due: max(this, a quarter of the segment). */
 const MAX_UNINDEXED_ROWS = 2_000;
 /** LanceDB leaves `data/.tmp*` behind after a kill -9; only ones this old are surely orphaned. */
@@ -211,9 +217,18 @@ export async function maintainIfDue(store: Store): Promise<MaintenancePass | und
   return withMaintenanceLock(store.dir, () => maintain(store, { force: false, keepVersionsMs: BACKGROUND_KEEP_VERSIONS_MS }), { wait: false });
 }
 
+/** A maintainer renews its store's LanceDB handles (Store.renew) after this many writes of its process… */
+export const RENEW_EVERY_WRITES = 2_000;
+/** …or this long after the last renewal. */
+export const RENEW_EVERY_MS = 30 * 60_000;
+
 /**
  * Runs maintenance passes in the background, one every `intervalMs` (a pass that finds nothing to
  * do costs a few milliseconds of metadata reads). `stop()` waits for a running pass to finish.
+ * Between passes it also renews the store's LanceDB handles now and then (RENEW_EVERY_WRITES,
+ * RENEW_EVERY_MS): their native memory grows with every table version they see, and only new
+ * handles give it back (docs/safety.md, "Memory under load"). Between passes, so that no pass of
+ * this maintainer still holds the old handles when they close.
  */
 export class Maintainer {
   readonly passes: MaintenancePass[] = [];
@@ -222,6 +237,9 @@ export class Maintainer {
   private stopped = true;
   private readonly lastWork = new Map<string, number>();
   private readonly cleanupDue = new Map<string, number>();
+  private renewed = { writes: 0, at: Date.now() };
+  /** How many times the store's handles were renewed (tests, memory measurements). */
+  renewals = 0;
 
   constructor(
     private readonly store: Store,
@@ -232,8 +250,14 @@ export class Maintainer {
       onError?: (err: unknown) => void;
       /** Asked before each scheduled pass; false skips it. */
       shouldRun?: () => boolean;
+      /** Renew the store's handles after this many of its writes (default RENEW_EVERY_WRITES)… */
+      renewEveryWrites?: number;
+      /** …or this long after the last renewal (default RENEW_EVERY_MS). */
+      renewEveryMs?: number;
     } = {},
-  ) {}
+  ) {
+    this.renewed.writes = store.writes;
+  }
 
   start(): this {
     this.stopped = false;
@@ -260,7 +284,17 @@ export class Maintainer {
       if (this.passes.length > 1000) this.passes.shift();
       this.options.onPass?.(pass);
     }
+    await this.renewIfDue();
     return pass;
+  }
+
+  private async renewIfDue(): Promise<void> {
+    const writes = this.store.writes - this.renewed.writes;
+    const due = writes >= (this.options.renewEveryWrites ?? RENEW_EVERY_WRITES) || Date.now() - this.renewed.at >= (this.options.renewEveryMs ?? RENEW_EVERY_MS);
+    if (!due) return;
+    await this.store.renew();
+    this.renewed = { writes: this.store.writes, at: Date.now() };
+    this.renewals++;
   }
 
   async stop(): Promise<void> {

@@ -231,15 +231,38 @@ export class Store {
   private constructor(
     readonly dir: string,
     readonly config: StoreConfig,
-    private readonly db: Connection,
-    private readonly segmentSet: SegmentSet,
+    private db: Connection,
+    private segmentSet: SegmentSet,
     /** Set on a snapshot: the segments pinned at their versions. */
     private readonly view: Segment[] | undefined,
     private graph: Table,
     readonly tuning: StoreTuning,
     private readonly routing: RoutingCache,
-    private readonly session: Session,
+    private session: Session,
   ) {}
+
+  /**
+   * Starts afresh with LanceDB: a new connection, session (its caches) and table handles. The old
+   * ones stay open for `graceMs`, for what may still use them (a read in flight, a snapshot), then
+   * close. For long-running processes (core/upkeep.ts renews every RENEW_EVERY_WRITES writes): a
+   * LanceDB handle's native memory grows with every table version it has seen, beyond what its
+   * caches count, and only closing it gives that back (docs/safety.md, "Memory under load").
+   */
+  async renew(graceMs = 60_000): Promise<void> {
+    if (this.view) return;
+    const { db, session } = await connect(this.dir, this.tuning);
+    const [first, graph] = await Promise.all([db.openTable(FIRST_SEGMENT), db.openTable(GRAPH)]);
+    const old = { db: this.db, segmentSet: this.segmentSet, graph: this.graph };
+    this.db = db;
+    this.session = session;
+    this.segmentSet = new SegmentSet(db, this.dir, first);
+    this.graph = graph;
+    setTimeout(() => {
+      old.graph.close();
+      old.segmentSet.close();
+      old.db.close();
+    }, graceMs).unref();
+  }
 
   /** Bytes in LanceDB's caches for this store (metadata and index), for tests and memory measurements. */
   cacheBytes(): number {

@@ -187,6 +187,35 @@ describe("segments", () => {
     await ctx.close();
   });
 
+  it("a maintainer renews the store's LanceDB handles every so many writes; reads, snapshots and sealing go on across it", async () => {
+    const ctx = await openContext({ storeDir: await tempDir(), embedder: createTestEmbedder(), tuning: SMALL });
+    const maintainer = new Maintainer(ctx.store, { renewEveryWrites: 10 });
+    const ids: string[] = [];
+    let snapshot: Store | undefined;
+    for (let i = 0; i < 55; i++) {
+      ids.push((await createMemory(ctx, { content: `note ${i} on ${TOPICS[i % 8]}`, userId: "u" })).id);
+      if (i === 8) snapshot = await ctx.store.snapshot(); // taken before the first renewal
+      if (i % 4 === 3) await maintainer.runOnce();
+    }
+    expect(maintainer.renewals).toBeGreaterThanOrEqual(4);
+    expect(await snapshot!.countMemories()).toBe(9); // still its moment, on the old handles
+    snapshot!.close();
+    expect((await ctx.store.segments()).map((s) => s.name)).toEqual(["memories", "memories_2"]); // sealed at 40 across renewals
+    expect(await ctx.store.countMemories()).toBe(55);
+    expect((await getMemory(ctx, ids[0]!)).id).toBe(ids[0]);
+    expect((await searchMemories(ctx, { query: "note 54 on sailing", userId: "u", limit: 1 })).results[0]!.content).toBe("note 54 on sailing");
+
+    // The old handles close once their grace is over; the new ones stay open.
+    const old = ctx.store.graphTable();
+    await ctx.store.renew(50);
+    expect(old.isOpen()).toBe(true);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(old.isOpen()).toBe(false);
+    expect(ctx.store.graphTable().isOpen()).toBe(true);
+    expect(await ctx.store.countMemories()).toBe(55);
+    await ctx.close();
+  });
+
   it("a store from before segments (no segment list) opens with one segment and keeps its memories", async () => {
     const dir = await tempDir();
     const ctx = await openContext({ storeDir: dir, embedder: createTestEmbedder() });
