@@ -29,6 +29,8 @@ import type { OptimizeResult, SegmentStats, Store, StoreTuning, TableStats } fro
  * a bulk import's passes (one every 15–20 s) kept three or four such copies per segment.
  */
 export const BACKGROUND_KEEP_VERSIONS_MS = 10_000;
+/** At most this many cleanups follow a table's work, one every keepVersionsMs, while they still drop versions. */
+const CLEANUP_ROUNDS = 3;
 /** Text or vector rows outside their index that make a pass due: max(this, a quarter of the segment). */
 const MAX_UNINDEXED_ROWS = 2_000;
 /** LanceDB leaves `data/.tmp*` behind after a kill -9; only ones this old are surely orphaned. */
@@ -112,9 +114,10 @@ export async function maintain(
     /**
      * When each table worked on has old versions to drop: a pass keeps the versions its own work
      * just replaced (readers may still use them), so a later pass must come back for them, or a
-     * sealed segment, never touched again, would keep its pre-settle copy on disk.
+     * sealed segment, never touched again, would keep its pre-settle copy on disk. `round` counts
+     * the cleanups made since the work (see CLEANUP_ROUNDS).
      */
-    cleanupDue?: Map<string, number>;
+    cleanupDue?: Map<string, { at: number; round: number }>;
   },
 ): Promise<MaintenancePass> {
   const started = Date.now();
@@ -132,7 +135,7 @@ export async function maintain(
   const cleanupOlderThan = () => new Date(Date.now() - options.keepVersionsMs);
   const unchanged = async (name: string, table: Table) => !options.force && options.lastWork?.get(name) === (await table.version());
 
-  const cleanedLater = (name: string) => options.cleanupDue?.set(name, Date.now() + options.keepVersionsMs);
+  const cleanedLater = (name: string, round = 0) => options.cleanupDue?.set(name, { at: Date.now() + options.keepVersionsMs, round });
   /** Runs one table's work, timed and recorded; false when it lost to a concurrent write. */
   const record = async (table: string, reason: string, fn: () => Promise<void>): Promise<boolean> => {
     const t0 = Date.now();
@@ -145,11 +148,18 @@ export async function maintain(
   const cleanDue = async () => {
     for (const segment of segments) {
       const due = options.cleanupDue?.get(segment.name);
-      if (due === undefined || due > Date.now() || !(await unchanged(segment.name, segment.table))) continue;
-      const done = await record(segment.name, "versions replaced by its last pass dropped", async () =>
-        addOptimizeStats(pass, await segment.table.optimize({ cleanupOlderThan: cleanupOlderThan() })),
-      );
-      if (done) options.cleanupDue!.delete(segment.name);
+      if (due === undefined || due.at > Date.now() || !(await unchanged(segment.name, segment.table))) continue;
+      let removed = 0;
+      const done = await record(segment.name, "versions replaced by its last pass dropped", async () => {
+        const stats = await segment.table.optimize({ cleanupOlderThan: cleanupOlderThan() });
+        removed = stats.prune.oldVersionsRemoved;
+        addOptimizeStats(pass, stats);
+      });
+      // Another round later while a round still finds versions to drop: a cleanup is an optimize
+      // too, which commits versions of its own (measured: the first round after settling a segment
+      // left its old rows on disk; a second one, 10 s later, dropped them).
+      if (done && removed > 0 && due.round + 1 < CLEANUP_ROUNDS) cleanedLater(segment.name, due.round + 1);
+      else if (done) options.cleanupDue!.delete(segment.name);
       options.lastWork?.set(segment.name, await segment.table.version());
     }
   };
@@ -236,7 +246,7 @@ export class Maintainer {
   private running?: Promise<void>;
   private stopped = true;
   private readonly lastWork = new Map<string, number>();
-  private readonly cleanupDue = new Map<string, number>();
+  private readonly cleanupDue = new Map<string, { at: number; round: number }>();
   private renewed = { writes: 0, at: Date.now() };
   /** How many times the store's handles were renewed (tests, memory measurements). */
   renewals = 0;
