@@ -65,7 +65,7 @@ export function segmentWork(s: SegmentStats, tuning: StoreTuning, force = false)
   const tooManyUnindexed = Math.max(MAX_UNINDEXED_ROWS, s.rows / 4);
   const settling = s.sealed && (s.fragments > 1 || s.unindexedTextRows > 0 || vectorUnindexed > 0);
   // Past half its capacity a segment skips the ×4 retrain: sealing retrains it soon anyway, and
-  // each retrain of a 250k segment writes a ~500 MB index (and keeps the old one a minute).
+  // each retrain of a 250k segment writes a ~500 MB index (and keeps the old one until cleanup).
   const sealingSoon = s.vectorIndex !== null && s.rows > tuning.segmentRows / 2;
   let vectorIndex = (sealingSoon ? null : wantedVectorIndex(s.rows, s.vectorIndex, tuning.vectorIndexMinRows)) ?? undefined;
   let reason = vectorIndex ? (s.vectorIndex ? "vector index retrained (grown ×4)" : "vector index built") : "";

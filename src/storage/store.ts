@@ -244,7 +244,8 @@ export class Store {
   /**
    * Starts afresh with LanceDB: a new connection, session (its caches) and table handles. The old
    * ones stay open for `graceMs`, for what may still use them (a read in flight, a snapshot), then
-   * close. For long-running processes (core/upkeep.ts renews every RENEW_EVERY_WRITES writes): a
+   * close. For long-running processes (the Maintainer in storage/maintenance.ts renews between its
+   * passes, every RENEW_EVERY_WRITES writes or RENEW_EVERY_MS): a
    * LanceDB handle's native memory grows with every table version it has seen, beyond what its
    * caches count, and only closing it gives that back (docs/safety.md, "Memory under load").
    */
