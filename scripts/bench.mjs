@@ -417,9 +417,9 @@ async function fillByImport(dir, from, to) {
 /**
  * One memory every 250 ms from this process, timing each write: in all, and split into its wait for
  * the write lock (which only the import's commits hold: maintenance never takes it) and its own
- * commit (which maintenance can slow down only by sharing the machine). The split goes in `probe`.
+ * commit (which maintenance can slow down only by sharing the machine). The split goes in `split`.
  */
-function startProbe(dir, probeMs, probe) {
+function startProbe(dir, probeMs, split) {
   let stopped = false;
   let n = 0;
   const loop = (async () => {
@@ -438,8 +438,8 @@ function startProbe(dir, probeMs, probe) {
       await store.write((w) => ((locked = performance.now()), w.insertMemories([row])));
       const end = performance.now();
       probeMs.push(end - t);
-      probe.lockMs.push(locked - t);
-      probe.commitMs.push(end - locked);
+      split.lockMs.push(locked - t);
+      split.commitMs.push(end - locked);
       await sleep(250);
     }
     store.close();

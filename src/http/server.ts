@@ -157,14 +157,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await (embedder.serve ? embedder.serve() : embedder.embed(["warm up"]));
   }
   // Compaction and index upkeep in the background: the write path only commits.
-  // MM_DEBUG_NO_UPKEEP=1 (memory measurements only) leaves it off.
-  const upkeep =
-    options.env?.MM_DEBUG_NO_UPKEEP === "1"
-      ? { maintainer: { stop: async () => {} } }
-      : startUpkeep(ctx, {
-          onPass: (pass) => log?.({ time: new Date().toISOString(), event: "maintenance", ms: pass.ms, work: pass.work, conflicts: pass.conflicts }),
-          onError: (err) => log?.({ time: new Date().toISOString(), event: "maintenance-error", message: err instanceof Error ? err.message : String(err) }),
-        });
+  const upkeep = startUpkeep(ctx, {
+    onPass: (pass) => log?.({ time: new Date().toISOString(), event: "maintenance", ms: pass.ms, work: pass.work, conflicts: pass.conflicts }),
+    onError: (err) => log?.({ time: new Date().toISOString(), event: "maintenance-error", message: err instanceof Error ? err.message : String(err) }),
+  });
   // MM_DEBUG_MEMORY_MS=N: a `memory` log line every N ms (process.memoryUsage and LanceDB's cache), for soaks.
   const memoryEveryMs = Number(options.env?.MM_DEBUG_MEMORY_MS ?? 0);
   const memoryTimer =

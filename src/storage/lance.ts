@@ -61,11 +61,11 @@ function preloadArrowBundle(): void {
  * makes a version: under mixed traffic `mm serve` grew by ~13 MB per 1,000 requests, most of it
  * this cache (docs/safety.md, "Memory under load"). Reads only ever want the latest versions, so a
  * small cache holds the working set. The index cache keeps LanceDB's default (6 GiB): it holds
- * vector and text index data, bounded by the indexes' size, and search speed at 1M memories
- * depends on it. `indexCacheBytes` overrides that (StoreTuning.indexCacheBytes: memory measurements).
+ * vector and text index data, and search speed at 1M memories depends on it; the stale indexes of
+ * old versions it gathers go when a long-running process renews its handles (Store.renew).
  */
-export function lanceSession(metadataCacheBytes: number, indexCacheBytes?: number): LanceDB.Session {
-  return new (loadLance().lancedb.Session)(indexCacheBytes === undefined ? undefined : BigInt(indexCacheBytes), BigInt(metadataCacheBytes));
+export function lanceSession(metadataCacheBytes: number): LanceDB.Session {
+  return new (loadLance().lancedb.Session)(undefined, BigInt(metadataCacheBytes));
 }
 
 export type Table = LanceDB.Table;

@@ -50,15 +50,17 @@ export interface SegmentWork {
  * - Compaction when small fragments pile up (`compactFragments`, each commit adds one) or when
  *   many rows sit outside the text or vector index. Compaction rewrites only fragments that
  *   share an index coverage: in a segment with a vector index, only the fragments added since the
- *   last pass (each pass's delta index covers its own), so a pass costs what changed. In a
- *   segment without one, the whole segment: bounded by `vectorIndexMinRows`.
+ *   last pass; but LanceDB then writes that index anew (new rows merged in, then remapped), so a
+ *   pass also costs a copy of the segment's index, bounded by `segmentRows`. In a segment without
+ *   one, the whole segment: bounded by `vectorIndexMinRows`.
  * - The vector index is trained once the segment holds `vectorIndexMinRows`, retrained at ×4
  *   growth (wantedVectorIndex) unless the segment is past half its capacity (its seal retrains it;
- *   at 250k rows this saves a 500 MB index build per segment), and retrained when passes have left `2 × compactFragments`
- *   fragments behind (one per delta): after a retrain every fragment shares one coverage, so
- *   the compaction that follows merges them.
- * - A sealed segment is settled once: retrained over all its rows and compacted to one
- *   fragment, fully indexed. After that it needs work only when deletes or updates reach it.
+ *   at 250k rows this saves a 500 MB index build per segment), and retrained when passes have
+ *   left `2 × compactFragments` fragments behind (one each): after a retrain every fragment
+ *   shares one coverage, so the compaction that follows merges them.
+ * - A sealed segment is settled once: retrained over all its rows if it has more than one
+ *   fragment, and compacted to one fragment, fully indexed. After that it needs work only when
+ *   deletes or updates reach it.
  */
 export function segmentWork(s: SegmentStats, tuning: StoreTuning, force = false): SegmentWork | null {
   const vectorUnindexed = s.vectorIndex?.unindexedRows ?? 0;

@@ -160,8 +160,6 @@ export interface StoreTuning {
   compactFragments: number;
   /** LanceDB's metadata cache for this store (see lanceSession): 64 MiB. */
   metadataCacheBytes: number;
-  /** LanceDB's index cache for this store; undefined keeps LanceDB's default (6 GiB). */
-  indexCacheBytes?: number;
 }
 
 export const DEFAULT_TUNING: StoreTuning = {
@@ -245,9 +243,9 @@ export class Store {
    * Starts afresh with LanceDB: a new connection, session (its caches) and table handles. The old
    * ones stay open for `graceMs`, for what may still use them (a read in flight, a snapshot), then
    * close. For long-running processes (the Maintainer in storage/maintenance.ts renews between its
-   * passes, every RENEW_EVERY_WRITES writes or RENEW_EVERY_MS): a
-   * LanceDB handle's native memory grows with every table version it has seen, beyond what its
-   * caches count, and only closing it gives that back (docs/safety.md, "Memory under load").
+   * passes, every RENEW_EVERY_WRITES writes or RENEW_EVERY_MS): a LanceDB handle's native memory
+   * grows with every table version it has seen, beyond what its caches count, and only closing it
+   * gives that back (docs/safety.md, "Memory under load").
    */
   async renew(graceMs = 60_000): Promise<void> {
     if (this.view) return;
@@ -1129,10 +1127,10 @@ function toArrowRow(row: MemoryRow): Record<string, unknown> {
   return { ...row, vector: Array.from(row.vector) };
 }
 
-async function connect(dir: string, tuning: Pick<StoreTuning, "metadataCacheBytes" | "indexCacheBytes"> = DEFAULT_TUNING): Promise<{ db: Connection; session: Session }> {
+async function connect(dir: string, tuning: Pick<StoreTuning, "metadataCacheBytes"> = DEFAULT_TUNING): Promise<{ db: Connection; session: Session }> {
   const { lancedb } = loadLance();
   // readConsistencyInterval 0: every read sees the latest commit, including other processes'.
-  const session = lanceSession(tuning.metadataCacheBytes, tuning.indexCacheBytes);
+  const session = lanceSession(tuning.metadataCacheBytes);
   return { db: await lancedb.connect(join(dir, "db"), { readConsistencyInterval: 0, session }), session };
 }
 
