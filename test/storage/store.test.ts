@@ -218,6 +218,45 @@ describe("write lock", () => {
   });
 });
 
+describe("sequence numbers", () => {
+  it("count on per user across two writers, a delete and a seal, though each writer remembers the numbers it gave", async () => {
+    const dir = await tempDir();
+    await (await openContext({ storeDir: dir, embedder: createTestEmbedder() })).close();
+    const a = await Store.open(dir, { tuning: { segmentRows: 6 } });
+    const b = await Store.open(dir, { tuning: { segmentRows: 6 } });
+    const embedder = createTestEmbedder();
+    let n = 0;
+    const insert = async (store: Store, ...users: string[]) => {
+      const at = new Date().toISOString();
+      const rows = await Promise.all(users.map(async (userId) => {
+        const id = `mem_${String(n++).padStart(24, "0")}`;
+        const [vector] = await embedder.embed([id]);
+        return { id, accountId: "acct_default", content: id, userId, agentId: null, tags: [], metadata: null, entityIds: [], createdAt: at, updatedAt: at, seq: 0, vector: vector! };
+      }));
+      await store.write((w) => w.insertMemories(rows));
+      return rows.map((r) => r.seq);
+    };
+    try {
+      expect(await insert(a, "u", "v", "u")).toEqual([1, 1, 2]);
+      expect(await insert(a, "u")).toEqual([3]); // from what a remembers
+      expect(await insert(b, "u", "v")).toEqual([4, 2]); // b sees a's writes
+      expect(await insert(a, "u")).toEqual([5]); // a sees b's: the segment moved past a's version
+      // A delete of a user's last memory: the next one takes its number, as with nothing remembered.
+      const last = (await a.memoriesAfter({ accountId: "acct_default", userId: "u" }, undefined, 100, false)).at(-1)!;
+      expect(last.seq).toBe(5);
+      expect(await a.write((w) => w.deleteMemory("acct_default", last.id))).toBe(true);
+      expect(await insert(a, "u")).toEqual([5]);
+      // 6 rows reached: the next insert goes to a new segment, and numbers go on from the old one.
+      expect((await a.segments()).length).toBe(2);
+      expect(await insert(b, "v")).toEqual([3]);
+      expect(await insert(a, "v", "u")).toEqual([4, 6]);
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+});
+
 describe("LanceDB's caches", () => {
   it("the metadata cache stays within its cap however many versions writes make (it held every version before)", async () => {
     const dir = await tempDir();
