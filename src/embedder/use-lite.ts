@@ -5,6 +5,7 @@ import { availableParallelism } from "node:os";
 import { dirname, join } from "node:path";
 import { MmError } from "../errors.js";
 import type { EmbedderProvider } from "./index.js";
+import { planBatches } from "./batching.js";
 import { normalize, type Embedder, type EmbedderConfig } from "./types.js";
 import type { EmbedderPool } from "./worker-pool.js";
 
@@ -18,7 +19,10 @@ const require = createRequire(import.meta.url);
 
 const MODEL = "universal-sentence-encoder-lite";
 const DIMS = 512;
-/** Batches of 32 measured fastest per sentence on 2 cores; larger batches gain nothing. */
+/**
+ * Most texts in one model call. With texts of about the same length in each call (batching.ts),
+ * batches of 2 to 64 cost the same per text; 32 bounds the tensors' memory.
+ */
 const BATCH = 32;
 
 interface UseModel {
@@ -79,32 +83,36 @@ class UseLiteEmbedder implements Embedder {
     if (texts.length === 0) return [];
     if (this.workers > 1 && (texts.length > BATCH || this.everyBatchOnWorkers)) return this.embedOnWorkers(texts);
     const model = await this.load();
-    const out: Float32Array[] = [];
-    for (let i = 0; i < texts.length; i += BATCH) {
-      const batch = texts.slice(i, i + BATCH);
-      const vectors = await model.embed(batch);
+    const out = new Array<Float32Array>(texts.length);
+    for (const call of planBatches(texts, 1, BATCH)) {
+      const vectors = await model.embed(call.map((i) => texts[i]!));
       // The library silently drops inputs it cannot tokenise; a short answer must not shift rows.
-      if (vectors.length !== batch.length) {
-        throw new MmError("INTERNAL_ERROR", `use-lite returned ${vectors.length} vectors for ${batch.length} texts.`);
+      if (vectors.length !== call.length) {
+        throw new MmError("INTERNAL_ERROR", `use-lite returned ${vectors.length} vectors for ${call.length} texts.`);
       }
-      for (const v of vectors) out.push(normalize(v));
+      call.forEach((i, k) => (out[i] = normalize(vectors[k]!)));
     }
     return out;
   }
 
   /**
-   * Splits the texts into model-sized batches and spreads them over the pool, keeping order. A
-   * batch smaller than one model batch per worker is split evenly, so every worker takes a part.
+   * Spreads the texts over the pool in calls of texts of about the same length (batching.ts): a
+   * big batch in calls of up to one model batch, a small one (a group of HTTP creates) in one call
+   * per worker, cut so that the workers finish together.
    */
   private async embedOnWorkers(texts: string[]): Promise<Float32Array[]> {
     this.pool ??= import("./worker-pool.js").then(
       ({ EmbedderPool }) => new EmbedderPool({ provider: "use-lite", model: MODEL, dims: DIMS }, this.env, this.workers),
     );
     const pool = await this.pool;
-    const size = Math.min(BATCH, Math.ceil(texts.length / this.workers));
-    const chunks: Promise<Float32Array[]>[] = [];
-    for (let i = 0; i < texts.length; i += size) chunks.push(pool.embed(texts.slice(i, i + size)));
-    return (await Promise.all(chunks)).flat();
+    const out = new Array<Float32Array>(texts.length);
+    await Promise.all(
+      planBatches(texts, this.workers, BATCH).map(async (call) => {
+        const vectors = await pool.embed(call.map((i) => texts[i]!));
+        call.forEach((i, k) => (out[i] = vectors[k]!));
+      }),
+    );
+    return out;
   }
 
   async close(): Promise<void> {
