@@ -249,16 +249,28 @@ export async function addMemoriesFromLines(
     }
   };
 
-  // Pipelined: batch N is written while batch N+1 is embedded. Commits stay in order, and a line
-  // is still reported only after the commit that holds it.
+  // Pipelined: batch N+1 starts embedding before batch N is done (its model calls queue behind
+  // N's, so no worker thread waits for N's last call), and batch N is written while N+1 embeds.
+  // While a batch is read, at most two others are unfinished: one embedding, one being written.
+  // Commits stay in order, and a line is still reported only after the commit that holds it.
   let writing: Promise<void> = Promise.resolve();
+  let embedding: Promise<unknown> = Promise.resolve();
+  /** The commit of the batch before the previous one: the next batch is read only once it is done. */
+  let written: Promise<void> = Promise.resolve();
   const flush = async () => {
     const batch = pending;
     pending = [];
     if (!batch.length) return;
-    const prepared = await prepare(batch);
-    await writing;
-    writing = commit(batch, prepared);
+    const prepared = prepare(batch);
+    const previous = { embedding, writing, written };
+    embedding = prepared;
+    written = writing;
+    writing = (async () => {
+      const ready = await prepared;
+      await previous.writing;
+      await commit(batch, ready);
+    })();
+    await Promise.all([previous.embedding, previous.written]);
   };
 
   for await (const text of lines) {

@@ -1149,13 +1149,36 @@ describe("addMemoriesFromLines", () => {
         if (x.line === 3) controller.abort();
       },
     });
-    // Batches are pipelined (batch N is written while N+1 embeds), so the batch already read when
-    // the abort lands is committed too; reading stops there, and every reported line is stored.
+    // Batches are pipelined (N+1 and N+2 may be read, N+1 embedding, while N is written), so the
+    // batches already read when the abort lands are committed too; reading stops there, and every
+    // reported line is stored.
     expect(r.stopped).toBe(true);
     expect(r.failed).toBe(0);
-    expect([3, 6]).toContain(r.added);
+    expect([3, 6, 9]).toContain(r.added);
     expect(results.map((x) => x.line)).toEqual(Array.from({ length: r.added }, (_, i) => i + 1));
     expect(await ctx.store.countMemories()).toBe(r.added);
+  });
+
+  it("starts embedding the next batch before the current one is done, and still commits and reports in order", async () => {
+    const base = createTestEmbedder();
+    let secondStarted!: () => void;
+    const second = new Promise<void>((r) => (secondStarted = r));
+    let overlapped = false;
+    const gated = withEmbed(async (texts) => {
+      if (texts.includes("b1")) overlapped = await Promise.race([second.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 2_000))]);
+      if (texts.includes("b2")) secondStarted();
+      return base.embed(texts);
+    });
+    const { ctx } = await setup({ embedder: gated });
+    const lines = ["a1", "b1", "a2", "b2", "a3"].map((content) => JSON.stringify({ content, userId: "u" }));
+    const results: BatchLineResult[] = [];
+    const r = await addMemoriesFromLines(ctx, lines, { batchSize: 2, onResult: (x) => results.push(x) });
+    expect(overlapped).toBe(true); // batch 2's embedding began while batch 1's was still running
+    expect(r).toEqual({ added: 5, failed: 0, stopped: false });
+    expect(results.map((x) => x.memory?.content)).toEqual(["a1", "b1", "a2", "b2", "a3"]);
+    const stored = await ctx.store.memoriesAfter({ accountId: ctx.accountId, userId: "u" }, undefined, 10, false);
+    const seqOf = new Map(stored.map((m) => [m.content, m.seq]));
+    expect(["a1", "b1", "a2", "b2", "a3"].map((c) => seqOf.get(c))).toEqual([1, 2, 3, 4, 5]); // committed in order
   });
 
   it("a failing embed fails only its own batch; other batches are stored", async () => {
