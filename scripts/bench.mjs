@@ -100,14 +100,17 @@ async function benchIngest() {
   };
   const before = await pooledRun();
 
-  // The CLI end to end: batch add of INGEST_N lines, minus the fixed start-up (a 1-line batch).
+  // The CLI end to end: batch add of INGEST_N lines, minus a batch of the first 100 (the fixed
+  // start-up: Node, the store, and the worker threads loading and warming their models, which the
+  // embedder's own figure leaves out too), so both rates are steady-state rates.
   const file = join(work, "ingest.jsonl");
-  writeFileSync(file, sample.map((content) => JSON.stringify({ content, userId: "bench" })).join("\n"));
-  writeFileSync(join(work, "one.jsonl"), JSON.stringify({ content: sample[0], userId: "bench" }));
+  const lines = sample.map((content) => JSON.stringify({ content, userId: "bench" }));
+  writeFileSync(file, lines.join("\n"));
+  writeFileSync(join(work, "first.jsonl"), lines.slice(0, 100).join("\n"));
   const store = join(work, "ingest-store");
-  const one = timeCmd(["memories", "add", "--batch", join(work, "one.jsonl"), "--json"], store);
+  const first = timeCmd(["memories", "add", "--batch", join(work, "first.jsonl"), "--json", "--batch-size", "256"], store);
   const all = timeCmd(["memories", "add", "--batch", file, "--json", "--batch-size", "256"], store);
-  const cliRate = sample.length / ((all - one) / 1000);
+  const cliRate = (sample.length - 100) / ((all - first) / 1000);
   // The embedder is timed on both sides of the CLI run, and the mean is its floor: on a busy
   // machine the two figures drift by 20% from one minute to the next.
   const pooledRate = (before + (await pooledRun())) / 2;
