@@ -97,8 +97,8 @@ class UseLiteEmbedder implements Embedder {
 
   /**
    * Spreads the texts over the pool in calls of texts of about the same length (batching.ts): a
-   * big batch in calls of up to one model batch, a small one (a group of HTTP creates) in one call
-   * per worker, cut so that the workers finish together.
+   * big batch in calls of up to one model batch, a small one (a group of HTTP creates) in one to
+   * four calls per worker, cut so that the workers finish together.
    */
   private async embedOnWorkers(texts: string[]): Promise<Float32Array[]> {
     this.pool ??= import("./worker-pool.js").then(
