@@ -91,15 +91,6 @@ async function benchIngest() {
   const singleRate = sample.length / ((performance.now() - t1) / 1000);
   await single.close?.();
 
-  const pooled = useLiteProvider.create(DEFAULT_EMBEDDER, {});
-  await pooled.embed(sample.slice(0, 100)); // starts and warms the workers
-  const pooledRun = async () => {
-    const t = performance.now();
-    await pooled.embed(sample);
-    return sample.length / ((performance.now() - t) / 1000);
-  };
-  const before = await pooledRun();
-
   // The CLI end to end: batch add of INGEST_N lines, minus a batch of the first 100 (the fixed
   // start-up: Node, the store, and the worker threads loading and warming their models, which the
   // embedder's own figure leaves out too), so both rates are steady-state rates.
@@ -108,13 +99,11 @@ async function benchIngest() {
   writeFileSync(file, lines.join("\n"));
   writeFileSync(join(work, "first.jsonl"), lines.slice(0, 100).join("\n"));
   const store = join(work, "ingest-store");
-  const first = timeCmd(["memories", "add", "--batch", join(work, "first.jsonl"), "--json", "--batch-size", "256"], store);
-  const all = timeCmd(["memories", "add", "--batch", file, "--json", "--batch-size", "256"], store);
-  const cliRate = (sample.length - 100) / ((all - first) / 1000);
-  // The embedder is timed on both sides of the CLI run, and the mean is its floor: on a busy
-  // machine the two figures drift by 20% from one minute to the next.
-  const pooledRate = (before + (await pooledRun())) / 2;
-  await pooled.close?.();
+  const { rate: pooledRate, result: cliRate } = await embedderAround(sample, async () => {
+    const first = timeCmd(["memories", "add", "--batch", join(work, "first.jsonl"), "--json", "--batch-size", "256"], store);
+    const all = timeCmd(["memories", "add", "--batch", file, "--json", "--batch-size", "256"], store);
+    return (sample.length - 100) / ((all - first) / 1000);
+  });
 
   record("ingest", "embedder, 1 thread", round(singleRate), "texts/s");
   record("ingest", `embedder, ${Math.min(4, cpus().length)} worker threads`, round(pooledRate), "texts/s", round(singleRate), "≥ 1.6× 1 thread", pooledRate >= 1.6 * singleRate);
@@ -169,50 +158,61 @@ async function hybridQueries(s, vector, q, filter) {
  * call and one commit serve many requests.
  */
 async function benchWrites() {
-  // The embedder's batched rate on the same texts, timed right before and after the HTTP run
-  // (the floor is the mean): figures taken minutes apart drift by 20% on a busy machine.
-  const pooled = useLiteProvider.create(DEFAULT_EMBEDDER, {});
-  const sample = texts.slice(0, QUICK ? 200 : 800);
-  await pooled.embed(sample.slice(0, 100));
-  const pooledRun = async () => {
-    const t = performance.now();
-    await pooled.embed(sample);
-    return sample.length / ((performance.now() - t) / 1000);
-  };
-  const before = await pooledRun();
-  const store = join(work, "write-store");
-  run(["init"], store);
-  const key = JSON.parse(run(["keys", "create", "--name", "bench", "--json"], store)).key;
-  const server = await serve(store);
   const n = QUICK ? 80 : 800;
   const clients = 8;
+  const { rate: embedderRate, result: { rate, latency } } = await embedderAround(texts.slice(0, QUICK ? 200 : 800), async () => {
+    const store = join(work, "write-store");
+    run(["init"], store);
+    const key = JSON.parse(run(["keys", "create", "--name", "bench", "--json"], store)).key;
+    const server = await serve(store);
+    try {
+      const post = async (i) => {
+        const t = performance.now();
+        const res = await fetch(`${server.url}/v1/memories`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ content: texts[i % texts.length], userId: `user${i % 20}` }),
+        });
+        if (res.status !== 201) throw new Error(`POST /v1/memories: ${res.status} ${await res.text()}`);
+        await res.json();
+        return performance.now() - t;
+      };
+      for (let i = 0; i < 16; i++) await post(5000 + i); // warm: the model, the store, the connections
+      const latency = [];
+      let next = 0;
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: clients }, async () => {
+        while (next < n) latency.push(await post(next++));
+      }));
+      return { rate: n / ((performance.now() - t0) / 1000), latency };
+    } finally {
+      await server.stop();
+    }
+  });
+  const p50 = pct(latency, 50);
+  const p95 = pct(latency, 95);
+  record("write", `HTTP create, ${clients} clients, single memories`, round(rate), "memories/s", `embedder ${round(embedderRate)} texts/s`, "≥ 0.8 × the embedder", rate >= 0.8 * embedderRate);
+  record("write", "  latency p50 / p95", `${round(p50)} / ${round(p95)}`, "ms", undefined, "p95 ≤ 3 × p50", p95 <= 3 * p50);
+}
+
+/**
+ * The embedder's batched rate (texts/s) on `sample`, on warm worker threads, timed right before
+ * and right after `measure` runs; the mean is the floor that `measure`'s figure is compared with,
+ * since on a busy machine figures taken minutes apart drift by 20%.
+ */
+async function embedderAround(sample, measure) {
+  const pooled = useLiteProvider.create(DEFAULT_EMBEDDER, {});
   try {
-    const post = async (i) => {
+    await pooled.embed(sample.slice(0, 100)); // starts and warms the workers
+    const timed = async () => {
       const t = performance.now();
-      const res = await fetch(`${server.url}/v1/memories`, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
-        body: JSON.stringify({ content: texts[i % texts.length], userId: `user${i % 20}` }),
-      });
-      if (res.status !== 201) throw new Error(`POST /v1/memories: ${res.status} ${await res.text()}`);
-      await res.json();
-      return performance.now() - t;
+      await pooled.embed(sample);
+      return sample.length / ((performance.now() - t) / 1000);
     };
-    for (let i = 0; i < 16; i++) await post(5000 + i); // warm: the model, the store, the connections
-    const latency = [];
-    let next = 0;
-    const t0 = performance.now();
-    await Promise.all(Array.from({ length: clients }, async () => {
-      while (next < n) latency.push(await post(next++));
-    }));
-    const rate = n / ((performance.now() - t0) / 1000);
-    const embedderRate = (before + (await pooledRun())) / 2;
-    const p50 = pct(latency, 50);
-    const p95 = pct(latency, 95);
-    record("write", `HTTP create, ${clients} clients, single memories`, round(rate), "memories/s", `embedder ${round(embedderRate)} texts/s`, "≥ 0.8 × the embedder", rate >= 0.8 * embedderRate);
-    record("write", "  latency p50 / p95", `${round(p50)} / ${round(p95)}`, "ms", undefined, "p95 ≤ 3 × p50", p95 <= 3 * p50);
+    const before = await timed();
+    const result = await measure();
+    return { rate: (before + (await timed())) / 2, result };
   } finally {
-    await server.stop();
     await pooled.close?.();
   }
 }
