@@ -62,8 +62,13 @@ export interface Candidate {
   cosine?: number;
   /** Share of the query's keyword weight the memory contains (core/keyword.ts); 0 when none. */
   coverage?: number;
-  /** The larger coverage of its two neighbours (seq − 1, seq + 1 of the same user). */
+  /** The larger coverage of its two neighbours in its own conversation (seq − 1, seq + 1 of the same user). */
   neighbourCoverage?: number;
+  /**
+   * For a memory in no conversation that holds some of the query's words: the share of the query's
+   * weight of the heaviest word it lacks (0 otherwise). See `hybridRaw`.
+   */
+  missingShare?: number;
 }
 
 export interface Ranked {
@@ -129,9 +134,15 @@ export function keywordScore(coverage: number, p: { slope: number; midpoint: num
 /**
  * Hybrid evidence before calibration: keyword coverage (or a capped share of a neighbour's) and
  * cosine, fused. The ranking follows it, except where the meaning floor lifts a strong paraphrase.
+ *
+ * A partial match outside a conversation is discounted by the word it lacks: its coverage is
+ * multiplied by 1 − `missingShare`, the query weight of the heaviest query word it doesn't contain.
+ * "What is my favourite movie?" shares "favourite" with "My favourite restaurant is the Georgian
+ * place" but not "movie", the word that says what is asked. A note stands alone, so a missing word
+ * is missing; a conversation's turn is read with the turns around it, so there it isn't discounted.
  */
-export function hybridRaw(coverage: number, neighbourCoverage: number, cosine: number, p: HybridParams = HYBRID): number {
-  const keyword = Math.max(coverage, Math.min(p.neighbourCap, p.neighbourShare * neighbourCoverage));
+export function hybridRaw(coverage: number, neighbourCoverage: number, cosine: number, p: HybridParams = HYBRID, missingShare = 0): number {
+  const keyword = Math.max(coverage * (1 - missingShare), Math.min(p.neighbourCap, p.neighbourShare * neighbourCoverage));
   return p.keywordWeight * keyword + (1 - p.keywordWeight) * clamp01(cosine);
 }
 
@@ -140,9 +151,9 @@ export function hybridRaw(coverage: number, neighbourCoverage: number, cosine: n
  * when the cosine reaches meaningMidpoint. A memory with every query word has raw ≥ 0.55 and
  * scores ≥ 0.999; one sharing no word with the query needs a cosine of 0.62.
  */
-export function hybridScore(coverage: number, neighbourCoverage: number, cosine: number, p: HybridParams = HYBRID): number {
+export function hybridScore(coverage: number, neighbourCoverage: number, cosine: number, p: HybridParams = HYBRID, missingShare = 0): number {
   const c = clamp01(cosine);
-  const score = sigmoid(p.slope * (hybridRaw(coverage, neighbourCoverage, c, p) - p.midpoint));
+  const score = sigmoid(p.slope * (hybridRaw(coverage, neighbourCoverage, c, p, missingShare) - p.midpoint));
   return c >= p.meaningMidpoint ? Math.max(score, sigmoid(p.meaningSlope * (c - p.meaningMidpoint))) : score;
 }
 
@@ -154,6 +165,6 @@ export function rank(mode: SearchMode, candidates: Candidate[]): Ranked[] {
         ? semanticScore(c.cosine ?? 0)
         : mode === "keyword"
           ? keywordScore(c.coverage ?? 0)
-          : hybridScore(c.coverage ?? 0, c.neighbourCoverage ?? 0, c.cosine ?? 0),
+          : hybridScore(c.coverage ?? 0, c.neighbourCoverage ?? 0, c.cosine ?? 0, HYBRID, c.missingShare ?? 0),
   }));
 }

@@ -1,6 +1,7 @@
 import { parseSearchMemories, type SearchMemoriesInput } from "../schemas/memory.js";
-import type { MemoryFilter, MemoryPosition, MemoryRecord } from "../storage/store.js";
+import type { MemoryFilter, MemoryRecord, MemoryWordHit } from "../storage/store.js";
 import { embedQuery, type Context } from "./context.js";
+import { conversationOf } from "./conversation.js";
 import { coverage, queryTerms, termWeights, type Term } from "./keyword.js";
 import { CANDIDATES, KEYWORD_POOL, denseQuery, hybridScore, keywordQuery, rank, type Candidate } from "./ranking.js";
 
@@ -80,6 +81,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, option
       cosine: 1 - distance,
       coverage: matches?.coverageOf(record) ?? 0,
       neighbourCoverage: matches?.neighbourCoverageOf(record) ?? 0,
+      missingShare: matches?.missingShareOf(record) ?? 0,
     });
   for (const h of vectorHits) add(h.record, h.distance);
   // Fewer vector hits than asked for means the scope has no other memory: every keyword match and
@@ -89,14 +91,15 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, option
   // Keyword matches and their neighbours (seq ± 1 of the same user: context for a match is often the
   // turn before or after it) need their exact cosine. A memory outside the vector search's nearest
   // has a cosine no higher than the farthest of them, which bounds its score: once the best
-  // remaining keyword candidate can't beat the `limit`-th score so far, none of the rest can.
+  // remaining keyword candidate can't beat the `limit`-th score so far, none of the rest can. (The
+  // bound leaves out the discount for a missing word, which only lowers a score.)
   const farthest = Math.min(...vectorHits.map((h) => 1 - h.distance));
   const pool = matches.pool().filter((p) => !(p.id && byId.has(p.id)));
   const bound = (p: (typeof pool)[number]) => hybridScore(p.coverage, p.neighbourCoverage, farthest);
   pool.sort((a, b) => bound(b) - bound(a) || cmp(b.id ?? "", a.id ?? "") || b.seq - a.seq);
   for (let i = 0; i < Math.min(pool.length, KEYWORD_POOL); i += COSINE_BATCH) {
     if (options.prune) {
-      const kept = best([...byId.values()].map((c) => ({ record: c.record, score: hybridScore(c.coverage ?? 0, c.neighbourCoverage ?? 0, c.cosine ?? 0) })), input.threshold, input.limit);
+      const kept = best(rank("hybrid", [...byId.values()]), input.threshold, input.limit);
       const cut = kept.length < input.limit ? input.threshold : kept[kept.length - 1].score;
       if (bound(pool[i]) < cut) break;
     }
@@ -118,6 +121,7 @@ interface PoolEntry {
   userId: string;
   seq: number;
   coverage: number;
+  /** For a matched memory, its conversation neighbours' best coverage; for an unmatched neighbour, a bound on it. */
   neighbourCoverage: number;
 }
 
@@ -126,12 +130,15 @@ interface PoolEntry {
  * word), how many memories the scope holds, and so each memory's keyword coverage and its
  * neighbours'. Everything here is scoped to the search's own filter: other users' and accounts'
  * memories never enter a weight.
+ *
+ * Neighbours (seq ± 1 of the same user) lend coverage only when both are turns of the same
+ * conversation (core/conversation.ts): a person's separate notes lend each other nothing.
  */
 async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter) {
   const [size, ...perTerm] = await Promise.all([ctx.store.countMemories(filter), ...terms.map((t) => ctx.store.memoriesWithWord(t.word, filter, WORD_LOOKUP_MAX))]);
   const weights = termWeights(terms, { size, docFreq: perTerm.map((rows) => rows.length) });
   const at = (userId: string, seq: number) => `${userId}\u0000${seq}`;
-  const matched = new Map<string, MemoryPosition & { terms: Set<number> }>();
+  const matched = new Map<string, MemoryWordHit & { terms: Set<number> }>();
   perTerm.forEach((rows, i) => {
     for (const r of rows) {
       const m = matched.get(r.id) ?? { ...r, terms: new Set<number>() };
@@ -140,28 +147,50 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter)
     }
   });
   const coverageById = new Map<string, number>();
-  const coverageAt = new Map<string, number>();
+  const missingById = new Map<string, number>();
+  const absentTotal = weights.absent.reduce((a, b) => a + b, 0);
+  /** Matched memories by position: their coverage and conversation. */
+  const byPosition = new Map<string, { coverage: number; conversation: string | null }>();
   for (const m of matched.values()) {
     const c = coverage(weights, (i) => m.terms.has(i));
     coverageById.set(m.id, c);
-    if (m.seq > 0) coverageAt.set(at(m.userId, m.seq), c);
+    let heaviestMissing = 0;
+    for (let i = 0; i < terms.length; i++) if (!m.terms.has(i)) heaviestMissing = Math.max(heaviestMissing, weights.absent[i]);
+    if (absentTotal > 0) missingById.set(m.id, heaviestMissing / absentTotal);
+    if (m.seq > 0) byPosition.set(at(m.userId, m.seq), { coverage: c, conversation: conversationOf(m.metadata, m.tags) });
   }
-  const neighbourCoverage = (userId: string, seq: number) =>
-    seq > 0 ? Math.max(coverageAt.get(at(userId, seq - 1)) ?? 0, coverageAt.get(at(userId, seq + 1)) ?? 0) : 0;
+  /** The best coverage among the memory's neighbours in its own conversation; 0 outside any. */
+  const neighbourCoverage = (userId: string, seq: number, conversation: string | null) => {
+    if (seq <= 0 || conversation === null) return 0;
+    let best = 0;
+    for (const n of [byPosition.get(at(userId, seq - 1)), byPosition.get(at(userId, seq + 1))]) if (n && n.conversation === conversation) best = Math.max(best, n.coverage);
+    return best;
+  };
+  /** A bound for a position whose conversation isn't known yet: any neighbour that is in one. */
+  const neighbourBound = (userId: string, seq: number) => {
+    let best = 0;
+    for (const n of [byPosition.get(at(userId, seq - 1)), byPosition.get(at(userId, seq + 1))]) if (n && n.conversation !== null) best = Math.max(best, n.coverage);
+    return best;
+  };
   return {
     coverageOf: (r: MemoryRecord) => coverageById.get(r.id) ?? 0,
-    neighbourCoverageOf: (r: MemoryRecord) => neighbourCoverage(r.userId, r.seq),
-    /** Matched memories, and the unmatched neighbours of matched ones (by position; no id yet). */
+    neighbourCoverageOf: (r: MemoryRecord) => neighbourCoverage(r.userId, r.seq, conversationOf(r.metadata, r.tags)),
+    /** Outside a conversation, the query weight share of the heaviest query word the memory lacks (ranking.ts hybridRaw). */
+    missingShareOf: (r: MemoryRecord) => (conversationOf(r.metadata, r.tags) === null ? (missingById.get(r.id) ?? 0) : 0),
+    /** Matched memories, and the unmatched neighbours in a conversation of matched ones (by position; no id yet). */
     pool(): PoolEntry[] {
       const out: PoolEntry[] = [];
-      for (const m of matched.values()) out.push({ id: m.id, userId: m.userId, seq: m.seq, coverage: coverageById.get(m.id)!, neighbourCoverage: neighbourCoverage(m.userId, m.seq) });
-      const seen = new Set(coverageAt.keys());
       for (const m of matched.values()) {
-        if (m.seq <= 0) continue;
+        const own = m.seq > 0 ? byPosition.get(at(m.userId, m.seq))!.conversation : null;
+        out.push({ id: m.id, userId: m.userId, seq: m.seq, coverage: coverageById.get(m.id)!, neighbourCoverage: neighbourCoverage(m.userId, m.seq, own) });
+      }
+      const seen = new Set(byPosition.keys());
+      for (const m of matched.values()) {
+        if (m.seq <= 0 || byPosition.get(at(m.userId, m.seq))!.conversation === null) continue;
         for (const seq of [m.seq - 1, m.seq + 1]) {
           if (seq < 1 || seen.has(at(m.userId, seq))) continue;
           seen.add(at(m.userId, seq));
-          out.push({ userId: m.userId, seq, coverage: 0, neighbourCoverage: neighbourCoverage(m.userId, seq) });
+          out.push({ userId: m.userId, seq, coverage: 0, neighbourCoverage: neighbourBound(m.userId, seq) });
         }
       }
       return out;

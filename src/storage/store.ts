@@ -67,6 +67,12 @@ export interface MemoryPosition {
   seq: Seq;
 }
 
+/** A memory that contains a searched word: its position, and what says which conversation it belongs to. */
+export interface MemoryWordHit extends MemoryPosition {
+  metadata: string | null;
+  tags: string[];
+}
+
 export interface MemoryFilter {
   accountId: string;
   userId?: string;
@@ -518,15 +524,18 @@ export class Store {
   /**
    * The scope's memories whose content contains `word` as the full-text index analyses it
    * (stemmed, accents folded), at most `max` of them: which memories a query word touches, and how
-   * many, for keyword coverage (core/keyword.ts). Only ids and positions; no content.
+   * many, for keyword coverage (core/keyword.ts). Ids, positions, metadata and tags (which say
+   * whether neighbours are turns of one conversation: core/conversation.ts); no content.
    */
-  async memoriesWithWord(word: string, filter: MemoryFilter, max: number): Promise<MemoryPosition[]> {
+  async memoriesWithWord(word: string, filter: MemoryFilter, max: number): Promise<MemoryWordHit[]> {
     const where = memoryWhere(filter);
-    const parts = await this.eachSegment((s) => s.table.query().fullTextSearch(word, { columns: ["content"] }).where(where).select(["id", "userId", "seq"]).limit(max).toArray());
+    const parts = await this.eachSegment((s) =>
+      s.table.query().fullTextSearch(word, { columns: ["content"] }).where(where).select(["id", "userId", "seq", "metadata", "tags"]).limit(max).toArray(),
+    );
     return parts
       .flat()
       .slice(0, max)
-      .map((r) => ({ id: String(r.id), userId: String(r.userId), seq: Number(r.seq) }));
+      .map((r) => ({ id: String(r.id), userId: String(r.userId), seq: Number(r.seq), metadata: r.metadata == null ? null : String(r.metadata), tags: toStringArray(r.tags) }));
   }
 
   /**

@@ -70,16 +70,35 @@ describe("scores", () => {
 });
 
 describe("hybrid search end to end", () => {
-  it("returns a keyword match's conversational neighbours right after it", async () => {
+  const turns = ["Hi, how was your week?", "Great! I finally adopted Biscuit from the shelter", "Aww, what breed is he?", "A beagle mix, very energetic", "Unrelated: the budget meeting moved"];
+  async function store(extra: (i: number) => object) {
     const ctx = await openContext({ storeDir: await tempDir(), embedder: createTestEmbedder() });
-    const turns = ["Hi, how was your week?", "Great! I finally adopted Biscuit from the shelter", "Aww, what breed is he?", "A beagle mix, very energetic", "Unrelated: the budget meeting moved"];
     const ids: string[] = [];
-    await addMemoriesFromLines(ctx, turns.map((content) => JSON.stringify({ content, userId: "u" })), { onResult: (r) => ids.push(r.memory!.id) });
+    await addMemoriesFromLines(ctx, turns.map((content, i) => JSON.stringify({ content, userId: "u", ...extra(i) })), { onResult: (r) => ids.push(r.memory!.id) });
+    return { ctx, ids };
+  }
+
+  it.each([
+    ["a session id in metadata", (i: number) => ({ metadata: { sessionId: i < 4 ? "s1" : "s2" } })],
+    ["a session tag", (i: number) => ({ tags: [i < 4 ? "session_1" : "session_2"] })],
+  ])("returns a keyword match's conversational neighbours right after it (turns marked by %s)", async (_, extra) => {
+    const { ctx, ids } = await store(extra);
     const { results } = await searchMemories(ctx, { query: "When did she adopt Biscuit?", userId: "u", threshold: 0 });
     expect(results[0].id).toBe(ids[1]);
     expect(results.slice(1, 3).map((r) => r.id).sort()).toEqual([ids[0], ids[2]].sort());
     expect(results[1].score).toBeLessThan(results[0].score);
     await ctx.close();
+  });
+
+  it("lends nothing to the notes stored next to a match when they are no conversation, or another one", async () => {
+    for (const extra of [() => ({}), (i: number) => ({ metadata: { sessionId: `s${i}` } })]) {
+      const { ctx, ids } = await store(extra);
+      const candidates = await searchCandidates(ctx, { query: "When did she adopt Biscuit?", userId: "u", threshold: 0 });
+      const of = (id: string) => candidates.find((c) => c.record.id === id);
+      expect(of(ids[1])?.coverage).toBe(1);
+      for (const i of [0, 2]) expect(of(ids[i])?.neighbourCoverage ?? 0).toBe(0);
+      await ctx.close();
+    }
   });
 });
 
@@ -88,7 +107,8 @@ describe("hybrid search's pruning", () => {
     const ctx = await openContext({ storeDir: await tempDir(), embedder: createTestEmbedder() });
     const topics = ["garden", "tea", "dentist", "marathon", "cello", "lisbon", "budget", "kitten", "plumber", "novel"];
     const lines = Array.from({ length: 400 }, (_, i) =>
-      JSON.stringify({ content: `note ${i}: ${topics[i % 10]} and ${topics[(i * 3) % 10]} ${i % 7 ? "again" : "with the family"}`, userId: i % 3 ? "u" : "v" }),
+      // A third are turns of short conversations, whose neighbours share their evidence; the rest are notes.
+      JSON.stringify({ content: `note ${i}: ${topics[i % 10]} and ${topics[(i * 3) % 10]} ${i % 7 ? "again" : "with the family"}`, userId: i % 3 ? "u" : "v", ...(i % 5 < 2 ? { metadata: { session: Math.floor(i / 5) } } : {}) }),
     );
     await addMemoriesFromLines(ctx, lines, { batchSize: 100 });
     for (const query of ["garden tea", "when is the dentist?", "family marathon cello", "kitten", "budget lisbon novel plumber", "again"]) {
