@@ -64,7 +64,10 @@ async function collect() {
     for (const c of conversations) {
       const userId = `locomo-${c.sampleId}`;
       const ids = [];
-      await addMemoriesFromLines(ctx, c.turns.map((t) => JSON.stringify({ content: t.content, userId })), { batchSize: 256, onResult: (r) => ids.push(r.memory.id) });
+      // As ../shared/bench/locomo-recall.mjs stores them: each turn tagged and labelled with its session,
+      // which is what makes neighbouring turns one conversation (core/conversation.ts).
+      const line = (t) => JSON.stringify({ content: t.content, userId, tags: ["locomo", `session_${t.session}`], metadata: { dia_id: t.diaId, session: t.session, date_time: t.dateTime } });
+      await addMemoriesFromLines(ctx, c.turns.map(line), { batchSize: 256, onResult: (r) => ids.push(r.memory.id) });
       const diaOf = new Map(ids.map((id, i) => [id, c.turns[i].diaId]));
       convs.push({ id: c.sampleId, userId, diaOf, questions: selectQuestions(c).map((q) => ({ question: q.question, category: q.category, evidence: q.evidence })) });
       log(`loaded ${c.sampleId}: ${ids.length} turns`);
