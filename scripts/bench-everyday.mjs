@@ -13,7 +13,8 @@
 // What is measured, at the default threshold (0.5) unless said:
 // - reworded: the answer returned at 0.5; the answer ranked first (threshold 0);
 // - shared: the answer returned at 0.5; other memories returned at 0.5, per question;
-// - unanswerable: questions that return anything at 0.5.
+// - unanswerable: questions that return anything at 0.5;
+// - wrong-user: every question asked of another user of the same part; those that return anything.
 //
 //   node scripts/bench-everyday.mjs [--mode hybrid|semantic|keyword] [--out file] [--show]
 //   --show prints every question that misses its target.
@@ -50,6 +51,20 @@ try {
   for (const u of users) {
     const t = HELD_OUT.has(u.userId) ? parts.heldOut : parts.dev;
     for (const q of u.questions) await ask(u, q, t);
+  }
+  // Wrong-user questions: every question asked of the next user of the same part, whose memories
+  // are about another life, so any hit at 0.5 is wrong.
+  for (const held of [false, true]) {
+    const us = users.filter((u) => HELD_OUT.has(u.userId) === held);
+    const t = held ? parts.heldOut : parts.dev;
+    for (const [i, u] of us.entries()) {
+      const other = us[(i + 1) % us.length];
+      for (const q of u.questions) {
+        const { results } = await searchMemories(ctx, { query: q.q, userId: other.userId, mode, limit: 10 });
+        t.wrongUser.n++;
+        t.wrongUser.withHit += results.length ? 1 : 0;
+      }
+    }
   }
   const report = { mode, users: users.length, memories: users.reduce((n, u) => n + u.memories.length, 0), parts: Object.fromEntries(Object.entries(parts).map(([k, t]) => [k, figures(t)])) };
   printTable(report);
@@ -89,7 +104,7 @@ async function load(u) {
 }
 
 function tally() {
-  return { reworded: { n: 0, returned: 0, first: 0 }, shared: { n: 0, returned: 0, others: 0 }, unanswerable: { n: 0, withHit: 0 } };
+  return { reworded: { n: 0, returned: 0, first: 0 }, shared: { n: 0, returned: 0, others: 0 }, unanswerable: { n: 0, withHit: 0 }, wrongUser: { n: 0, withHit: 0 } };
 }
 
 async function ask(u, q, t) {
@@ -129,15 +144,16 @@ function figures(t) {
     reworded: { questions: t.reworded.n, returnedAt05: r(t.reworded.returned, t.reworded.n), rankedFirst: r(t.reworded.first, t.reworded.n) },
     shared: { questions: t.shared.n, returnedAt05: r(t.shared.returned, t.shared.n), otherMemoriesAt05PerQuestion: r(t.shared.others, t.shared.n) },
     unanswerable: { questions: t.unanswerable.n, withAHitAt05: r(t.unanswerable.withHit, t.unanswerable.n) },
+    wrongUser: { questions: t.wrongUser.n, withAHitAt05: r(t.wrongUser.withHit, t.wrongUser.n) },
   };
 }
 
 function printTable(report) {
   console.log(`everyday memory, ${report.users} users, ${report.memories} memories, mode ${report.mode}\n`);
-  console.log("| part | reworded: returned at 0.5 | reworded: ranked first | shared: returned at 0.5 | shared: others at 0.5 per question | unanswerable: any hit at 0.5 |");
-  console.log("|---|---|---|---|---|---|");
+  console.log("| part | reworded: returned at 0.5 | reworded: ranked first | shared: returned at 0.5 | shared: others at 0.5 per question | unanswerable: any hit at 0.5 | wrong-user: any hit at 0.5 |");
+  console.log("|---|---|---|---|---|---|---|");
   for (const [name, f] of Object.entries(report.parts)) {
     const n = `${f.reworded.questions}/${f.shared.questions}/${f.unanswerable.questions}`;
-    console.log(`| ${name} (${n} questions) | ${f.reworded.returnedAt05} | ${f.reworded.rankedFirst} | ${f.shared.returnedAt05} | ${f.shared.otherMemoriesAt05PerQuestion} | ${f.unanswerable.withAHitAt05} |`);
+    console.log(`| ${name} (${n} questions) | ${f.reworded.returnedAt05} | ${f.reworded.rankedFirst} | ${f.shared.returnedAt05} | ${f.shared.otherMemoriesAt05PerQuestion} | ${f.unanswerable.withAHitAt05} | ${f.wrongUser.withAHitAt05} |`);
   }
 }

@@ -36,7 +36,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = (p) => import(pathToFileURL(join(root, "dist", p)).href);
 const { openContext } = await dist("core/context.js");
 const { addMemoriesFromLines, searchCandidates } = await dist("core/memories.js");
-const { HYBRID, KEYWORD, hybridRaw, hybridScore, keywordScore } = await dist("core/ranking.js");
+const { HYBRID, KEYWORD, LEAD, hybridRaw, hybridScore, keywordScore } = await dist("core/ranking.js");
 const locomoData = resolve(root, "..", "shared", "data", "locomo-dev", "locomo-dev.json");
 const locomoBench = resolve(root, "..", "shared", "bench", "locomo-recall.mjs");
 if (!existsSync(locomoData) || !existsSync(locomoBench)) {
@@ -84,7 +84,7 @@ async function collect() {
 
     // ---- evidence of every search ----
     const features = (cands, label) =>
-      cands.map((c) => ({ coverage: c.coverage ?? 0, nb: c.neighbourCoverage ?? 0, cosine: c.cosine ?? 0, createdAt: c.record.createdAt, label: label(c.record.id) }));
+      cands.map((c) => ({ coverage: c.coverage ?? 0, nb: c.neighbourCoverage ?? 0, cosine: c.cosine ?? 0, missing: c.missingShare ?? 0, lead: c.lead, createdAt: c.record.createdAt, label: label(c.record.id) }));
     const search = (query, userId) => searchCandidates(ctx, { query, userId, mode: "hybrid", limit: K });
     for (const conv of convs) {
       for (const q of conv.questions) {
@@ -108,8 +108,15 @@ async function collect() {
 
 function fitAndReport(convs, smalls) {
   // ---- scoring with trial constants ----
-  const ranked = (fs, score) => fs.map((f) => ({ ...f, score: score(f) })).sort((a, b) => b.score - a.score || (a.createdAt < b.createdAt ? 1 : -1));
-  const hybrid = (p) => (f) => hybridScore(f.coverage, f.nb, f.cosine, p);
+  // One search's scores, as core/ranking.ts rank() gives them: in hybrid mode the nearest memory's
+  // lead (LEAD) counts only when no memory reaches LEAD.unless by its own score.
+  const scored = (fs, score) => {
+    const out = fs.map((f) => ({ ...f, score: score(f) }));
+    if (score.hybrid && !out.some((f) => f.score >= LEAD.unless)) for (const f of out) if (f.lead !== undefined) f.score = Math.max(f.score, f.lead);
+    return out;
+  };
+  const ranked = (fs, score) => scored(fs, score).sort((a, b) => b.score - a.score || (a.createdAt < b.createdAt ? 1 : -1));
+  const hybrid = (p) => Object.assign((f) => hybridScore(f.coverage, f.nb, f.cosine, p, f.missing), { hybrid: true });
   const keyword = (p) => (f) => (f.coverage > 0 ? keywordScore(f.coverage, p) : -1);
 
   function locomoFigures(convList, score) {
@@ -126,7 +133,7 @@ function fitAndReport(convs, smalls) {
         let wrongWithHit = 0;
         let wrongHits = 0;
         for (const w of q.wrong) {
-          const hits = w.filter((f) => score(f) >= 0.5).length;
+          const hits = scored(w, score).filter((f) => f.score >= 0.5).length;
           wrongWithHit += hits > 0 ? 1 : 0;
           wrongHits += Math.min(K, hits);
         }
@@ -150,7 +157,7 @@ function fitAndReport(convs, smalls) {
     for (const q of s.queries) {
       const k = (kinds[q.kind] ??= { queries: 0, found: 0 });
       k.queries++;
-      const hits = q.own.filter((f) => score(f) >= 0.5);
+      const hits = scored(q.own, score).filter((f) => f.score >= 0.5);
       if (q.relevant.length && q.own.filter((f) => f.label).length === q.relevant.length && hits.filter((f) => f.label).length === q.relevant.length) k.found++;
       falsePositives += hits.filter((f) => !f.label).length;
       pairs += 20 - q.relevant.length;
@@ -203,7 +210,7 @@ function fitAndReport(convs, smalls) {
         break;
       }
     }
-    const raw = (f) => hybridRaw(f.coverage, f.nb, f.cosine, best.p);
+    const raw = (f) => hybridRaw(f.coverage, f.nb, f.cosine, best.p, f.missing);
     const pos = [];
     const neg = [];
     for (const conv of convList) {

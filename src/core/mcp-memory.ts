@@ -356,10 +356,11 @@ export async function searchNodes(ctx: Context, scope: Scope, raw: unknown): Pro
     userId: scope.userId,
     ...(scope.agentId ? { agentId: scope.agentId } : {}),
     limit: input.limit ?? 20,
-    // By meaning: with the default model, a paraphrase sharing no word scores about 0.35 to 0.65
-    // in semantic mode, and unrelated text mostly below 0.35 (docs/search-quality.md).
-    threshold: input.threshold ?? 0.35,
-    mode: input.mode ?? "semantic",
+    // mm's default search (hybrid at 0.5): words where they match, and otherwise the observation
+    // that stands out by meaning ("who owns a dog?" finds "adopted a rescue greyhound", 0.72). Semantic
+    // mode at 0.35 missed it (cosine 0.35) and let unrelated text through elsewhere (docs/search-quality.md).
+    threshold: input.threshold ?? 0.5,
+    mode: input.mode ?? "hybrid",
   });
   const records = new Map((await ctx.store.memoriesByIds(filter, results.map((h) => h.id))).map((r) => [r.id, r]));
   const order: string[] = [];

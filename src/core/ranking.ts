@@ -53,6 +53,22 @@ export const HYBRID: Readonly<HybridParams> = {
   meaningMidpoint: 0.62,
 };
 
+/**
+ * Meaning's fallback (hybrid): when no memory of the scope is likely relevant by the hybrid score
+ * (none reaches `unless`) and the query has a word English knows, the scope's nearest memory by
+ * cosine, if it holds none of the query's words, scores at least
+ * σ(slope · (cosine − max(second cosine, floor) − margin)): it passes 0.5 when it stands `margin`
+ * above every other memory of the scope (and above `floor`, what unrelated sentences reach).
+ * "bike repair" against "My bicycle has a flat rear tire" (cosine 0.52, the next note 0.31).
+ * Chosen on bench/everyday's dev users; docs/search-quality.md has the trade-off.
+ */
+export const LEAD: Readonly<{ slope: number; margin: number; floor: number; unless: number }> = { slope: 20, margin: 0.12, floor: 0.2, unless: 0.5 };
+
+/** The score the scope's nearest memory gets from its lead over the next one (see LEAD). */
+export function leadScore(cosine: number, secondCosine: number, p = LEAD): number {
+  return sigmoid(p.slope * (clamp01(cosine) - Math.max(secondCosine, p.floor) - p.margin));
+}
+
 /** Keyword calibration: score = σ(slope · (coverage − midpoint)). */
 export const KEYWORD: Readonly<{ slope: number; midpoint: number }> = { slope: 29, midpoint: 0.225 };
 
@@ -69,6 +85,8 @@ export interface Candidate {
    * weight of the heaviest word it lacks (0 otherwise). See `hybridRaw`.
    */
   missingShare?: number;
+  /** Hybrid: the scope's nearest memory when it shares no word with the query: its `leadScore` (see LEAD). */
+  lead?: number;
 }
 
 export interface Ranked {
@@ -149,7 +167,8 @@ export function hybridRaw(coverage: number, neighbourCoverage: number, cosine: n
 /**
  * Hybrid mode: σ(slope · (raw − midpoint)), raised to σ(meaningSlope · (cosine − meaningMidpoint))
  * when the cosine reaches meaningMidpoint. A memory with every query word has raw ≥ 0.55 and
- * scores ≥ 0.999; one sharing no word with the query needs a cosine of 0.62.
+ * scores ≥ 0.999; one sharing no word with the query needs a cosine of 0.62, or the lead (LEAD,
+ * applied by `rank`).
  */
 export function hybridScore(coverage: number, neighbourCoverage: number, cosine: number, p: HybridParams = HYBRID, missingShare = 0): number {
   const c = clamp01(cosine);
@@ -158,7 +177,7 @@ export function hybridScore(coverage: number, neighbourCoverage: number, cosine:
 }
 
 export function rank(mode: SearchMode, candidates: Candidate[]): Ranked[] {
-  return candidates.map((c) => ({
+  const ranked = candidates.map((c) => ({
     record: c.record,
     score:
       mode === "semantic"
@@ -167,4 +186,10 @@ export function rank(mode: SearchMode, candidates: Candidate[]): Ranked[] {
           ? keywordScore(c.coverage ?? 0)
           : hybridScore(c.coverage ?? 0, c.neighbourCoverage ?? 0, c.cosine ?? 0, HYBRID, c.missingShare ?? 0),
   }));
+  if (mode === "hybrid" && !ranked.some((r) => r.score >= LEAD.unless)) {
+    candidates.forEach((c, i) => {
+      if (c.lead !== undefined) ranked[i].score = Math.max(ranked[i].score, c.lead);
+    });
+  }
+  return ranked;
 }

@@ -2,8 +2,8 @@ import { parseSearchMemories, type SearchMemoriesInput } from "../schemas/memory
 import type { MemoryFilter, MemoryRecord, MemoryWordHit } from "../storage/store.js";
 import { embedQuery, type Context } from "./context.js";
 import { conversationOf } from "./conversation.js";
-import { coverage, queryTerms, termWeights, type Term } from "./keyword.js";
-import { CANDIDATES, KEYWORD_POOL, denseQuery, hybridScore, keywordQuery, rank, type Candidate } from "./ranking.js";
+import { coverage, englishCount, queryTerms, termWeights, type Term } from "./keyword.js";
+import { CANDIDATES, KEYWORD_POOL, LEAD, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate } from "./ranking.js";
 
 /** A search hit (spec §2.1): no metadata, no updatedAt; agentId and tags only when set. */
 export interface MemorySearchHit {
@@ -86,7 +86,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, option
   for (const h of vectorHits) add(h.record, h.distance);
   // Fewer vector hits than asked for means the scope has no other memory: every keyword match and
   // neighbour is among them already.
-  if (!matches || vectorHits.length < CANDIDATES) return [...byId.values()];
+  if (!matches || vectorHits.length < CANDIDATES) return withLead([...byId.values()], terms, 0);
 
   // Keyword matches and their neighbours (seq ± 1 of the same user: context for a match is often the
   // turn before or after it) need their exact cosine. A memory outside the vector search's nearest
@@ -97,11 +97,15 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, option
   const pool = matches.pool().filter((p) => !(p.id && byId.has(p.id)));
   const bound = (p: (typeof pool)[number]) => hybridScore(p.coverage, p.neighbourCoverage, farthest);
   pool.sort((a, b) => bound(b) - bound(a) || cmp(b.id ?? "", a.id ?? "") || b.seq - a.seq);
+  let unfetched = 0;
   for (let i = 0; i < Math.min(pool.length, KEYWORD_POOL); i += COSINE_BATCH) {
     if (options.prune) {
       const kept = best(rank("hybrid", [...byId.values()]), input.threshold, input.limit);
       const cut = kept.length < input.limit ? input.threshold : kept[kept.length - 1].score;
-      if (bound(pool[i]) < cut) break;
+      if (bound(pool[i]) < cut) {
+        unfetched = bound(pool[i]);
+        break;
+      }
     }
     const batch = pool.slice(i, Math.min(i + COSINE_BATCH, KEYWORD_POOL));
     const ids = batch.flatMap((p) => (p.id ? [p.id] : []));
@@ -109,7 +113,22 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, option
     for (const p of batch) if (!p.id) seqs.set(p.userId, [...(seqs.get(p.userId) ?? []), p.seq]);
     for (const h of await ctx.store.nearestAmong(vector, filter, { ids, seqs })) if (!byId.has(h.record.id)) add(h.record, h.distance);
   }
-  return [...byId.values()];
+  return withLead([...byId.values()], terms, unfetched);
+}
+
+/**
+ * Marks the scope's nearest memory with its lead over the next (ranking.ts LEAD) when it shares no
+ * word with the query and the query has a word English knows. `rank` applies it only when no
+ * memory reaches LEAD.unless by the hybrid score; `unfetchedBound` bounds the hybrid score of the
+ * keyword candidates pruning left out, so the lead isn't set when one of them might reach it.
+ * The candidates hold the scope's nearest memories, so the two best cosines here are the scope's.
+ */
+function withLead(candidates: Candidate[], terms: Term[], unfetchedBound: number): Candidate[] {
+  if (unfetchedBound >= LEAD.unless || !terms.some((t) => englishCount(t.stem) > 0)) return candidates;
+  const byCosine = [...candidates].sort((a, b) => (b.cosine ?? 0) - (a.cosine ?? 0));
+  const top = byCosine[0];
+  if (top && !(top.coverage ?? 0)) top.lead = leadScore(top.cosine ?? 0, byCosine[1]?.cosine ?? 0);
+  return candidates;
 }
 
 /** Most memories a query word is looked up in: beyond it, the word counts as occurring in this many. */

@@ -33,8 +33,8 @@ export const ReadGraphInput = z.object({});
 export const SearchNodesInput = z.object({
   query: text({ max: 2048 }).check(z.describe("what to look for, in natural language: matched by meaning against observations, and against entity names")),
   limit: z.optional(z.int().check(z.gte(1), z.lte(100), z.describe("extension: at most this many matching observations (default 20)"))),
-  threshold: z.optional(z.number().check(z.gte(0), z.lte(1), z.describe("extension: minimum score of a matching observation (default 0.35)"))),
-  mode: z.optional(z.enum(SEARCH_MODES).check(z.describe("extension: semantic (default: by meaning), hybrid or keyword"))),
+  threshold: z.optional(z.number().check(z.gte(0), z.lte(1), z.describe("extension: minimum score of a matching observation (default 0.5)"))),
+  mode: z.optional(z.enum(SEARCH_MODES).check(z.describe("extension: hybrid (default: words and meaning), semantic or keyword"))),
 });
 export const OpenNodesInput = z.object({ names: z.array(name) });
 

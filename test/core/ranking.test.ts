@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { openContext } from "../../src/core/context.js";
 import { addMemoriesFromLines, searchCandidates, searchMemories } from "../../src/core/memories.js";
-import { HYBRID, denseQuery, hybridRaw, hybridScore, keywordQuery, keywordScore, rank } from "../../src/core/ranking.js";
+import { HYBRID, LEAD, denseQuery, hybridRaw, hybridScore, keywordQuery, keywordScore, leadScore, rank } from "../../src/core/ranking.js";
 import type { MemoryRecord } from "../../src/storage/store.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
@@ -59,6 +59,23 @@ describe("scores", () => {
     expect(hybridScore(0, 0, HYBRID.meaningMidpoint + 0.01)).toBeGreaterThan(0.5);
     expect(hybridScore(0, 0, 0.45)).toBeLessThan(0.05);
     expect(hybridScore(0, 0, 0.35)).toBeLessThan(0.01);
+  });
+
+  it("the scope's nearest memory sharing no query word passes 0.5 by its lead over the next, only when nothing else is likely relevant", () => {
+    expect(leadScore(0.2 + LEAD.margin, 0.1)).toBeCloseTo(0.5, 10); // the floor stands in for a weak second
+    expect(leadScore(0.5, 0.5 - LEAD.margin)).toBeCloseTo(0.5, 10);
+    expect(leadScore(0.52, 0.31)).toBeGreaterThan(0.8);
+    expect(leadScore(0.45, 0.4)).toBeLessThan(0.25);
+    expect(leadScore(0.45, 0.4)).toBeLessThan(leadScore(0.5, 0.4));
+    const lone = { record: rec("a", 1), cosine: 0.52, coverage: 0, neighbourCoverage: 0, lead: leadScore(0.52, 0.31) };
+    expect(rank("hybrid", [lone, { record: rec("b", 2), cosine: 0.31, coverage: 0, neighbourCoverage: 0 }])[0].score).toBe(lone.lead);
+    // A memory that passes by its words wins, and the lead is not applied at all.
+    const byWords = { record: rec("c", 3), cosine: 0.3, coverage: 1, neighbourCoverage: 0 };
+    const ranked = rank("hybrid", [lone, byWords]);
+    expect(ranked[1].score).toBeGreaterThan(0.99);
+    expect(ranked[0].score).toBe(hybridScore(0, 0, 0.52));
+    // Other modes ignore it.
+    expect(rank("semantic", [lone])[0].score).toBe(0.52);
   });
 
   it("rank scores each candidate by its mode", () => {

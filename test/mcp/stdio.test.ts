@@ -216,6 +216,10 @@ describe("mm mcp over stdio", () => {
     const found = await ok(client, "search_nodes", { query: "Which languages can he talk in?" });
     expect(found.entities.map((e: { name: string }) => e.name)).toContain("John_Smith");
     expect(found.relations).toContainEqual({ from: "John_Smith", to: "Anthropic", relationType: "works at" });
+    // A natural question, no word in common with the observation that answers it; and one nothing answers.
+    await ok(client, "create_entities", { entities: [{ name: "Priya", entityType: "person", observations: ["Priya adopted a rescue greyhound last winter", "Works nights as a pediatric nurse"] }] });
+    expect((await ok(client, "search_nodes", { query: "who owns a dog?" })).entities.map((e: { name: string }) => e.name)).toEqual(["Priya"]);
+    expect((await ok(client, "search_nodes", { query: "best pizza in town?" })).entities).toEqual([]);
     const opened = await ok(client, "open_nodes", { names: ["Anthropic", "Nobody"] });
     expect(opened.entities.map((e: { name: string }) => e.name)).toEqual(["Anthropic"]);
     expect(opened.relations).toEqual([{ from: "John_Smith", to: "Anthropic", relationType: "works at" }]);
