@@ -82,7 +82,7 @@ export interface Candidate {
   neighbourCoverage?: number;
   /**
    * For a memory in no conversation that holds some of the query's words: the share of the query's
-   * weight of the heaviest word it lacks (0 otherwise). See `hybridRaw`.
+   * weight in the words it lacks (0 otherwise). See `hybridRaw`.
    */
   missingShare?: number;
   /** Hybrid: the scope's nearest memory when it shares no word with the query: its `leadScore` (see LEAD). */
@@ -153,11 +153,12 @@ export function keywordScore(coverage: number, p: { slope: number; midpoint: num
  * Hybrid evidence before calibration: keyword coverage (or a capped share of a neighbour's) and
  * cosine, fused. The ranking follows it, except where the meaning floor lifts a strong paraphrase.
  *
- * A partial match outside a conversation is discounted by the word it lacks: its coverage is
- * multiplied by 1 − `missingShare`, the query weight of the heaviest query word it doesn't contain.
- * "What is my favourite movie?" shares "favourite" with "My favourite restaurant is the Georgian
- * place" but not "movie", the word that says what is asked. A note stands alone, so a missing word
- * is missing; a conversation's turn is read with the turns around it, so there it isn't discounted.
+ * A partial match outside a conversation is discounted by the words it lacks: its coverage is
+ * multiplied by 1 − `missingShare`, the query weight of the query words it doesn't contain (so a
+ * partial coverage c counts about c²). "What is my favourite movie?" shares "favourite" with "My
+ * favourite restaurant is the Georgian place" but not "movie", the word that says what is asked. A
+ * note stands alone, so a missing word is missing; a conversation's turn is read with the turns
+ * around it, so there it isn't discounted.
  */
 export function hybridRaw(coverage: number, neighbourCoverage: number, cosine: number, p: HybridParams = HYBRID, missingShare = 0): number {
   const keyword = Math.max(coverage * (1 - missingShare), Math.min(p.neighbourCap, p.neighbourShare * neighbourCoverage));

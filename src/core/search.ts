@@ -173,9 +173,9 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter)
   for (const m of matched.values()) {
     const c = coverage(weights, (i) => m.terms.has(i));
     coverageById.set(m.id, c);
-    let heaviestMissing = 0;
-    for (let i = 0; i < terms.length; i++) if (!m.terms.has(i)) heaviestMissing = Math.max(heaviestMissing, weights.absent[i]);
-    if (absentTotal > 0) missingById.set(m.id, heaviestMissing / absentTotal);
+    let missing = 0;
+    for (let i = 0; i < terms.length; i++) if (!m.terms.has(i)) missing += weights.absent[i];
+    if (absentTotal > 0) missingById.set(m.id, missing / absentTotal);
     if (m.seq > 0) byPosition.set(at(m.userId, m.seq), { coverage: c, conversation: conversationOf(m.metadata, m.tags) });
   }
   /** The best coverage among the memory's neighbours in its own conversation; 0 outside any. */
@@ -194,7 +194,7 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter)
   return {
     coverageOf: (r: MemoryRecord) => coverageById.get(r.id) ?? 0,
     neighbourCoverageOf: (r: MemoryRecord) => neighbourCoverage(r.userId, r.seq, conversationOf(r.metadata, r.tags)),
-    /** Outside a conversation, the query weight share of the heaviest query word the memory lacks (ranking.ts hybridRaw). */
+    /** Outside a conversation, the query weight share of the query words the memory lacks (ranking.ts hybridRaw). */
     missingShareOf: (r: MemoryRecord) => (conversationOf(r.metadata, r.tags) === null ? (missingById.get(r.id) ?? 0) : 0),
     /** Matched memories, and the unmatched neighbours in a conversation of matched ones (by position; no id yet). */
     pool(): PoolEntry[] {
