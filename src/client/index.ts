@@ -81,6 +81,8 @@ export interface ClientOptions {
   /** How the client waits between attempts; tests pass one that moves a clock. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   headers?: Record<string, string>;
+  /** Sees every answer before it is read: its status (an entity create's 200 or 201) and headers (rate limits, quota). */
+  onResponse?: (response: Response) => void;
 }
 
 export interface CallOptions {
@@ -148,6 +150,7 @@ export function createClient(options: ClientOptions) {
     opts.signal?.addEventListener("abort", onAbort, { once: true });
     try {
       const res = await doFetch(url, { ...init, signal: controller.signal });
+      options.onResponse?.(res);
       const text = await res.text();
       let body: unknown;
       try {

@@ -89,7 +89,8 @@ export async function runShell(code: string, dir: string, env: Record<string, st
       {
         cwd: work,
         // No desktop: `mm console` prints its link instead of opening a browser on the developer's screen.
-        env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, MM_STORE: join(dir, "store"), LANCEDB_LOG: "error", DISPLAY: "", WAYLAND_DISPLAY: "", ...env },
+        // Its own config directory too: `mm login` in an example must not log the developer's mm in.
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, MM_STORE: join(dir, "store"), XDG_CONFIG_HOME: join(dir, "config"), LANCEDB_LOG: "error", DISPLAY: "", WAYLAND_DISPLAY: "", ...env },
         timeout: 120_000,
       },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
