@@ -87,9 +87,9 @@ export async function resolveRemote(globals: { remote?: string | boolean; key?: 
 }
 
 export async function remoteContext(remote: Remote): Promise<RemoteContext> {
-  const { createClient } = await import("../client/index.js");
+  const [{ createClient }, { nodeFetch }] = await Promise.all([import("../client/index.js"), import("./http-fetch.js")]);
   let status = 0;
-  const client = createClient({ baseUrl: remote.url, apiKey: remote.key, onResponse: (res) => void (status = res.status) });
+  const client = createClient({ baseUrl: remote.url, apiKey: remote.key, fetch: nodeFetch, onResponse: (res) => void (status = res.status) });
   return { remote: client, url: remote.url, lastStatus: () => status };
 }
 

@@ -1,7 +1,10 @@
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient } from "../../src/client/index.js";
+import { createServer } from "node:net";
+import { createClient, MmApiError } from "../../src/client/index.js";
+import { nodeFetch } from "../../src/cli/http-fetch.js";
+import { rejection } from "../helpers/errors.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestServer, type TestAccount, type TestServer } from "../helpers/http-server.js";
 import { json, runMm } from "../helpers/spawn-mm.js";
@@ -112,6 +115,23 @@ describe("what can't run remotely, and what goes wrong", () => {
     expect([bad.code, JSON.parse(bad.stderr).error.message]).toEqual([2, '--remote must be an http:// or https:// URL, not "ftp://x".']);
     const none = await runCli("unused", ["--remote", "memories", "list"], { env: { XDG_CONFIG_HOME: await tempDir() } });
     expect(JSON.parse(none.stderr).error.message).toContain("mm login <url>");
+  });
+});
+
+describe("the CLI's fetch over node:http", () => {
+  it("answers like fetch for the client, and gives up on a server that never answers (TIMEOUT)", async () => {
+    const mm = createClient({ baseUrl: server.url, apiKey: acme.key, fetch: nodeFetch as typeof fetch });
+    expect((await mm.memories.get(memory)).id).toBe(memory);
+    expect((await rejection(mm.memories.get("mem_00000000000000000000000000"), MmApiError)).status).toBe(404);
+    const silent = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    try {
+      const port = (silent.address() as { port: number }).port;
+      const hung = createClient({ baseUrl: `http://127.0.0.1:${port}`, fetch: nodeFetch as typeof fetch, timeoutMs: 100, retries: 0 });
+      expect((await rejection(hung.memories.create({ content: "x", userId: "y" }), MmApiError)).code).toBe("TIMEOUT");
+    } finally {
+      silent.close();
+    }
   });
 });
 
