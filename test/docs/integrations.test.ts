@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { codeBlocks, ROOT, showsOutput } from "../helpers/doc-examples.js";
 import { startTestServer, type TestAccount, type TestServer } from "../helpers/http-server.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { call, httpClient } from "../helpers/mcp-client.js";
 import { useTempDirs } from "../helpers/temp.js";
 
@@ -96,12 +98,29 @@ describe("MCP client configurations", () => {
     await expect(httpClient(cursor.mcpServers.memory.url)).rejects.toThrow();
   });
 
-  it("Claude Desktop's bridges the same URL with the same header", async () => {
+  it("Claude Desktop's starts mcp-remote, which bridges stdio to /mcp with the key's header", async () => {
     const { claude } = await configs();
     const memory = claude.mcpServers.memory;
-    expect(memory.command).toBe("npx");
     expect(memory.args.slice(0, 3)).toEqual(["-y", "mcp-remote", `${server.url}/mcp`]);
-    const header = memory.args[memory.args.indexOf("--header") + 1].replace("${MM_AUTH}", memory.env.MM_AUTH);
-    expect(header).toBe(`Authorization:Bearer ${account.key}`);
-  });
+    // As Claude Desktop runs it; npx finds mcp-remote among this checkout's dev dependencies, offline.
+    const transport = new StdioClientTransport({
+      command: memory.command,
+      args: memory.args,
+      env: { ...(process.env as Record<string, string>), ...memory.env, MCP_REMOTE_CONFIG_DIR: await tempDir() },
+      cwd: ROOT,
+      stderr: "pipe",
+    });
+    let stderr = "";
+    transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+    const client = new Client({ name: "claude-desktop-config", version: "1.0.0" });
+    try {
+      await client.connect(transport);
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name), stderr).toEqual(expect.arrayContaining(["memories_add", "memories_search", "search_nodes"]));
+      expect((await call(client, "memories_list", { userId: "nobody" })).isError).toBeFalsy();
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
 });
