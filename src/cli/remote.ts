@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { ERROR_TABLE, MmError, type ErrorCode } from "../errors.js";
 import type { Env } from "../embedder/index.js";
 import type { MmClient } from "../client/index.js";
+import type { BatchOptions } from "../core/memories.js";
 
 /**
  * `mm --remote`: the commands that are API operations run against a server through the typed
@@ -105,15 +106,15 @@ type Remoted = Record<string, unknown>;
 
 /** What each core module's functions do over the API, by name, with the same arguments after the context. */
 const REMOTE: Record<string, (ctx: RemoteContext) => Remoted> = {
-  memories: ({ remote }) => ({
-    createMemory: (raw: never) => remote.memories.create(raw),
-    searchMemories: (raw: never) => remote.memories.search(raw),
-    listMemories: (query: never) => remote.memories.list(query),
-    getMemory: (id: string) => remote.memories.get(id),
-    updateMemory: (id: string, patch: never) => remote.memories.update(id, patch),
-    deleteMemory: (id: string) => remote.memories.delete(id),
+  memories: (ctx) => ({
+    createMemory: (raw: never) => ctx.remote.memories.create(raw),
+    searchMemories: (raw: never) => ctx.remote.memories.search(raw),
+    listMemories: (query: never) => ctx.remote.memories.list(query),
+    getMemory: (id: string) => ctx.remote.memories.get(id),
+    updateMemory: (id: string, patch: never) => ctx.remote.memories.update(id, patch),
+    deleteMemory: (id: string) => ctx.remote.memories.delete(id),
     createMemoryWithExtraction: () => Promise.reject(localOnly("`mm memories add --extract`")),
-    addMemoriesFromLines: () => Promise.reject(localOnly("`mm memories add --batch`")),
+    addMemoriesFromLines: (lines: AsyncIterable<string> | Iterable<string>, options: BatchOptions = {}) => addLines(ctx, lines, options),
   }),
   entities: (ctx) => ({
     createEntity: async (raw: never) => {
@@ -139,6 +140,34 @@ const REMOTE: Record<string, (ctx: RemoteContext) => Remoted> = {
     exportGraph: (query: never) => remote.graph.export(query),
   }),
 };
+
+/**
+ * `mm --remote memories add --batch`: one create per line, in order, each reported once the server
+ * has stored it, as a local batch reports a line once its commit is done. A line the server refuses
+ * fails alone; a server that stops answering, or refuses the key, stops the batch.
+ */
+async function addLines(ctx: RemoteContext, lines: AsyncIterable<string> | Iterable<string>, options: BatchOptions) {
+  if (options.extract) throw localOnly("`mm memories add --batch --extract`");
+  const { batchLineInput } = await import("../core/memories.js");
+  let [added, failed, line] = [0, 0, 0];
+  for await (const text of lines) {
+    line++;
+    if (text.trim() === "") continue;
+    try {
+      const memory = await ctx.remote.memories.create(batchLineInput(text, options.defaults ?? {}) as never);
+      added++;
+      options.onResult?.({ line, memory });
+    } catch (err) {
+      // A line that isn't JSON fails here, as it does locally; the server's refusals come as the client's errors.
+      const error = err instanceof MmError ? err : asMmError(err, ctx.url);
+      if (!(error instanceof MmError) || ["REMOTE_UNAVAILABLE", "UNAUTHORIZED"].includes(error.code)) throw error;
+      failed++;
+      options.onResult?.({ line, error });
+    }
+    if (options.signal?.aborted) break;
+  }
+  return { added, failed, stopped: options.signal?.aborted ?? false };
+}
 
 /** Values a command reads from a core module besides its functions, loaded with the command (not with the CLI: zod). */
 const CONSTANTS: Record<string, () => Promise<Record<string, unknown>>> = {

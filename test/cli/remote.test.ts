@@ -79,6 +79,19 @@ describe("the same output as on the store itself", () => {
     expect((await local(["memories", "get", id])).code).toBe(3);
   });
 
+  it("adds a batch line by line, reporting each line and the failures as a local batch does", async () => {
+    const input = ['{"content":"batch one"}', "not json", '"batch two"', `{"content":"${"x".repeat(10_001)}"}`, "", '{"content":"batch three","tags":["b"]}'].join("\n") + "\n";
+    const args = ["memories", "add", "--batch", "-", "--user", "batcher"];
+    const l = await runCli(server.storeDir, ["--account", acme.id, ...args], { input, clock: server.clock });
+    const r = await runCli("unused", ["--remote", server.url, "--key", acme.key, ...args], { input });
+    const plain = (s: string) => s.replace(/mem_[0-9A-Z]{24}/g, "mem_").replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, "<time>");
+    expect(r.code).toBe(l.code);
+    expect(plain(r.stdout)).toBe(plain(l.stdout));
+    expect(plain(r.stderr)).toBe(plain(l.stderr));
+    expect(r.stdout.split("\n").filter((x) => x.includes('"memory"'))).toHaveLength(3);
+    expect(JSON.parse((await local(["memories", "list", "--user", "batcher"])).stdout).pagination.total).toBe(6);
+  });
+
   it("takes the server and key from MM_URL and MM_API_KEY", async () => {
     const r = await runCli(join(server.storeDir, "not-used"), ["memories", "list", "--user", "ada"], { env: { MM_URL: server.url, MM_API_KEY: acme.key } });
     expect(r.code, r.stderr).toBe(0);
@@ -98,11 +111,11 @@ describe("what can't run remotely, and what goes wrong", () => {
     },
   );
 
-  it("refuses --extract and --batch, which have no endpoint", async () => {
+  it("refuses --extract, which has no endpoint", async () => {
     const extract = await remote(["memories", "add", "Ada met Babbage", "--user", "ada", "--extract"]);
     expect(JSON.parse(extract.stderr).error.message).toContain("`mm memories add --extract` works on a local store");
-    const batch = await runCli("unused", ["--remote", server.url, "--key", acme.key, "memories", "add", "--batch", "-"], { input: '{"content":"x","userId":"y"}\n' });
-    expect(JSON.parse(batch.stderr).error.message).toContain("`mm memories add --batch` works on a local store");
+    const batch = await runCli("unused", ["--remote", server.url, "--key", acme.key, "memories", "add", "--batch", "-", "--extract"], { input: '{"content":"x","userId":"y"}\n' });
+    expect(JSON.parse(batch.stderr).error.message).toContain("`mm memories add --batch --extract` works on a local store");
   });
 
   it("a wrong key, an unreachable server and a URL that isn't one each get their code and exit status", async () => {
