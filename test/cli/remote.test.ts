@@ -77,6 +77,15 @@ describe("the same output as on the store itself", () => {
     expect(again.stderr).toContain("already exists");
     expect(JSON.parse((await remote(["memories", "delete", id, "--yes"])).stdout)).toEqual({ success: true, id });
     expect((await local(["memories", "get", id])).code).toBe(3);
+
+    const mary = JSON.parse((await remote(["entities", "create", "Mary Somerville", "--type", "PERSON"])).stdout);
+    expect(JSON.parse((await remote(["entities", "update", "Mary Somerville", "--description", "scientist"])).stdout).description).toBe("scientist");
+    const rel = JSON.parse((await remote(["relations", "create", "--source", "Mary Somerville", "--target", "Ada Lovelace", "--type", "KNOWS"])).stdout);
+    expect(rel).toMatchObject({ sourceId: mary.id, targetId: ada, type: "KNOWS" });
+    expect((await remote(["relations", "get", rel.id])).stdout).toBe((await local(["relations", "get", rel.id])).stdout);
+    expect(JSON.parse((await remote(["relations", "delete", rel.id, "--yes"])).stdout)).toEqual({ success: true, id: rel.id });
+    expect(JSON.parse((await remote(["entities", "delete", mary.id, "--yes"])).stdout)).toMatchObject({ success: true, id: mary.id });
+    expect((await local(["entities", "get", mary.id])).code).toBe(3);
   });
 
   it("adds a batch line by line, reporting each line and the failures as a local batch does", async () => {
