@@ -8,6 +8,7 @@ import { rejection } from "../helpers/errors.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestServer, type TestAccount, type TestServer } from "../helpers/http-server.js";
 import { json, runMm } from "../helpers/spawn-mm.js";
+import { runInTerminal } from "../helpers/terminal.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 /**
@@ -178,6 +179,18 @@ describe("mm login", () => {
 
     expect((await runMm(["logout"], { env })).code).toBe(0);
     await expect(stat(file)).rejects.toThrow();
+  });
+
+  it("on a terminal, asks for the key without showing it", async () => {
+    const config = await tempDir();
+    const r = await runInTerminal(["login", server.url], {
+      env: { XDG_CONFIG_HOME: config, MM_URL: "", MM_API_KEY: "" },
+      keys: [{ waitFor: "API key", send: `${acme.key}\r` }],
+    });
+    expect(r.code, r.screen.join("\n")).toBe(0);
+    expect(r.raw).not.toContain(acme.key);
+    expect(r.screen.join("\n")).toContain(`Logged in to ${server.url}`);
+    expect(JSON.parse(await readFile(join(config, "mm", "remote.json"), "utf8")).key).toBe(acme.key);
   });
 
   it("checks the key with the server before saving it, and has no flag to pass it on the command line", async () => {
