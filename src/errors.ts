@@ -27,6 +27,7 @@ export type ErrorCode =
   | "EMBEDDER_UNAVAILABLE"
   | "STORE_ERROR"
   | "LISTEN_ERROR"
+  | "REMOTE_UNAVAILABLE"
   | "INTERRUPTED"
   | "INTERNAL_ERROR";
 
@@ -71,6 +72,8 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorClass> = {
   EMBEDDER_UNAVAILABLE: { status: 503, exit: EXIT.config },
   STORE_ERROR: { status: 500, exit: EXIT.config },
   LISTEN_ERROR: { status: 500, exit: EXIT.config },
+  /** `mm --remote`: the server gave no answer (refused, timed out, or not mm's API). */
+  REMOTE_UNAVAILABLE: { status: 502, exit: EXIT.config },
   INTERRUPTED: { status: 499, exit: EXIT.interrupted },
   INTERNAL_ERROR: { status: 500, exit: EXIT.internal },
 };

@@ -7,6 +7,7 @@ import { QuotaLedger, type Bucket, type OperationMeter } from "../limits/ledger.
 import { locateStore, missingStore, storeStatus } from "../core/store-location.js";
 import type { CliApp } from "./main.js";
 import { confirmDelete } from "./prompt.js";
+import { isRemote, remoteContext, remoteEntityRef, resolveRemote } from "./remote.js";
 
 /** The rate/quota bucket of each command that is an API operation; other commands aren't counted. */
 const BUCKETS: Record<string, Bucket> = {
@@ -30,6 +31,11 @@ const BUCKETS: Record<string, Bucket> = {
   "graph.path": "read",
   "graph.export": "read",
 };
+
+/** Whether a command (`memories.search`) is an API operation, so it can run through `--remote`. */
+export function isApiCommand(cmd: Command): boolean {
+  return `${cmd.parent?.name()}.${cmd.name()}` in BUCKETS;
+}
 
 export interface CommandContext extends Context {
   account: Account;
@@ -59,6 +65,9 @@ export async function withContext<T>(
   fn: (ctx: CommandContext) => Promise<T>,
   options: { charge?: boolean; warmEmbedder?: boolean; create?: boolean } = {},
 ): Promise<T> {
+  // Through a server: it validates, bills and keeps its store itself.
+  const remote = await resolveRemote(cmd.optsWithGlobals(), app.io.env);
+  if (remote) return fn((await remoteContext(remote)) as unknown as CommandContext);
   const ctx = await openCommandContext(app, cmd, options);
   // A long batch keeps the store compact as it goes; any command that wrote leaves it so.
   // With --debug (MM_DEBUG=1) each pass that did work is logged to stderr as a JSON line.
@@ -125,6 +134,7 @@ export async function openCommandContext(app: CliApp, cmd: Command, options: { w
  */
 export async function entityRef(ctx: Context, ref: string | undefined): Promise<string | undefined> {
   if (ref === undefined) return undefined;
+  if (isRemote(ctx)) return remoteEntityRef(ctx, ref);
   return (await import("../core/entities.js")).resolveEntityRef(ctx, ref);
 }
 

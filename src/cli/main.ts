@@ -18,6 +18,9 @@ import { registerAccounts } from "./commands/accounts.js";
 import { registerConsole } from "./commands/console.js";
 import { registerServe } from "./commands/serve.js";
 import { registerStore } from "./commands/store.js";
+import { registerLogin } from "./commands/login.js";
+import { isApiCommand } from "./context.js";
+import { localOnly, resolveRemote } from "./remote.js";
 import { VERSION } from "./version.js";
 
 export interface CliIO extends OutputStreams {
@@ -70,6 +73,8 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     .option("--format <format>", "table | json | ndjson (one list item per line) | mermaid | dot (graph export only)")
     .option("--no-color", "no colour (also: NO_COLOR=1; FORCE_COLOR=1 forces it)")
     .option("--debug", "show internal details of unexpected errors (also: MM_DEBUG=1)")
+    .option("--remote [url]", "run against an mm server instead of a local store (also: $MM_URL; alone: the server `mm login` saved)")
+    .option("--key <key>", "the API key for --remote (default: $MM_API_KEY, else the one `mm login` saved)")
     .helpCommand("help [command...]", "show help for a command, e.g. mm help memories search")
     .configureHelp({ showGlobalOptions: true })
     .exitOverride()
@@ -91,9 +96,16 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
   registerAccounts(program, app);
   registerConsole(program, app);
   registerStore(program, app);
+  registerLogin(program, app);
   // Messages name the flags of the command that runs, once it is known.
   program.hook("preAction", (_program, action) => void (output.fieldName = fieldNamer(action, io.env)));
+  // Through --remote only what the API offers; the rest says it needs a local store.
+  program.hook("preAction", async (_program, action) => {
+    if (isApiCommand(action) || ["login", "logout"].includes(action.name())) return;
+    if (await resolveRemote(action.optsWithGlobals(), io.env)) throw localOnly(`\`mm ${commandPath(action)}\``);
+  });
   for (const cmd of allCommands(program)) cmd.exitOverride().configureHelp({ showGlobalOptions: true });
+  argv = bareRemote(argv, program);
 
   try {
     await program.parseAsync(argv, { from: "user" });
@@ -123,7 +135,8 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
       );
       return mmErr.exitCode;
     }
-    output.error(mmErr, await hints(app, program, mmErr));
+    const remote = program.opts().remote !== undefined || Boolean(io.env.MM_URL);
+    output.error(mmErr, remote ? [] : await hints(app, program, mmErr));
     return mmErr.exitCode;
   }
 }
@@ -169,12 +182,28 @@ function plainUsage(s: string): string {
 
 /** `mm help memories search` is `mm memories search --help`, at any depth. */
 function helpArgs(argv: string[]): string[] {
-  const withValue = new Set(["--store", "--account", "--format"]);
+  const withValue = new Set(["--store", "--account", "--format", "--key"]);
   let i = 0;
-  while (i < argv.length && argv[i].startsWith("-")) i += withValue.has(argv[i]) ? 2 : 1;
+  while (i < argv.length && argv[i].startsWith("-")) i += withValue.has(argv[i]) || (argv[i] === "--remote" && argv[i + 1]?.includes("://")) ? 2 : 1;
   if (argv[i] !== "help") return argv;
   const rest = argv.slice(i + 1);
   return [...argv.slice(0, i), ...rest.filter((a) => !a.startsWith("-")), "--help"];
+}
+
+/**
+ * `mm --remote memories list` means the server `mm login` saved, not a server named "memories":
+ * a bare --remote followed by a command becomes `--remote=` (empty, as `resolveRemote` reads it).
+ */
+function bareRemote(argv: string[], program: Command): string[] {
+  const names = new Set(program.commands.flatMap((c) => [c.name(), ...c.aliases()]));
+  return argv.map((a, i) => (a === "--remote" && names.has(argv[i + 1] ?? "") ? "--remote=" : a));
+}
+
+/** `memories search` for the command `mm memories search`. */
+function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(" ");
 }
 
 function allCommands(cmd: Command): Command[] {

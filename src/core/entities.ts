@@ -3,6 +3,7 @@ import { foldName, parseCreateEntity, parseEntityMemoriesQuery, parseListEntitie
 import type { EntityType } from "../schemas/enums.js";
 import type { EntityRecord, StoreWriter } from "../storage/store.js";
 import { billedCommit, withSnapshot, type Context } from "./context.js";
+import { onlyNamed } from "./entity-ref.js";
 import { newId } from "./ids.js";
 import { page, toListItem as toMemoryListItem, type MemoryListItem, type Page } from "./memories.js";
 
@@ -198,14 +199,7 @@ const ENTITY_ID = /^ent_/;
  */
 export async function resolveEntityRef(ctx: Context, ref: string): Promise<string> {
   if (ENTITY_ID.test(ref)) return ref;
-  const named = await ctx.store.findEntitiesByName(ctx.accountId, foldName(ref));
-  if (named.length === 1) return named[0].id;
-  if (!named.length) {
-    throw new MmError("ENTITY_NOT_FOUND", `No entity is named "${ref}". \`mm entities list --search "${ref}"\` finds names that contain it.`);
-  }
-  throw new MmError("VALIDATION_ERROR", `${named.length} entities are named "${ref}": ${named.map((e) => `${e.id} (${e.type})`).join(", ")}. Give the id of the one you mean.`, {
-    details: [{ field: "command", message: `${named.length} entities are named "${ref}"` }],
-  });
+  return onlyNamed(ref, await ctx.store.findEntitiesByName(ctx.accountId, foldName(ref)));
 }
 
 export function entityNotFound(id: string): MmError {

@@ -277,7 +277,7 @@ export async function addMemoriesFromLines(
     lineNo++;
     if (text.trim() === "") continue;
     try {
-      pending.push({ line: lineNo, input: parseCreateMemory(withDefaults(parseLine(text), defaults)) });
+      pending.push({ line: lineNo, input: parseCreateMemory(batchLineInput(text, defaults)) });
     } catch (err) {
       pending.push({ line: lineNo, error: toMmError(err) });
     }
@@ -287,6 +287,11 @@ export async function addMemoriesFromLines(
   await flush();
   await writing;
   return { added, failed, stopped: options.signal?.aborted ?? false };
+}
+
+/** A batch line as a create's raw input: a JSON object, or a JSON string (the content), with `defaults` for the fields it leaves out. */
+export function batchLineInput(text: string, defaults: Record<string, unknown>): unknown {
+  return withDefaults(parseLine(text), defaults);
 }
 
 function parseLine(text: string): unknown {

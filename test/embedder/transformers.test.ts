@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MmError } from "../../src/errors.js";
+import { rejection } from "../helpers/errors.js";
 import { importTransformers, transformersProvider } from "../../src/embedder/transformers.js";
 import type { Embedder, EmbedderConfig } from "../../src/embedder/types.js";
 import {
@@ -60,14 +61,7 @@ function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>): vo
   for (let i = 0; i < expected.length; i++) expect(actual[i]).toBeCloseTo(expected[i], 5);
 }
 
-async function caught(p: Promise<unknown>): Promise<MmError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(MmError);
-  return err as MmError;
-}
+const caught = (p: Promise<unknown>) => rejection(p, MmError);
 
 /** A TCP server that accepts connections and never answers: a network that hangs. */
 async function hangingServer(): Promise<{ url: string; connections: () => number; close: () => Promise<void> }> {

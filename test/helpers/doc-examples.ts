@@ -9,7 +9,7 @@ import { MM_BIN } from "./spawn-mm.js";
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 /**
- * A fenced ```sh block of a Markdown file, with the heading it sits under, the ```output block
+ * A fenced code block (```sh, ```js, ```json…) of a Markdown file, with the heading it sits under, the ```output block
  * right after it (if any), and the reason it is not run (a `<!-- doc-test: skip: … -->` line just
  * before it).
  */
@@ -28,7 +28,12 @@ export async function documentedFiles(): Promise<string[]> {
   return ["README.md", ...(existsSync(join(ROOT, "CONTRIBUTING.md")) ? ["CONTRIBUTING.md"] : []), ...docs.sort()];
 }
 
-export async function shellBlocks(file: string): Promise<ShellBlock[]> {
+export function shellBlocks(file: string): Promise<ShellBlock[]> {
+  return codeBlocks(file, "sh");
+}
+
+/** The fenced blocks of one language in a Markdown file, each with its heading and its ```output. */
+export async function codeBlocks(file: string, lang: string): Promise<ShellBlock[]> {
   const lines = (await readFile(join(ROOT, file), "utf8")).split("\n");
   const blocks: ShellBlock[] = [];
   let heading = "";
@@ -39,7 +44,7 @@ export async function shellBlocks(file: string): Promise<ShellBlock[]> {
   };
   for (let i = 0; i < lines.length; i++) {
     if (/^#{1,6} /.test(lines[i])) heading = lines[i].replace(/^#+ /, "");
-    if (lines[i].trim() !== "```sh") continue;
+    if (lines[i].trim() !== "```" + lang) continue;
     const skip = i > 0 ? /^<!-- doc-test: skip: (.+?) -->$/.exec(lines[i - 1].trim())?.[1] : undefined;
     const { body, end } = fenced(i);
     const block: ShellBlock = { file, line: i + 2, heading, code: body, ...(skip ? { skip } : {}) };
@@ -84,7 +89,8 @@ export async function runShell(code: string, dir: string, env: Record<string, st
       {
         cwd: work,
         // No desktop: `mm console` prints its link instead of opening a browser on the developer's screen.
-        env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, MM_STORE: join(dir, "store"), LANCEDB_LOG: "error", DISPLAY: "", WAYLAND_DISPLAY: "", ...env },
+        // Its own config directory too: `mm login` in an example must not log the developer's mm in.
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, MM_STORE: join(dir, "store"), XDG_CONFIG_HOME: join(dir, "config"), LANCEDB_LOG: "error", DISPLAY: "", WAYLAND_DISPLAY: "", ...env },
         timeout: 120_000,
       },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),

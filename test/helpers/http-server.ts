@@ -6,6 +6,7 @@ import { Accounts, type Plan } from "../../src/core/accounts.js";
 import { startServer, type RunningServer, type ServerTimeouts } from "../../src/http/server.js";
 import { QuotaLedger, nextMonth } from "../../src/limits/ledger.js";
 import type { RateLimits } from "../../src/limits/rate-limiter.js";
+import type { Embedder } from "../../src/embedder/types.js";
 import { createTestEmbedder } from "./test-embedder.js";
 
 /**
@@ -67,6 +68,8 @@ export interface TestServerOptions {
   log?: (entry: Record<string, unknown>) => void;
   /** Embed with the store's own model (use-lite) instead of the bag-of-words test embedder. */
   realModel?: boolean;
+  /** Another embedder in place of the test embedder (a slow or failing one). */
+  embedder?: Embedder;
 }
 
 /** A real server on a real port over a real LanceDB store in a fresh temp directory. */
@@ -78,7 +81,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     server = await startServer({
       storeDir,
       port: 0,
-      embedder: options.realModel ? undefined : createTestEmbedder(),
+      embedder: options.realModel ? undefined : (options.embedder ?? createTestEmbedder()),
       clock,
       rateLimits: options.rateLimits ?? { read: 100_000, write: 100_000, search: 100_000 },
       bodyLimitBytes: options.bodyLimitBytes,

@@ -29,10 +29,10 @@ export async function stdioClient(args: string[], env: Record<string, string>, n
   return { client, stderr: () => stderr };
 }
 
-/** A client of `/mcp` on a running server, with a Bearer key (or none). */
-export async function httpClient(url: string, key?: string): Promise<Client> {
+/** A client of `/mcp` on a running server, with a Bearer key (or none), or the headers a client's config gives. */
+export async function httpClient(url: string, key?: string, headers?: Record<string, string>): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL("/mcp", url), {
-    requestInit: key ? { headers: { Authorization: `Bearer ${key}` } } : {},
+    requestInit: key ? { headers: { Authorization: `Bearer ${key}` } } : headers ? { headers } : {},
   });
   const client = new Client({ name: "mm-tests", version: "1.0.0" });
   await client.connect(transport);

@@ -1,5 +1,5 @@
 import { execFile, spawn } from "node:child_process";
-import { readdir } from "node:fs/promises";
+import { readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
@@ -25,7 +25,7 @@ describe("the npm package", () => {
     const packed = JSON.parse((await npm(["pack", "--ignore-scripts", "--json", "--pack-destination", dir], ROOT)).stdout)[0];
     expect(packed.name).toBe("mm-semantic-memory");
     const files = packed.files.map((f: { path: string }) => f.path);
-    for (const f of ["bin/mm.js", "dist/bundle/main.js", "dist/bundle/code-cache.js", "dist/bundle/lancedb.cjs", "package.json"]) expect(files).toContain(f);
+    for (const f of ["bin/mm.js", "dist/bundle/main.js", "dist/bundle/code-cache.js", "dist/bundle/lancedb.cjs", "dist/client/index.js", "dist/client/index.d.ts", "package.json"]) expect(files).toContain(f);
     for (const f of ["console.css", "console.js", "graph.js", "usage.js"]) expect(files).toContain(`assets/console/${f}`);
     expect(files.filter((f: string) => f.startsWith("src/") || f.startsWith("test/") || f.endsWith(".map"))).toEqual([]);
 
@@ -36,7 +36,7 @@ describe("the npm package", () => {
     expect(await readdir(join(prefix, "bin"))).toEqual(["mm"]);
     // Nothing was built there: a build would have recorded code caches, and needs sources and tsc.
     const pkg = join(prefix, "lib", "node_modules", "mm-semantic-memory");
-    expect((await readdir(pkg)).sort()).toEqual(["README.md", "assets", "bin", "dist", "docs", "node_modules", "package.json"]);
+    expect((await readdir(pkg)).sort()).toEqual(["CHANGELOG.md", "README.md", "assets", "bin", "dist", "docs", "node_modules", "package.json"]);
     expect(await readdir(join(pkg, "dist", "bundle"))).not.toContain("code-cache");
     expect(await readdir(join(pkg, "node_modules"))).not.toContain("typescript");
     const installMs = performance.now() - started;
@@ -76,6 +76,11 @@ describe("the npm package", () => {
       const assets = [...pages.join("").matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1]);
       expect(new Set(assets.map((a) => a.split("/").pop()))).toEqual(new Set(["console.css", "console.js", "cytoscape.min.js", "graph.js", "chart.umd.min.js", "usage.js"]));
       for (const asset of new Set(assets)) expect((await fetch(url + asset)).status, asset).toBe(200);
+
+      // The client, imported by its package name as an app beside the installed package would.
+      const app = join(prefix, "lib", "app.mjs");
+      await writeFile(app, 'import { createClient } from "mm-semantic-memory/client";\nconsole.log(Object.keys((await createClient({ baseUrl: process.argv[2] }).openapi()).paths).join(" "));\n');
+      expect((await run(process.execPath, [app, url], { cwd: dir })).stdout.split(" ")).toContain("/v1/memories/search");
     } finally {
       serve.kill("SIGTERM");
     }

@@ -7,8 +7,10 @@ import { defined, jsonFlag } from "../flags.js";
 import type { CliApp } from "../main.js";
 import { pageLine, when, type TableKit } from "../output.js";
 import { canPrompt, promptSelect } from "../prompt.js";
+import { service } from "../remote.js";
 
-const core = () => import("../../core/entities.js");
+const core = service("entities", () => import("../../core/entities.js"));
+const graph = service("graph", () => import("../../core/graph.js"));
 
 export function registerEntities(program: Command, app: CliApp): void {
   const entities = program.command("entities").aliases(["entity", "ent"]).description("people, organizations, places… in the knowledge graph");
@@ -105,7 +107,7 @@ export function registerEntities(program: Command, app: CliApp): void {
         opts.yes,
         async (ctx) => {
           const id = (await entityRef(ctx, ref))!;
-          const [entity, around] = await Promise.all([(await core()).getEntity(ctx, id), (await import("../../core/graph.js")).neighbors(ctx, id, {})]);
+          const [entity, around] = await Promise.all([(await core()).getEntity(ctx, id), (await graph()).neighbors(ctx, id, {})]);
           const n = around.edges.length;
           return `${entity.type} "${entity.name}" (${id})${n ? ` and the ${n} relation${n === 1 ? "" : "s"} that start or end at it` : ""}`;
         },

@@ -4,8 +4,9 @@ import { entityRef, withContext } from "../context.js";
 import { defined } from "../flags.js";
 import type { CliApp } from "../main.js";
 import type { TableKit } from "../output.js";
+import { service } from "../remote.js";
 
-const core = () => import("../../core/graph.js");
+const core = service("graph", () => import("../../core/graph.js"));
 const formats = () => import("../../core/graph-format.js");
 
 interface WalkFlags {

@@ -12,8 +12,9 @@ import { pageLine, when, type TableKit } from "../output.js";
 import { canPrompt, promptText } from "../prompt.js";
 import { countLines, startProgress } from "../progress.js";
 import { humanMessage } from "../messages.js";
+import { service } from "../remote.js";
 
-const core = () => import("../../core/memories.js");
+const core = service("memories", () => import("../../core/memories.js"));
 const schemas = () => import("../../schemas/memory.js");
 
 /**

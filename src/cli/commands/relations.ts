@@ -5,8 +5,9 @@ import { confirmedDelete, entityRef, withContext } from "../context.js";
 import { defined, jsonFlag } from "../flags.js";
 import type { CliApp } from "../main.js";
 import { pageLine, when, type TableKit } from "../output.js";
+import { service } from "../remote.js";
 
-const core = () => import("../../core/relations.js");
+const core = service("relations", () => import("../../core/relations.js"));
 
 export function registerRelations(program: Command, app: CliApp): void {
   const relations = program.command("relations").aliases(["relation", "rel"]).description("typed, directed relations between entities");
