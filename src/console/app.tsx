@@ -5,7 +5,7 @@ import type { Child } from "hono/jsx";
 import { KEY_SHOWN_ONCE } from "../core/accounts.js";
 import { ConsoleAccess, type ConsoleSession } from "../core/console-access.js";
 import type { Context } from "../core/context.js";
-import { MmError, toMmError } from "../errors.js";
+import { errorDetail, forClient, MmError, toMmError } from "../errors.js";
 import type { AppDeps } from "../http/app.js";
 import type { RouteInput } from "../http/routes.js";
 import { ACTIONS, type ConsoleAction } from "./actions.js";
@@ -209,10 +209,10 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
   });
 
   con.onError((err, c) => {
-    const mm = toMmError(err);
-    if (mm.code === "INTERNAL_ERROR") {
-      deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, error: String((err as Error)?.stack ?? err) });
-    }
+    // What a /v1 client would see: operator-only errors answer generically; the log has the details.
+    const raw = toMmError(err);
+    const mm = forClient(raw);
+    if (mm !== raw) deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, code: raw.code, error: errorDetail(err) });
     if (mm.code === "RATE_LIMIT_EXCEEDED") c.header("Retry-After", String(mm.extra.retryAfter));
     if (c.req.path.startsWith("/console/api/")) return c.json(mm.toBody(), mm.status as 400);
     if (mm.code === "UNAUTHORIZED") {

@@ -20,6 +20,7 @@ export function mountMcp(app: Hono<{ Variables: { principal?: Principal; body?: 
     const ctx = { ...deps.ctx, accountId: principal.account.id };
     const server = createMcpServer({
       context: async () => ctx,
+      remote: true,
       meter: async (tool) => {
         const rate = deps.limiter.take(principal.keyId, tool.bucket);
         if (!rate.allowed) {

@@ -2,7 +2,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { VERSION } from "../cli/version.js";
 import type { Context } from "../core/context.js";
-import { MmError, toMmError } from "../errors.js";
+import { errorDetail, forClient, MmError, toMmError } from "../errors.js";
 import type { OperationMeter } from "../limits/ledger.js";
 import { renderResult } from "./render.js";
 import { TOOLS, type McpTool, type ToolScope } from "./tools.js";
@@ -19,6 +19,11 @@ export interface McpServerOptions {
   meter?(tool: McpTool, ctx: Context): Promise<OperationMeter>;
   /** Told of every call as it starts, so a closing server can let running calls answer first. */
   track?(call: Promise<unknown>): void;
+  /**
+   * A remote client (/mcp) sees what a /v1 client sees: operator-only errors (the embedding
+   * service's, the store's) answer generically, their details go only to `log`.
+   */
+  remote?: boolean;
   /** Where unexpected errors are reported (never stdout: on stdio that is the protocol's). */
   log?(entry: Record<string, unknown>): void;
 }
@@ -60,8 +65,9 @@ export function createMcpServer(options: McpServerOptions): Server {
       return { content: [{ type: "text", text: renderResult(body) }], structuredContent: body as Record<string, unknown> };
     } catch (err) {
       const mm = toMmError(err);
-      if (mm.code === "INTERNAL_ERROR") options.log?.({ level: "error", tool: name, error: String((err as Error)?.stack ?? err) });
-      return { isError: true, content: [{ type: "text", text: `${mm.code}: ${mm.message}` }], structuredContent: mm.toBody() };
+      const answer = options.remote ? forClient(mm) : mm;
+      if (mm.code === "INTERNAL_ERROR" || answer !== mm) options.log?.({ level: "error", tool: name, code: mm.code, error: errorDetail(err) });
+      return { isError: true, content: [{ type: "text", text: `${answer.code}: ${answer.message}` }], structuredContent: answer.toBody() };
     }
   };
   return server;
