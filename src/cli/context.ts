@@ -38,7 +38,7 @@ export interface CommandContext extends Context {
   /** Bills this command (see withContext); undefined when it isn't an API operation. */
   meter?: OperationMeter;
   /** A meter for one more operation in this context (each `mm mcp` tool call is one). */
-  meterFor(bucket: Bucket, options?: { once?: boolean }): OperationMeter;
+  meterFor(bucket: Bucket): OperationMeter;
 }
 
 /**
@@ -115,7 +115,7 @@ export async function openCommandContext(app: CliApp, cmd: Command, options: { w
     account,
     bucket,
     meter: bucket && ledger.meter(account.id, account.quota, bucket),
-    meterFor: (b, options) => ledger.meter(account.id, account.quota, b, options),
+    meterFor: (b) => ledger.meter(account.id, account.quota, b),
   };
 }
 

@@ -26,7 +26,7 @@ export function mountMcp(app: Hono<{ Variables: { principal?: Principal; body?: 
         if (!rate.allowed) {
           throw new MmError("RATE_LIMIT_EXCEEDED", `Too many ${tool.bucket} requests; retry in ${rate.retryAfter} s.`, { retryAfter: rate.retryAfter });
         }
-        return deps.ledger.meter(principal.account.id, principal.account.quota, tool.bucket, { once: true });
+        return deps.ledger.meter(principal.account.id, principal.account.quota, tool.bucket);
       },
       log: (entry) => deps.log?.({ time: new Date().toISOString(), path: "/mcp", account: principal.account.id, ...entry }),
     });

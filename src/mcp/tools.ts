@@ -139,12 +139,15 @@ function withScope(args: Record<string, unknown>, scope: ToolScope): Record<stri
   return out;
 }
 
+/** Reference tools that store many records in one call, each billed as one operation. */
+const WRITES_RECORDS = new Set(["create_entities", "add_observations", "create_relations"]);
+
 function fromReference(spec: (typeof REF_TOOLS)[number]): McpTool {
   const readOnly = spec.bucket !== "write";
   return {
     name: spec.name,
     title: spec.title,
-    description: `${spec.description}. (The reference memory server's tool, on mm's store.)`,
+    description: `${spec.description}. (The reference memory server's tool, on mm's store.)${WRITES_RECORDS.has(spec.name) ? " Each entity and each observation stored counts one operation against the monthly quota; a call that runs out of quota part-way says what it stored." : ""}`,
     inputSchema: jsonSchema(spec.input),
     annotations: { readOnlyHint: readOnly, destructiveHint: spec.name.startsWith("delete_"), idempotentHint: readOnly || spec.name.startsWith("delete_"), openWorldHint: false },
     bucket: spec.bucket,

@@ -2,6 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { TOOLS } from "../../src/mcp/tools.js";
+import { Store } from "../../src/storage/store.js";
 import { client, expectError, startTestServer, type TestServer } from "../helpers/http-server.js";
 import { call, fails, httpClient, ok } from "../helpers/mcp-client.js";
 import { json, runMm, spawnMm } from "../helpers/spawn-mm.js";
@@ -106,6 +107,39 @@ describe("/mcp over Streamable HTTP", () => {
     await mcp.close();
   });
 
+  it("bills the reference tools per record stored, like /v1 and import; a call that runs out of quota stores only what it billed and says what it stored", async () => {
+    const server = await serve();
+    const acct = await server.account("free-one", "free");
+    const used = async () => (await server.ledger.usage(acct.id, 1000)).used;
+    const memories = async () => {
+      const store = await Store.open(server.storeDir);
+      try {
+        return await store.countMemories({ accountId: acct.id });
+      } finally {
+        store.close();
+      }
+    };
+    const mcp = await httpClient(server.url, acct.key);
+    const entities = (n: number, obs: number, tag: string) =>
+      Array.from({ length: n }, (_, i) => ({ name: `${tag} ${i}`, entityType: "person", observations: Array.from({ length: obs }, (_, j) => `${tag} ${i} fact ${j}`) }));
+    await ok(mcp, "create_entities", { entities: entities(3, 4, "small") });
+    expect(await used()).toBe(3 + 12);
+    const added = await ok(mcp, "add_observations", { observations: [{ entityName: "small 0", contents: ["one more", "and another"] }] });
+    expect(added.results[0].addedObservations).toHaveLength(2);
+    expect(await used()).toBe(15 + 2);
+
+    // 20 entities x 50 observations: 1,020 records, more than the 983 left.
+    const refused = await fails(mcp, "create_entities", { entities: entities(20, 50, "big") }, "QUOTA_EXCEEDED");
+    const after = await used();
+    expect(after).toBeLessThanOrEqual(1000);
+    expect(refused.stored).toBeDefined();
+    expect(refused.stored.entities + refused.stored.observations).toBe(after - 17);
+    expect(refused.stored.observations).toBeLessThan(1000);
+    expect(refused.message).toMatch(/stored \d+ entit(y|ies) and \d+ observations?/i);
+    expect(await memories()).toBe(14 + refused.stored.observations);
+    await mcp.close();
+  });
+
   it("serves /mcp from a spawned mm serve with the real model", async () => {
     const store = join(await tempDir(), "store");
     await runMm(["accounts", "create", "acme", "--plan", "hobby"], { store });
@@ -127,6 +161,6 @@ describe("/mcp over Streamable HTTP", () => {
     await call(mcp, "memories_list", {});
     await mcp.close();
     const usage = json(await runMm(["usage", "--account", "acme", "--json"], { store }));
-    expect(usage.used).toBe(3);
+    expect(usage.used).toBe(4); // the entity and its observation, the search, the list
   });
 });
