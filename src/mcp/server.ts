@@ -3,7 +3,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } fr
 import { VERSION } from "../cli/version.js";
 import type { Context } from "../core/context.js";
 import { errorDetail, forClient, MmError, toMmError } from "../errors.js";
-import type { OperationMeter } from "../limits/ledger.js";
+import { isQuotaExceeded, type OperationMeter } from "../limits/ledger.js";
 import { renderResult } from "./render.js";
 import { TOOLS, type McpTool, type ToolScope } from "./tools.js";
 
@@ -17,6 +17,8 @@ export interface McpServerOptions {
    * charged by its commits, else once it has answered (limits/ledger.ts).
    */
   meter?(tool: McpTool, ctx: Context): Promise<OperationMeter>;
+  /** Told of a call that `meter` admitted but that was then refused for quota (it lost the race for the last units). */
+  refund?(tool: McpTool): void;
   /** Told of every call as it starts, so a closing server can let running calls answer first. */
   track?(call: Promise<unknown>): void;
   /**
@@ -61,7 +63,12 @@ export function createMcpServer(options: McpServerOptions): Server {
       const ctx = await options.context();
       const meter = await options.meter?.(tool, ctx);
       const run = () => tool.run(meter ? { ...ctx, meter } : ctx, args ?? {}, options.scope ?? {});
-      const body = meter ? await meter.run(run) : await run();
+      const body = meter
+        ? await meter.run(run).catch((err) => {
+            if (isQuotaExceeded(err)) options.refund?.(tool);
+            throw err;
+          })
+        : await run();
       return { content: [{ type: "text", text: renderResult(body) }], structuredContent: body as Record<string, unknown> };
     } catch (err) {
       const mm = toMmError(err);

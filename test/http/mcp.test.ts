@@ -140,6 +140,41 @@ describe("/mcp over Streamable HTTP", () => {
     await mcp.close();
   });
 
+  it("counts every message of a JSON-RPC batch against the key's rate limit, in its bucket, and refuses batches over 16 messages", async () => {
+    const server = await serve({ rateLimits: { read: 5, write: 100, search: 100 } });
+    const { key } = await server.account("acme");
+    const api = client(server.url, key);
+    const headers = { Accept: "application/json, text/event-stream" };
+    const list = (n: number, from = 1) => Array.from({ length: n }, (_, i) => ({ jsonrpc: "2.0", id: from + i, method: "tools/list" }));
+    const answered = await api.post("/mcp", { body: list(3), headers });
+    expect(answered.status).toBe(200);
+    expect(answered.body.map((m: { result: { tools: unknown[] } }) => m.result.tools.length)).toEqual([TOOLS.length, TOOLS.length, TOOLS.length]);
+    // Three reads taken by the batch, one by this request: one left.
+    expect((await api.get("/v1/memories")).headers.get("x-ratelimit-remaining")).toBe("1");
+    const limited = await api.post("/mcp", { body: list(3, 10), headers });
+    expectError(limited, 429, "RATE_LIMIT_EXCEEDED");
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    server.clock.advance(60_000);
+    expectError(await api.post("/mcp", { body: list(100), headers }), 400, "VALIDATION_ERROR");
+    // The refused batch took nothing: the whole minute's reads are left.
+    expect((await api.get("/v1/memories")).headers.get("x-ratelimit-remaining")).toBe("4");
+  });
+
+  it("takes no rate allowance for a call refused for quota, as /v1 doesn't", async () => {
+    const server = await serve({ rateLimits: { read: 2, write: 100, search: 100 } });
+    const acct = await server.account("small", "free");
+    await server.ledger.charge(acct.id, 1000, "write", 1000);
+    const api = client(server.url, acct.key);
+    const headers = { Accept: "application/json, text/event-stream" };
+    for (let i = 0; i < 4; i++) {
+      const res = await api.post("/mcp", { body: { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "memories_list", arguments: {} } }, headers });
+      expect(res.body.result.structuredContent.error.code).toBe("QUOTA_EXCEEDED");
+    }
+    const refused = await client(server.url, acct.key).get("/v1/memories");
+    expectError(refused, 403, "QUOTA_EXCEEDED");
+    expect(refused.headers.get("x-ratelimit-remaining")).toBe("2");
+  });
+
   it("serves /mcp from a spawned mm serve with the real model", async () => {
     const store = join(await tempDir(), "store");
     await runMm(["accounts", "create", "acme", "--plan", "hobby"], { store });
