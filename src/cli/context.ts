@@ -39,6 +39,8 @@ export interface CommandContext extends Context {
   meter?: OperationMeter;
   /** A meter for one more operation in this context (each `mm mcp` tool call is one). */
   meterFor(bucket: Bucket): OperationMeter;
+  /** The meter of another account of the store (an --all-accounts import writes into several), within its own quota. */
+  meterOf(accountId: string, bucket: Bucket): Promise<OperationMeter>;
 }
 
 /**
@@ -116,6 +118,10 @@ export async function openCommandContext(app: CliApp, cmd: Command, options: { w
     bucket,
     meter: bucket && ledger.meter(account.id, account.quota, bucket),
     meterFor: (b) => ledger.meter(account.id, account.quota, b),
+    meterOf: async (id, b) => {
+      const other = await new Accounts(storeDir, app.io.clock).resolve(id);
+      return ledger.meter(other.id, other.quota, b);
+    },
   };
 }
 

@@ -5,7 +5,7 @@ import { parseCreateMemory } from "../schemas/memory.js";
 import { parseCreateRelation } from "../schemas/relation.js";
 import { requireObject } from "../schemas/validate.js";
 import type { EntityRecord, MemoryRow, RelationRecord } from "../storage/store.js";
-import { billedCommit, embedChecked, type Context } from "./context.js";
+import { billedCommit, embedChecked, type Context, type Meter } from "./context.js";
 import { entitiesNotFound } from "../errors.js";
 import { entityRecord, toEntity } from "./entities.js";
 import { derivedId } from "./ids.js";
@@ -127,6 +127,11 @@ export interface ImportOptions {
   allAccounts?: boolean;
   /** Records written per commit (memories embedded together). */
   batchSize?: number;
+  /**
+   * With `allAccounts`: the meter that bills records written into another account than ctx's
+   * (each account pays for its own records, within its own quota). Without it they are not billed.
+   */
+  meterFor?(accountId: string): Promise<Meter | undefined>;
   /** Each record's outcome, in input order, after the commit that holds it. */
   onResult?(result: ImportResult): void;
   signal?: AbortSignal;
@@ -314,10 +319,13 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
     }
   }
 
-  const newEntities = new Set(of("entity").filter((p) => !p.skipped).map((p) => p.id!));
+  // References resolve within the record's own account only: an entity this batch creates in
+  // another account is as unknown as any other account's.
+  const newEntities = new Set(of("entity").filter((p) => !p.skipped).map((p) => `${p.accountId}\u0000${p.id!}`));
   const liveEntities = async (accountId: string, ids: string[]) => {
-    const found = await ctx.store.getEntities(accountId, ids.filter((id) => !newEntities.has(id)));
-    return (id: string) => newEntities.has(id) || found.has(id);
+    const isNew = (id: string) => newEntities.has(`${accountId}\u0000${id}`);
+    const found = await ctx.store.getEntities(accountId, ids.filter((id) => !isNew(id)));
+    return (id: string) => isNew(id) || found.has(id);
   };
 
   for (const p of of("relation")) {
@@ -381,24 +389,30 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
   await markExisting(ctx, of("memory"), "memory");
 
   const writes = batch.filter((p) => !p.error && !p.skipped && p.kind !== "account");
-  if (!writes.length) return;
-  try {
-    // Refused before embedding when the quota can't take the batch; the commit checks again and bills.
-    await ctx.meter?.check(writes.length);
-    const toEmbed = writes.filter((p) => p.memory && !p.vector);
-    const vectors = toEmbed.length ? await embedChecked(ctx, toEmbed.map((p) => p.memory!.content)) : [];
-    toEmbed.forEach((p, i) => (p.vector = vectors[i]));
-    await ctx.store.write((w) =>
-      billedCommit(ctx, writes.length, async () => {
-        await w.insertGraph(
-          writes.filter((p) => p.entity).map((p) => p.entity!),
-          writes.filter((p) => p.relation).map((p) => p.relation!),
-        );
-        await w.insertMemories(writes.filter((p) => p.memory).map((p) => ({ ...p.memory!, vector: p.vector! })));
-      }),
-    );
-  } catch (err) {
-    for (const p of writes) fail(p, err);
+  // One commit per account in the batch, billed to that account within its own quota.
+  const byAccount = new Map<string, Pending[]>();
+  for (const p of writes) (byAccount.get(p.accountId) ?? byAccount.set(p.accountId, []).get(p.accountId)!).push(p);
+  for (const [accountId, group] of byAccount) {
+    try {
+      const meter = accountId === ctx.accountId ? ctx.meter : await options.meterFor?.(accountId);
+      const billed: Context = { ...ctx, accountId, meter };
+      // Refused before embedding when the quota can't take the group; the commit checks again and bills.
+      await meter?.check(group.length);
+      const toEmbed = group.filter((p) => p.memory && !p.vector);
+      const vectors = toEmbed.length ? await embedChecked(ctx, toEmbed.map((p) => p.memory!.content)) : [];
+      toEmbed.forEach((p, i) => (p.vector = vectors[i]));
+      await ctx.store.write((w) =>
+        billedCommit(billed, group.length, async () => {
+          await w.insertGraph(
+            group.filter((p) => p.entity).map((p) => p.entity!),
+            group.filter((p) => p.relation).map((p) => p.relation!),
+          );
+          await w.insertMemories(group.filter((p) => p.memory).map((p) => ({ ...p.memory!, vector: p.vector! })));
+        }),
+      );
+    } catch (err) {
+      for (const p of group) fail(p, err);
+    }
   }
 }
 

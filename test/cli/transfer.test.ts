@@ -233,3 +233,66 @@ describe("mm export --all-accounts", () => {
     expect(single.stdout).toContain('"reason":"account lines apply only with --all-accounts"');
   });
 });
+
+/** An --all-accounts import bills and fences each record by the account it is written into. */
+describe("mm import --all-accounts: billing and references per account", () => {
+  const T = "2026-03-01T10:00:00.000Z";
+  const header = { format: "mm-export", version: 1, exportedAt: T, embedder: null, scope: { allAccounts: true }, vectors: false };
+  const account = (id: string, name: string, plan: string) => ({ kind: "account", id, name, plan, createdAt: T });
+  const memory = (accountId: string, n: number, extra: Record<string, unknown> = {}) => ({
+    kind: "memory",
+    accountId,
+    id: `mem_${String(n).padStart(24, "0")}`,
+    content: `note ${n} of ${accountId}`,
+    userId: "u",
+    createdAt: T,
+    updatedAt: T,
+    ...extra,
+  });
+  const write = async (file: string, records: unknown[]) => writeFile(file, [header, ...records].map((r) => JSON.stringify(r)).join("\n") + "\n");
+  const usedBy = async (store: string, accountId: string) => {
+    const { QuotaLedger } = await import("../../src/limits/ledger.js");
+    return (await new QuotaLedger(join(store, "ledger")).usage(accountId, null)).used;
+  };
+
+  it("bills each record to the account it is written into, and refuses what that account's quota can't take", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "store");
+    const file = join(dir, "all.jsonl");
+    await write(file, [account("acct_alpha", "alpha", "free"), ...[1, 2, 3].map((n) => memory("acct_alpha", n))]);
+    const first = await runCli(store, ["import", "--all-accounts", file]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(await usedBy(store, "acct_alpha")).toBe(3);
+    expect(await usedBy(store, "acct_default")).toBe(0);
+
+    // alpha has one operation left this month: its next three records don't fit.
+    const { QuotaLedger } = await import("../../src/limits/ledger.js");
+    await new QuotaLedger(join(store, "ledger")).charge("acct_alpha", 1000, "write", 1000 - 3 - 1);
+    await write(file, [account("acct_alpha", "alpha", "free"), ...[4, 5, 6].map((n) => memory("acct_alpha", n)), memory("acct_default", 7)]);
+    const second = await runCli(store, ["import", "--all-accounts", file]);
+    expect(second.code).not.toBe(0);
+    const results = json(second.stdout);
+    expect(results.filter((r) => r.status === "failed").map((r) => r.error.code)).toEqual(["QUOTA_EXCEEDED", "QUOTA_EXCEEDED", "QUOTA_EXCEEDED"]);
+    expect(results.find((r) => r.line === 6)).toMatchObject({ status: "added" });
+    expect(await usedBy(store, "acct_alpha")).toBe(999);
+    expect(await usedBy(store, "acct_default")).toBe(1);
+    const listed = JSON.parse((await runCli(store, ["--account", "alpha", "memories", "list"])).stdout);
+    expect(listed.pagination.total).toBe(3);
+  });
+
+  it("resolves a relation's ends and a memory's links only within the record's own account", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "store");
+    const file = join(dir, "all.jsonl");
+    const entity = { kind: "entity", accountId: "acct_alpha", id: `ent_${"A".repeat(24)}`, name: "Alpha Only", type: "PERSON", createdAt: T, updatedAt: T };
+    const other = { kind: "entity", accountId: "acct_beta", id: `ent_${"B".repeat(24)}`, name: "Beta Person", type: "PERSON", createdAt: T, updatedAt: T };
+    const relation = { kind: "relation", accountId: "acct_beta", id: `rel_${"C".repeat(24)}`, sourceId: other.id, targetId: entity.id, type: "KNOWS", createdAt: T };
+    await write(file, [account("acct_alpha", "alpha", "hobby"), account("acct_beta", "beta", "hobby"), entity, other, relation, memory("acct_beta", 1, { entityIds: [entity.id] })]);
+    const imported = await runCli(store, ["import", "--all-accounts", file]);
+    const results = json(imported.stdout);
+    expect(results.find((r) => r.kind === "relation")).toMatchObject({ status: "failed", error: { code: "TARGET_ENTITY_NOT_FOUND" } });
+    expect(results.find((r) => r.kind === "memory")).toMatchObject({ status: "failed", error: { code: "ENTITY_NOT_FOUND" } });
+    const relations = JSON.parse((await runCli(store, ["--account", "beta", "relations", "list"])).stdout);
+    expect(relations.pagination.total).toBe(0);
+  });
+});

@@ -90,7 +90,9 @@ export function registerImport(program: Command, app: CliApp): void {
             const { importMcpMemory } = await import("../../core/foreign-formats.js");
             return importMcpMemory(ctx, { userId: userId ?? "default", ...(opts.agent ? { agentId: opts.agent } : {}) }, lines, { onResult });
           }
-          return t.importExport(ctx, lines, { remapIds: opts.remapIds, allAccounts: opts.allAccounts, batchSize, onResult, signal: stop.signal });
+          // With --all-accounts each record is billed to the account it is written into.
+          const meterFor = (accountId: string) => command.meterOf(accountId, "write");
+          return t.importExport(ctx, lines, { remapIds: opts.remapIds, allAccounts: opts.allAccounts, batchSize, onResult, signal: stop.signal, meterFor });
         },
         { charge: false, create: true },
       ).finally(() => {
