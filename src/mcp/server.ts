@@ -1,8 +1,8 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { VERSION } from "../cli/version.js";
 import type { Context } from "../core/context.js";
-import { errorDetail, forClient, MmError, toMmError } from "../errors.js";
+import { errorDetail, forClient, MmError, toMmError, validationError } from "../errors.js";
 import { isQuotaExceeded, type OperationMeter } from "../limits/ledger.js";
 import { renderResult } from "./render.js";
 import { TOOLS, type McpTool, type ToolScope } from "./tools.js";
@@ -56,9 +56,22 @@ export function createMcpServer(options: McpServerOptions): Server {
     options.track?.(call);
     return call;
   });
+  // The SDK checks `arguments` against its own schema before any handler runs, and answers a
+  // non-object with a JSON-RPC error holding a zod dump. Such a value is moved aside on its way in
+  // (see connect below), so the call is answered as a tool error like any other bad argument.
+  const connect = server.connect.bind(server);
+  server.connect = async (transport) => {
+    await connect(transport);
+    const receive = transport.onmessage;
+    transport.onmessage = (message, extra) => receive?.(setAsideBadArguments(message), extra);
+  };
   const callTool = async (name: string, args: Record<string, unknown> | undefined): Promise<CallToolResult> => {
     const tool = byName.get(name);
     try {
+      if (args && BAD_ARGUMENTS in args) {
+        const got = args[BAD_ARGUMENTS];
+        throw validationError("arguments", `must be an object of the tool's arguments (tools/list gives each tool's inputSchema), got ${got === null ? "null" : Array.isArray(got) ? "a list" : `a ${typeof got}`}`);
+      }
       if (!tool) throw new MmError("NOT_FOUND", `Unknown tool ${name}; tools/list names them.`);
       const ctx = await options.context();
       const meter = await options.meter?.(tool, ctx);
@@ -78,4 +91,15 @@ export function createMcpServer(options: McpServerOptions): Server {
     }
   };
   return server;
+}
+
+/** Where a tools/call's `arguments` that isn't an object travels past the SDK's schema check. */
+const BAD_ARGUMENTS = "\u0000mm:arguments";
+
+function setAsideBadArguments(message: JSONRPCMessage): JSONRPCMessage {
+  const m = message as { method?: unknown; params?: { arguments?: unknown } };
+  if (m.method !== "tools/call" || !m.params || typeof m.params !== "object" || !("arguments" in m.params)) return message;
+  const args = m.params.arguments;
+  if (args === undefined || (typeof args === "object" && args !== null && !Array.isArray(args))) return message;
+  return { ...message, params: { ...m.params, arguments: { [BAD_ARGUMENTS]: args } } } as JSONRPCMessage;
 }

@@ -160,6 +160,21 @@ describe("/mcp over Streamable HTTP", () => {
     expect((await api.get("/v1/memories")).headers.get("x-ratelimit-remaining")).toBe("4");
   });
 
+  it("answers arguments that aren't an object as a tool error (VALIDATION_ERROR), not a JSON-RPC error with a schema dump", async () => {
+    const server = await serve();
+    const { key } = await server.account("acme");
+    const headers = { Accept: "application/json, text/event-stream" };
+    for (const bad of ["str", 42, ["a"], null]) {
+      const res = await client(server.url, key).post("/mcp", { body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "memories_list", arguments: bad } }, headers });
+      expect(res.status).toBe(200);
+      expect(res.body.error, res.text).toBeUndefined();
+      expect(res.body.result.isError).toBe(true);
+      expect(res.body.result.structuredContent.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "arguments" }] });
+      expect(res.body.result.content[0].text).toMatch(/^VALIDATION_ERROR: .*arguments.*must be an object/);
+      expect(res.text).not.toMatch(/expected|invalid_type|zod/i);
+    }
+  });
+
   it("takes no rate allowance for a call refused for quota, as /v1 doesn't", async () => {
     const server = await serve({ rateLimits: { read: 2, write: 100, search: 100 } });
     const acct = await server.account("small", "free");
