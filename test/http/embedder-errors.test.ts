@@ -6,6 +6,7 @@ import { Accounts } from "../../src/core/accounts.js";
 import { openContext } from "../../src/core/context.js";
 import { ConsoleAccess, signInUrl } from "../../src/core/console-access.js";
 import { startServer, type RunningServer } from "../../src/http/server.js";
+import { QuotaLedger } from "../../src/limits/ledger.js";
 import { call, httpClient } from "../helpers/mcp-client.js";
 import { useTempDirs } from "../helpers/temp.js";
 
@@ -133,6 +134,28 @@ describe("embedder failures over HTTP", () => {
     expect(detailed.some((l) => l.includes('"/mcp"'))).toBe(true);
     expect(detailed.some((l) => l.includes("/console/memories"))).toBe(true);
     for (const leak of LEAKS) expect(log.join("\n"), `log leaks ${leak}`).not.toContain(leak);
+  });
+
+  it("an endpoint answering vectors float32 can't hold (values around 1e300): a 503, not a 400, and not billed", async () => {
+    const server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", () => {
+        const input = (JSON.parse(body) as { input: string[] }).input;
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ data: input.map((_, index) => ({ index, embedding: Array.from({ length: 8 }, (_, i) => (i % 2 ? -1e300 : 1e300)) })) }));
+      });
+    });
+    upstreams.push(server);
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { url, key, storeDir } = await serveWithOpenAi(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const headers = { Authorization: `Bearer ${key}`, "Content-Type": "application/json" };
+    for (const [path, body] of [["/v1/memories", { content: "hello", userId: "u" }], ["/v1/memories/search", { query: "hello", mode: "semantic" }]] as const) {
+      const res = await fetch(`${url}${path}`, { method: "POST", headers, body: JSON.stringify(body) });
+      expect(res.status, await res.clone().text()).toBe(503);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("EMBEDDER_UNAVAILABLE");
+    }
+    expect((await new QuotaLedger(join(storeDir, "ledger")).usage("acct_default", null)).used).toBe(0);
   });
 
   it("an unreachable endpoint and a 500: the same generic 503, no URL in the body", async () => {
