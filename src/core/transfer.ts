@@ -12,6 +12,7 @@ import { derivedId } from "./ids.js";
 import { findEntityByName } from "./mcp-memory.js";
 import { memoryRow, toMemory } from "./memories.js";
 import { toRelation } from "./relations.js";
+import { normalize } from "../embedder/types.js";
 
 /** The first line of every export names the format and its version; an import refuses other files and newer versions. */
 export const EXPORT_FORMAT = "mm-export";
@@ -378,10 +379,7 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
       if (missing.length) throw entitiesNotFound(missing);
       p.id = targetId("memory", v, p.accountId, options);
       p.memory = memoryRow({ ...input, entityIds: links }, { id: p.id, accountId: p.accountId, createdAt: String(v.createdAt), updatedAt: String(v.updatedAt) }, new Float32Array(0));
-      const vector = v.vector;
-      if (sameEmbedder && Array.isArray(vector) && vector.length === ctx.store.config.embedder.dims && vector.every((x) => typeof x === "number" && Number.isFinite(x)) && vector.some((x) => x !== 0)) {
-        p.vector = Float32Array.from(vector as number[]);
-      }
+      if (sameEmbedder) p.vector = usableVector(v.vector, ctx.store.config.embedder.dims);
     } catch (err) {
       fail(p, err);
     }
@@ -414,6 +412,28 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
       for (const p of group) fail(p, err);
     }
   }
+}
+
+/** How far from 1 an imported vector's length may be and still be kept bit for bit. */
+const UNIT_TOLERANCE = 1e-5;
+
+/**
+ * An imported vector as the store may keep it, or undefined when it can't be used (the memory is
+ * then embedded again from its text): the right length, every value a number float32 holds
+ * (1e39 would become Infinity, 1e-50 zero), not all zeros. Every embedder's vectors are unit
+ * length, so one that isn't is normalised (one within UNIT_TOLERANCE of 1 is kept as it is, so an
+ * export and its re-import stay byte-identical).
+ */
+function usableVector(vector: unknown, dims: number): Float32Array | undefined {
+  if (!Array.isArray(vector) || vector.length !== dims) return undefined;
+  let sum = 0;
+  for (const x of vector) {
+    if (typeof x !== "number" || !Number.isFinite(Math.fround(x)) || (x !== 0 && Math.fround(x) === 0)) return undefined;
+    sum += x * x;
+  }
+  const norm = Math.sqrt(sum);
+  if (!(norm > 0) || !Number.isFinite(norm)) return undefined;
+  return Math.abs(norm - 1) <= UNIT_TOLERANCE ? Float32Array.from(vector as number[]) : normalize(vector as number[]);
 }
 
 /** Marks records whose target id exists: skipped in their own account, failed in another's (ids are unique store-wide). */

@@ -113,6 +113,31 @@ describe("mm export and mm import", () => {
     expect(json(rerun.stdout).every((r) => r.status === "skipped")).toBe(true);
   });
 
+  it("never stores a vector float32 can't hold or one that isn't unit length: such vectors are re-embedded or normalised, and each memory is found by its text", async () => {
+    const dir = await tempDir();
+    const [a, b] = [join(dir, "a"), join(dir, "b")];
+    for (const text of ["the lighthouse keeper paints boats", "a quiet violin lesson on tuesday", "seven green parrots argue loudly"]) {
+      expect((await runCli(a, ["memories", "add", text, "--user", "u"])).code).toBe(0);
+    }
+    const records = json((await runCli(a, ["export", "--vectors"])).stdout);
+    const memories = records.filter((r) => r.kind === "memory");
+    memories[0].vector = memories[0].vector.map((x: number) => (x === 0 ? 0 : Math.sign(x) * 1e39));
+    memories[1].vector = memories[1].vector.map((x: number) => (x === 0 ? 0 : Math.sign(x) * 1e-50));
+    memories[2].vector = memories[2].vector.map((x: number) => x * 5);
+    const file = join(dir, "tampered.jsonl");
+    await writeFile(file, records.map((r) => JSON.stringify(r)).join("\n") + "\n");
+    const imported = await runCli(b, ["import", file]);
+    expect(imported.code, imported.stderr).toBe(0);
+    for (const m of memories) {
+      const found = JSON.parse((await runCli(b, ["memories", "search", m.content, "--mode", "semantic", "--json"])).stdout);
+      expect(found.results[0]?.id, m.content).toBe(m.id);
+      expect(found.results[0].score).toBeGreaterThan(0.9);
+    }
+    for (const m of json((await runCli(b, ["export", "--vectors"])).stdout).filter((r) => r.kind === "memory")) {
+      expect(Math.hypot(...m.vector)).toBeCloseTo(1, 4);
+    }
+  });
+
   it("reports each bad line with its code and line number, imports the good ones, and refuses a file that isn't an export", async () => {
     const dir = await tempDir();
     const store = join(dir, "s");
