@@ -279,8 +279,20 @@ async function importAccount(ctx: Context, p: Pending, options: ImportOptions, k
   if (!created) p.skipped = "the account exists";
 }
 
-function timestamps(v: Record<string, unknown>, fields: string[]): void {
-  for (const f of fields) if (typeof v[f] !== "string" || !ISO.test(v[f] as string)) throw validationError(f, "must be an ISO 8601 UTC timestamp with milliseconds");
+/** How far past the importing machine's clock a timestamp may be (another machine's clock may run ahead). */
+export const MAX_CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * Each field is a real instant (no month 13, no 30 February) written as mm writes them, and not in
+ * the future beyond MAX_CLOCK_SKEW_MS: a memory dated 9999 would sort above every other for good.
+ */
+function timestamps(v: Record<string, unknown>, fields: string[], now: Date): void {
+  for (const f of fields) {
+    const text = v[f];
+    const t = typeof text === "string" && ISO.test(text) ? Date.parse(text) : NaN;
+    if (!Number.isFinite(t) || new Date(t).toISOString() !== text) throw validationError(f, "must be an ISO 8601 UTC timestamp with milliseconds, of a real date and time");
+    if (t > now.getTime() + MAX_CLOCK_SKEW_MS) throw validationError(f, `is in the future (${String(text)}); at most ${MAX_CLOCK_SKEW_MS / 60_000} minutes past this machine's clock`);
+  }
 }
 
 function targetId(kind: Kind, v: Record<string, unknown>, accountId: string, options: ImportOptions): string {
@@ -297,11 +309,12 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
   const fail = (p: Pending, err: unknown) => void (p.error = toMmError(err));
   const of = (kind: Kind) => batch.filter((p) => p.kind === kind && !p.error);
   const accountCtx = (accountId: string): Context => ({ ...ctx, accountId });
+  const now = ctx.clock();
 
   for (const p of of("entity")) {
     try {
       const v = p.value!;
-      timestamps(v, ["createdAt", "updatedAt"]);
+      timestamps(v, ["createdAt", "updatedAt"], now);
       const input = parseCreateEntity({ name: v.name, type: v.type, ...(v.description !== undefined ? { description: v.description } : {}), ...(v.metadata !== undefined ? { metadata: v.metadata } : {}) });
       p.id = targetId("entity", v, p.accountId, options);
       idMap.set(`${p.accountId}\u0000${String(v.id)}`, p.id);
@@ -332,7 +345,7 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
   for (const p of of("relation")) {
     try {
       const v = p.value!;
-      timestamps(v, ["createdAt"]);
+      timestamps(v, ["createdAt"], now);
       const input = parseCreateRelation({
         sourceId: mapped(idMap, p.accountId, v.sourceId),
         targetId: mapped(idMap, p.accountId, v.targetId),
@@ -365,7 +378,7 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
   for (const p of of("memory")) {
     try {
       const v = p.value!;
-      timestamps(v, ["createdAt", "updatedAt"]);
+      timestamps(v, ["createdAt", "updatedAt"], now);
       const entityIds = Array.isArray(v.entityIds) ? v.entityIds.map((id) => mapped(idMap, p.accountId, id)) : v.entityIds;
       const input = parseCreateMemory({
         content: v.content,

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { openContext } from "../../src/core/context.js";
 import { addMemoriesFromLines } from "../../src/core/memories.js";
 import { runCli } from "../helpers/run-cli.js";
+import { runMm } from "../helpers/spawn-mm.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
 
@@ -320,4 +321,50 @@ describe("mm import --all-accounts: billing and references per account", () => {
     const relations = JSON.parse((await runCli(store, ["--account", "beta", "relations", "list"])).stdout);
     expect(relations.pagination.total).toBe(0);
   });
+});
+
+/** Files and dates an import must refuse clearly, line by line or as a whole, never with a stack. */
+describe("mm import: bad files and dates", () => {
+  const T = "2026-01-01T00:00:00.000Z";
+  const header = JSON.stringify({ format: "mm-export", version: 1, exportedAt: T, embedder: null, scope: {}, vectors: false });
+  const mem = (n: number, extra: object = {}) => JSON.stringify({ kind: "memory", id: `mem_01HZZZZZZZZZZZZZZZZZZZZ${n}`, content: `note ${n}`, userId: "u", createdAt: T, updatedAt: T, ...extra });
+
+  it("refuses impossible timestamps and ones far in the future, line by line", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "dates.jsonl");
+    await writeFile(file, [header, mem(1), mem(2, { createdAt: "2026-13-45T99:99:99.999Z" }), mem(3, { updatedAt: "2026-02-30T00:00:00.000Z" }), mem(4, { createdAt: "9999-12-31T23:59:59.999Z", updatedAt: "9999-12-31T23:59:59.999Z" }), mem(5)].join("\n") + "\n");
+    const r = await runCli(join(dir, "s"), ["import", file]);
+    expect(r.code).toBe(2);
+    const results = json(r.stdout);
+    expect(results.map((x) => x.status)).toEqual(["added", "failed", "failed", "failed", "added"]);
+    expect(results[1].error.details[0]).toMatchObject({ field: "createdAt" });
+    expect(results[2].error.details[0]).toMatchObject({ field: "updatedAt" });
+    expect(results[3].error.message).toMatch(/future/);
+  });
+
+  it("fails only the mem0 item whose created_at can't be a date, importing the others", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "mem0.json");
+    await writeFile(file, JSON.stringify({ results: [{ id: "a", memory: "first good one", user_id: "u" }, { id: "b", memory: "bad date", user_id: "u", created_at: 1e20 }, { id: "c", memory: "second good one", user_id: "u" }] }));
+    const r = await runCli(join(dir, "s"), ["import", "--from", "mem0", file]);
+    expect(r.stderr).not.toMatch(/INTERNAL_ERROR|RangeError/);
+    const results = json(r.stdout);
+    expect(results.map((x) => [x.line, x.status])).toEqual([[1, "added"], [2, "failed"], [3, "added"]]);
+    expect(results[1].error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "created_at" }] });
+  });
+
+  it("refuses a directory, and stops at a line-length bound on an endless file, in every format, with a clear error", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "s");
+    const isDir = await runMm(["import", dir], { store });
+    expect(isDir.code).toBe(2);
+    expect(isDir.stderr).toMatch(/is a directory/);
+    expect(isDir.stderr).not.toMatch(/EISDIR|INTERNAL_ERROR/);
+    for (const from of ["mm", "mcp-memory", "mem0"]) {
+      const r = await runMm(["import", "--from", from, "/dev/zero"], { store });
+      expect(r.code, `${from}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(/VALIDATION_ERROR|longer than|larger than/);
+      expect(r.stderr).not.toMatch(/RangeError|\n\s+at /);
+    }
+  }, 120_000);
 });
