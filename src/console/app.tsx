@@ -11,7 +11,7 @@ import type { RouteInput } from "../http/routes.js";
 import { ACTIONS, type ConsoleAction } from "./actions.js";
 import { mountAssets } from "./assets.js";
 import * as P from "./pages.js";
-import { assertSameOrigin, clearSessionCookie, forbidden, readSessionCookie, securityHeaders, setSessionCookie } from "./security.js";
+import { assertMaySpend, assertSameOrigin, clearSessionCookie, forbidden, readSessionCookie, securityHeaders, setSessionCookie } from "./security.js";
 
 type Env = { Variables: { session: ConsoleSession; secret: string } };
 
@@ -56,6 +56,7 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
   /** Runs an action as the session's account, after its bucket's rate limit and one unit of quota, like its endpoint. */
   const perform = async <T,>(c: HonoContext<Env>, action: ConsoleAction<T>, input: Partial<RouteInput>): Promise<T> => {
     const { account } = c.get("session");
+    assertMaySpend(c);
     const rate = deps.limiter.take(`console:${account.id}`, action.bucket);
     c.header("X-RateLimit-Limit", String(rate.limit));
     c.header("X-RateLimit-Remaining", String(rate.remaining));
