@@ -126,8 +126,8 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
     } catch (err) {
       const mm = toMmError(err);
       if (mm.code !== "VALIDATION_ERROR") throw err;
-      const detail = (mm.extra.details as { message: string }[] | undefined)?.[0]?.message;
-      return keysPage(c, { error: detail ? `The name ${detail}.` : mm.message, name: form.name }, 400);
+      const detail = (mm.extra.details as { field: string; message: string }[] | undefined)?.[0];
+      return keysPage(c, { error: detail?.field === "name" ? `The name ${detail.message}.` : mm.message, name: form.name }, 400);
     }
   });
   const ownKey = async (c: HonoContext<Env>) => {
