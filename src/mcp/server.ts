@@ -68,9 +68,10 @@ export function createMcpServer(options: McpServerOptions): Server {
   const callTool = async (name: string, args: Record<string, unknown> | undefined): Promise<CallToolResult> => {
     const tool = byName.get(name);
     try {
-      if (args && BAD_ARGUMENTS in args) {
-        const got = args[BAD_ARGUMENTS];
-        throw validationError("arguments", `must be an object of the tool's arguments (tools/list gives each tool's inputSchema), got ${got === null ? "null" : Array.isArray(got) ? "a list" : `a ${typeof got}`}`);
+      if (args && BAD_PARAMS in args) {
+        const { field, value } = args[BAD_PARAMS] as { field: string; value: unknown };
+        const got = value === undefined ? "nothing" : value === null ? "null" : Array.isArray(value) ? "a list" : `a ${typeof value}`;
+        throw validationError(field, field === "name" ? `must be a tool's name (tools/list names them), got ${got}` : `must be an object of the tool's arguments (tools/list gives each tool's inputSchema), got ${got}`);
       }
       if (!tool) throw new MmError("NOT_FOUND", `Unknown tool ${name}; tools/list names them.`);
       const ctx = await options.context();
@@ -93,13 +94,16 @@ export function createMcpServer(options: McpServerOptions): Server {
   return server;
 }
 
-/** Where a tools/call's `arguments` that isn't an object travels past the SDK's schema check. */
-const BAD_ARGUMENTS = "\u0000mm:arguments";
+/** Where a tools/call's `name` that isn't text, or `arguments` that isn't an object, travels past the SDK's schema check. */
+const BAD_PARAMS = "\u0000mm:bad-params";
 
 function setAsideBadArguments(message: JSONRPCMessage): JSONRPCMessage {
-  const m = message as { method?: unknown; params?: { arguments?: unknown } };
-  if (m.method !== "tools/call" || !m.params || typeof m.params !== "object" || !("arguments" in m.params)) return message;
-  const args = m.params.arguments;
-  if (args === undefined || (typeof args === "object" && args !== null && !Array.isArray(args))) return message;
-  return { ...message, params: { ...m.params, arguments: { [BAD_ARGUMENTS]: args } } } as JSONRPCMessage;
+  const m = message as { method?: unknown; params?: unknown };
+  if (m.method !== "tools/call") return message;
+  const params = (m.params && typeof m.params === "object" && !Array.isArray(m.params) ? m.params : {}) as { name?: unknown; arguments?: unknown };
+  const args = params.arguments;
+  const aside = (field: string, value: unknown) => ({ ...message, params: { ...params, name: typeof params.name === "string" ? params.name : "", arguments: { [BAD_PARAMS]: { field, value } } } }) as JSONRPCMessage;
+  if (typeof params.name !== "string") return aside("name", params.name);
+  if (args !== undefined && (typeof args !== "object" || args === null || Array.isArray(args))) return aside("arguments", args);
+  return params === m.params ? message : ({ ...message, params: { ...params } } as JSONRPCMessage);
 }

@@ -173,6 +173,11 @@ describe("/mcp over Streamable HTTP", () => {
       expect(res.body.result.content[0].text).toMatch(/^VALIDATION_ERROR: .*arguments.*must be an object/);
       expect(res.text).not.toMatch(/expected|invalid_type|zod/i);
     }
+    for (const params of [{ name: 42, arguments: {} }, { arguments: {} }, undefined]) {
+      const res = await client(server.url, key).post("/mcp", { body: { jsonrpc: "2.0", id: 2, method: "tools/call", ...(params === undefined ? {} : { params }) }, headers });
+      expect(res.body.error, res.text).toBeUndefined();
+      expect(res.body.result.structuredContent.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "name" }] });
+    }
   });
 
   it("takes no rate allowance for a call refused for quota, as /v1 doesn't", async () => {
