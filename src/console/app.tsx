@@ -7,6 +7,7 @@ import { ConsoleAccess, type ConsoleSession } from "../core/console-access.js";
 import type { Context } from "../core/context.js";
 import { errorDetail, forClient, MmError, toMmError } from "../errors.js";
 import type { AppDeps } from "../http/app.js";
+import { isQuotaExceeded } from "../limits/ledger.js";
 import type { RouteInput } from "../http/routes.js";
 import { ACTIONS, type ConsoleAction } from "./actions.js";
 import { mountAssets } from "./assets.js";
@@ -57,15 +58,20 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
   const perform = async <T,>(c: HonoContext<Env>, action: ConsoleAction<T>, input: Partial<RouteInput>): Promise<T> => {
     const { account } = c.get("session");
     assertMaySpend(c);
+    const meter = deps.ledger.meter(account.id, account.quota, action.bucket);
+    // As on /v1: a request refused for quota takes no rate allowance.
+    await meter.check(1);
     const rate = deps.limiter.take(`console:${account.id}`, action.bucket);
     c.header("X-RateLimit-Limit", String(rate.limit));
     c.header("X-RateLimit-Remaining", String(rate.remaining));
     c.header("X-RateLimit-Reset", String(rate.reset));
     if (!rate.allowed) throw new MmError("RATE_LIMIT_EXCEEDED", `Too many ${action.bucket} requests; retry in ${rate.retryAfter} s.`, { retryAfter: rate.retryAfter });
     // Billed as the endpoint it mirrors is (limits/ledger.ts): by its commits, else once answered.
-    const meter = deps.ledger.meter(account.id, account.quota, action.bucket);
     const ctx: Context = { ...deps.ctx, accountId: account.id, meter };
-    return meter.run(() => action.run(ctx, { params: {}, query: {}, body: undefined, ...input }));
+    return meter.run(() => action.run(ctx, { params: {}, query: {}, body: undefined, ...input })).catch((err) => {
+      if (isQuotaExceeded(err)) deps.limiter.refund(`console:${account.id}`, action.bucket);
+      throw err;
+    });
   };
 
   con.get("/console", (c) => c.redirect("/console/", 301));

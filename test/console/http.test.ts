@@ -146,6 +146,8 @@ describe("the console over HTTP", () => {
     const refused = await page("/console/memories", cookie);
     expect(refused.status).toBe(403);
     expect(refused.text).toContain("Monthly quota of 1000 operations exceeded");
+    // Quota is checked before the rate limit, as on /v1: over quota, a search is 403, never 429, and takes no rate allowance.
+    for (let i = 0; i < 3; i++) expect((await page("/console/memories?q=stapler", cookie)).text).toContain("Monthly quota of 1000 operations exceeded");
     expect((await page("/console/usage", cookie)).status).toBe(200);
     expect((await page("/console/keys", cookie)).status).toBe(200);
   });
