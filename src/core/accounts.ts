@@ -1,9 +1,8 @@
 import { createHash, randomInt, timingSafeEqual } from "node:crypto";
-import { mkdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { MmError, validationError } from "../errors.js";
 import { PLAN_QUOTAS } from "../schemas/enums.js";
 import { AuthFile, DEFAULT_ACCOUNT, type AccountRecord, type AuthData, type KeyRecord, type Plan } from "../storage/auth-file.js";
+import { KeyUse } from "../storage/key-use.js";
 import { newId } from "./ids.js";
 
 export { DEFAULT_ACCOUNT };
@@ -53,11 +52,6 @@ const TOUCH_EVERY_MS = 60_000;
 export const MAX_ACTIVE_KEYS = 50;
 /** Revoked keys an account keeps listed; the longest-revoked are forgotten as new keys are made. */
 const MAX_REVOKED_KEYS = 50;
-/**
- * `<store>/key-use/<keyId>`: an empty file whose mtime is the key's last use. Recording a use
- * is one utimes() of it, not a rewrite of auth.json, which every process re-reads when it changes.
- */
-const KEY_USE_DIR = "key-use";
 
 /**
  * Accounts and API keys (the spec's management console, as a service the CLI calls). Every
@@ -65,7 +59,8 @@ const KEY_USE_DIR = "key-use";
  */
 export class Accounts {
   private readonly file: AuthFile;
-  private readonly useDir: string;
+  /** Last uses are kept apart from auth.json (storage/key-use.ts). */
+  private readonly keyUse: KeyUse;
   /** When this process last recorded each key's use. */
   private readonly touched = new Map<string, number>();
 
@@ -74,7 +69,7 @@ export class Accounts {
     private readonly clock: () => Date = () => new Date(),
   ) {
     this.file = new AuthFile(storeDir);
-    this.useDir = join(storeDir, KEY_USE_DIR);
+    this.keyUse = new KeyUse(storeDir);
   }
 
   async create(raw: unknown): Promise<Account> {
@@ -205,17 +200,8 @@ export class Accounts {
     if (last !== undefined && now.getTime() - last < TOUCH_EVERY_MS) return;
     if (this.touched.size >= 10_000) this.touched.clear();
     this.touched.set(keyId, now.getTime());
-    const path = join(this.useDir, keyId);
     try {
-      // Synchronous: a utimes of a local file is microseconds; its promise version a thread-pool round trip.
-      try {
-        utimesSync(path, now, now);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-        mkdirSync(this.useDir, { recursive: true, mode: 0o700 });
-        writeFileSync(path, "", { mode: 0o600 });
-        utimesSync(path, now, now);
-      }
+      this.keyUse.touch(keyId, now);
     } catch {
       // A read-only store still serves; the key's last use is only not recorded.
     }
@@ -223,12 +209,7 @@ export class Accounts {
 
   /** A key's last use: its key-use file's mtime, or what auth.json recorded (stores from before key-use/). */
   private lastUse(k: KeyRecord): string | null {
-    let touched: string | undefined;
-    try {
-      touched = statSync(join(this.useDir, k.id)).mtime.toISOString();
-    } catch {
-      touched = undefined;
-    }
+    const touched = this.keyUse.lastUse(k.id);
     if (!touched) return k.lastUsedAt;
     return k.lastUsedAt && k.lastUsedAt > touched ? k.lastUsedAt : touched;
   }
