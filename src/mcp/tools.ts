@@ -1,6 +1,7 @@
 import type { core } from "zod/mini";
 import type { Context } from "../core/context.js";
 import * as ref from "../core/mcp-memory.js";
+import { listEntityMemories } from "../core/entities.js";
 import { notFound as memoryNotFound } from "../core/memories.js";
 import { MmError, validationError } from "../errors.js";
 import { ROUTES, type Route } from "../http/routes.js";
@@ -110,6 +111,12 @@ function fromRoute(spec: (typeof MM_TOOLS)[number]): McpTool {
     countsAs: spec.route,
     run: async (ctx, args, scope) => {
       if (spec.fenced) await fenceMemory(ctx, args, scope);
+      // A scoped server lists an entity's memories of its own user (and agent) only.
+      if (spec.name === "entities_memories" && (scope.userId !== undefined || scope.agentId !== undefined)) {
+        const { id, ...query } = args;
+        if (typeof id !== "string" || id === "") throw validationError("id", "is required: an id");
+        return listEntityMemories(ctx, id, query, scope);
+      }
       return runRoute(route, params, spec.scoped ? withScope(args, scope) : args, ctx);
     },
   };

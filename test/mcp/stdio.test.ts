@@ -115,6 +115,14 @@ describe("mm mcp over stdio", () => {
       await fails(client, "memories_delete", { id }, "MEMORY_NOT_FOUND");
       expect(JSON.parse((await runMm(["memories", "get", id, "--json"], { store })).stdout).content).not.toBe("overwritten");
     }
+    // An entity's memories: alice's (of this agent) only, though bob's memory links to it too.
+    const entity = JSON.parse((await runMm(["entities", "create", "Shared Topic", "--type", "CONCEPT", "--json"], { store })).stdout);
+    const bobs = JSON.parse((await runMm(["memories", "add", "bob on the shared topic", "--user", "bob", "--entity", entity.id, "--json"], { store })).stdout);
+    const alices = await ok(client, "memories_add", { content: "alice on the shared topic", entityIds: [entity.id] });
+    const listed = await ok(client, "entities_memories", { id: entity.id });
+    expect(listed.items.map((m: { id: string }) => m.id)).toEqual([alices.id]);
+    expect(listed.pagination.total).toBe(1);
+    expect(JSON.stringify(listed)).not.toContain(bobs.id);
     const mine = await ok(client, "memories_add", { content: "alice's own note" });
     await fails(client, "memories_update", { id: mine.id, agentId: "phone" }, "FORBIDDEN");
     expect((await ok(client, "memories_get", { id: mine.id })).userId).toBe("alice");
