@@ -1,22 +1,29 @@
 #!/usr/bin/env node
 // `npm run fuzz`: a seeded HTTP fuzzer for `mm serve`. Starts a real server (the real model) on a
 // fresh store on 127.0.0.1, sends it fuzzed requests (methods, paths, query strings, headers,
-// bodies, encodings, nesting, sizes, and HTTP that is malformed outright) over raw sockets and
-// Node's fetch, and fails (exit 1) on any 5xx, any error answer without the JSON envelope, any
-// request left unanswered (a hang), or the server dying. Prints a table and writes JSON.
+// bodies, encodings, nesting, sizes, and HTTP that is malformed outright; MCP messages and
+// JSON-RPC batches on /mcp; console pages and forms, signed in or not, from this site or another)
+// over raw sockets and Node's fetch, and fails (exit 1) on any 5xx, any error answer without the
+// JSON envelope (an HTML page for the console), any internal error (a JSON-RPC -32603, a tool's
+// INTERNAL_ERROR), any request left unanswered (a hang), or the server dying. Then it imports
+// fuzzed files in each format (`mm import`), and fails on an internal error or a stack trace.
+// Prints a table and writes JSON.
 //   --requests 100000  how many (npm test runs 5,000)
+//   --import-lines 60  lines per fuzzed import file (one file per format; 0: no import phase)
 //   --seed 1           the same seed sends the same requests
 //   --concurrency 8
 //   --out bench-results/fuzz.json
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { gzipSync } from "node:zlib";
 import { join } from "node:path";
 import { startMmServe } from "./mm-serve.mjs";
-import { BIN, machine, newStore, parseArgs, printTable, rng, rssMb, root, writeJson } from "./suite-kit.mjs";
+import { BIN, consoleSession, machine, MCP_HEADERS, newStore, parseArgs, printTable, rng, rssMb, root, writeJson } from "./suite-kit.mjs";
 
-const opts = parseArgs({ requests: 100_000, seed: 1, concurrency: 8, out: join(root, "bench-results", "fuzz.json"), "answer-ms": 15_000 });
+const opts = parseArgs({ requests: 100_000, seed: 1, concurrency: 8, out: join(root, "bench-results", "fuzz.json"), "answer-ms": 15_000, "import-lines": 60 });
 
-let store, server, port, serverExited = false;
+let store, server, port, session, serverExited = false;
 const ids = { mem: ["mem_00000000000000000000000000"], ent: ["ent_00000000000000000000000000"], rel: ["rel_00000000000000000000000000"] };
 
 // ---------------------------------------------------------------------------------------------
@@ -24,6 +31,7 @@ const ids = { mem: ["mem_00000000000000000000000000"], ent: ["ent_00000000000000
 /** What every answer must be: under 500, the envelope for errors, JSON for successes, no stack trace. */
 function judge(req, answers) {
   if (!answers.length) return answers.error ?? "no answer";
+  if (req.judge) return req.judge(answers, req);
   for (const a of answers) {
     if (a.status === undefined) return `unparseable answer: ${JSON.stringify(a.raw.slice(0, 200))}`;
     if (a.status >= 500) return `${a.status}: ${a.body.slice(0, 300)}`;
@@ -161,9 +169,102 @@ function parseAnswers(buf) {
 // --- generating ------------------------------------------------------------------------------
 
 function generate(r) {
-  const kind = r.pick(["api", "api", "api", "api", "api", "query", "query", "headers", "body", "body", "body", "nesting", "size", "encoding", "malformed", "malformed", "pipelined", "fetch"]);
+  const kind = r.pick(["api", "api", "api", "api", "api", "query", "query", "headers", "body", "body", "body", "nesting", "size", "encoding", "malformed", "malformed", "pipelined", "fetch", "mcp", "mcp", "mcp", "mcpBatch", "console", "console", "consoleForm"]);
   return GENERATORS[kind](r);
 }
+
+/** Common to every answer: under 500, no stack trace or module path in it. */
+function sound(a) {
+  if (a.status === undefined) return `unparseable answer: ${JSON.stringify(a.raw.slice(0, 200))}`;
+  if (a.status >= 500) return `${a.status}: ${a.body.slice(0, 300)}`;
+  if (/\bat .+\.(js|ts|mjs|cjs):\d+/.test(a.body) || /node_modules/.test(a.body)) return `internals in the body: ${a.body.slice(0, 300)}`;
+  return undefined;
+}
+
+/** /mcp: JSON (JSON-RPC answers, or the API's envelope before MCP: 401, 400, 413, 429), 202 for notifications alone; no internal error anywhere. */
+function judgeMcp(answers) {
+  for (const a of answers) {
+    const bad = sound(a);
+    if (bad) return bad;
+    if (a.status === 202 && !a.body) continue;
+    let body;
+    try {
+      body = JSON.parse(a.body);
+    } catch {
+      return `${a.status} /mcp body is not JSON: ${a.body.slice(0, 200)}`;
+    }
+    if (a.status >= 400 && body?.error && typeof body.error.code === "string" && typeof body.error.message === "string") continue; // the API's envelope
+    for (const m of Array.isArray(body) ? body : [body]) {
+      if (m?.error?.code === -32603) return `JSON-RPC internal error: ${JSON.stringify(m).slice(0, 300)}`;
+      if (m?.result?.structuredContent?.error?.code === "INTERNAL_ERROR") return `tool INTERNAL_ERROR: ${JSON.stringify(m).slice(0, 300)}`;
+    }
+  }
+  return undefined;
+}
+
+/** Console pages: HTML (or a redirect); its panel's JSON: the envelope for errors. */
+function judgeConsole(answers, req) {
+  for (const a of answers) {
+    const bad = sound(a);
+    if (bad) return bad;
+    if ((a.status >= 300 && a.status < 400) || req.method === "HEAD") continue;
+    const type = a.headers["content-type"] ?? "";
+    if (/^application\/json\b/i.test(type)) {
+      if (a.status >= 400 && !/^\{"error":\{"code":"[A-Z_]+","message":"[^"]/.test(a.body)) return `${a.status} without the envelope: ${a.body.slice(0, 200)}`;
+    } else if (!/^text\/(html|css|javascript)\b/i.test(type) && a.status !== 413 && a.status !== 404) return `${a.status} console answer of type ${type}: ${a.body.slice(0, 200)}`;
+  }
+  return undefined;
+}
+
+const MCP_TOOLS = [
+  "memories_add", "memories_search", "memories_list", "memories_get", "memories_update", "memories_delete", "entities_create", "entities_list",
+  "relations_create", "graph_neighbors", "graph_path", "graph_export", "create_entities", "create_relations", "add_observations",
+  "delete_entities", "delete_observations", "delete_relations", "read_graph", "search_nodes", "open_nodes", "no_such_tool",
+];
+
+function mcpArgs(r) {
+  const entity = () => ({ name: field(r, `E ${r.int(40)}`), entityType: field(r, r.pick(["person", "company", "thing"])), observations: field(r, [`obs ${r.int(9)}`]) });
+  return pickFields(
+    r,
+    {
+      id: id(r, r.pick(["mem", "ent", "rel"])),
+      content: field(r, `note ${r.int(100)}`),
+      query: field(r, r.pick(["tea", "who is E 1?"])),
+      userId: field(r, "alice"),
+      limit: field(r, r.pick([1, 5, 100])),
+      entities: field(r, Array.from({ length: r.int(4) }, entity)),
+      relations: field(r, [{ from: `E ${r.int(40)}`, to: `E ${r.int(40)}`, relationType: field(r, "knows") }]),
+      observations: field(r, [{ entityName: `E ${r.int(40)}`, contents: field(r, ["more"]) }]),
+      names: field(r, [`E ${r.int(40)}`]),
+      entityNames: field(r, [`E ${r.int(40)}`]),
+      name: field(r, `N ${r.int(100)}`),
+      type: field(r, r.pick(["PERSON", "KNOWS", "x"])),
+      sourceId: field(r, r.pick(ids.ent)),
+      targetId: field(r, r.pick(ids.ent)),
+    },
+    [],
+  );
+}
+
+function mcpMessage(r, n) {
+  const method = r.pick(["tools/call", "tools/call", "tools/call", "tools/call", "tools/list", "initialize", "ping", "notifications/initialized", "resources/list", "nope", 42]);
+  const msg = { jsonrpc: r.chance(0.95) ? "2.0" : r.pick(["1.0", 2]), method };
+  if (!String(method).startsWith("notifications/")) msg.id = r.chance(0.9) ? n : r.pick([`s${n}`, null, {}]);
+  if (method === "tools/call") msg.params = { name: r.chance(0.95) ? r.pick(MCP_TOOLS) : VALUES(r), ...(r.chance(0.9) ? { arguments: r.chance(0.9) ? mcpArgs(r) : VALUES(r) } : {}) };
+  if (method === "initialize") msg.params = { protocolVersion: r.pick(["2025-06-18", "2025-03-26", "1999-01-01"]), capabilities: {}, clientInfo: { name: "fuzz", version: "1" } };
+  return msg;
+}
+
+function mcpRequest(r, kind, body) {
+  const headers = { Host: "127.0.0.1", Authorization: `Bearer ${r.pick(KEYS())}`, ...MCP_HEADERS };
+  if (r.chance(0.05)) delete headers.Accept;
+  if (r.chance(0.03)) headers["Content-Type"] = "text/plain";
+  return toRaw({ kind, method: "POST", path: "/mcp", headers, body, judge: judgeMcp });
+}
+
+const CONSOLE_PAGES = () => ["/console/", "/console/memories", "/console/graph", "/console/usage", "/console/keys", `/console/memories/${r0(ids.mem)}`, `/console/graph/entities/${r0(ids.ent)}`, `/console/api/entities/${r0(ids.ent)}`, "/console/keys/key_x/revoke", "/console/nowhere", "/console/signin?token=x", "/console/signed-out"];
+const r0 = (list) => list[list.length - 1];
+const SITES = ["same-origin", "same-origin", "none", "same-site", "cross-site", undefined];
 
 const KEYS = () => [store.accounts.main.key, store.accounts.main.key, store.accounts.other.key, store.accounts.tight.key, store.accounts.gone.key];
 const ROUTES = [
@@ -411,6 +512,94 @@ const GENERATORS = {
   },
 };
 
+Object.assign(GENERATORS, {
+  mcp: (r) => mcpRequest(r, "mcp", r.chance(0.95) ? JSON.stringify(mcpMessage(r, r.int(1e6))) : r.pick(["", "{", "[]", "null", '{"jsonrpc":"2.0"}', "[1,2]"])),
+  mcpBatch: (r) => {
+    const n = r.pick([0, 1, 2, 5, 16, 17, 40, 100]);
+    return mcpRequest(r, "mcpBatch", JSON.stringify(Array.from({ length: n }, (_, i) => (r.chance(0.8) ? { jsonrpc: "2.0", id: i, method: "tools/list" } : mcpMessage(r, i)))));
+  },
+  console: (r) => {
+    const query = r.chance(0.5) ? `?${["q", "mode", "threshold", "limit", "page", "tags", "userId", "entityType", "type"].filter(() => r.chance(0.3)).map((k) => `${k}=${encodeURIComponent(String(r.chance(0.7) ? r.pick(["tea", "semantic", "0.3", "5", "2", "a,b", "alice", "PERSON", "KNOWS"]) : r.pick(STRINGS)))}`).join("&")}` : "";
+    const headers = { Host: "127.0.0.1" };
+    if (r.chance(0.85)) headers.Cookie = r.chance(0.9) ? session.cookie : `mm_console=${r.pick(STRINGS)}`;
+    const site = r.pick(SITES);
+    if (site) headers["Sec-Fetch-Site"] = site;
+    if (r.chance(0.1)) headers.Origin = r.pick(["http://127.0.0.1:1", "null", `http://127.0.0.1:${port}`]);
+    return toRaw({ kind: "console", method: r.chance(0.95) ? "GET" : r.pick(["PUT", "DELETE", "HEAD"]), path: `${r.pick(CONSOLE_PAGES())}${query}`, headers, judge: judgeConsole });
+  },
+  consoleForm: (r) => {
+    const path = r.pick(["/console/keys", "/console/keys", "/console/keys/key_x/revoke", "/console/signout", "/console/signin"]);
+    // The real token only where it changes nothing for later requests (never on signout).
+    const csrf = path !== "/console/signout" && r.chance(0.5) ? session.csrf : r.pick(STRINGS);
+    const form = new URLSearchParams({ csrf, ...(r.chance(0.8) ? { name: r.chance(0.7) ? `fuzz ${r.int(100)}` : r.pick(STRINGS) } : {}), ...(r.chance(0.2) ? { token: r.pick(STRINGS) } : {}) });
+    const headers = { Host: "127.0.0.1", Cookie: session.cookie, "Content-Type": r.chance(0.9) ? "application/x-www-form-urlencoded" : r.pick(["multipart/form-data", "application/json", "text/plain"]) };
+    const site = r.pick(SITES);
+    if (site) headers["Sec-Fetch-Site"] = site;
+    if (r.chance(0.5)) headers.Origin = r.chance(0.7) ? `http://127.0.0.1:${port}` : "http://127.0.0.1:1";
+    const body = r.chance(0.05) ? "x".repeat(20_000) : form.toString();
+    return toRaw({ kind: "consoleForm", method: "POST", path, headers, body, judge: judgeConsole });
+  },
+});
+
+// --- import lines ------------------------------------------------------------------------------
+
+const T = "2026-01-01T00:00:00.000Z";
+const DATES = [T, T, T, "2026-13-45T99:99:99.999Z", "9999-12-31T23:59:59.999Z", "2026-02-30T00:00:00.000Z", "yesterday", 1e20, -1, null];
+const VECTORS = (r) => r.pick([undefined, undefined, Array(512).fill(1e39), Array(512).fill(1e-50), Array(512).fill(0), Array(512).fill(5), Array(3).fill(0.1), ["a"], "vec"]);
+
+/** One fuzzed line of `format`. */
+function importLine(r, format, n) {
+  if (r.chance(0.05)) return r.pick(["{", "", "null", "[]", "\u0000", '"x"', "{}"]);
+  const date = () => (r.chance(0.8) ? T : r.pick(DATES));
+  if (format === "mcp-memory") {
+    return JSON.stringify(
+      r.chance(0.7)
+        ? pickFields(r, { type: field(r, "entity"), name: field(r, `E ${r.int(30)}`), entityType: field(r, "person"), observations: field(r, [`fact ${n}`, field(r, "more")]) }, ["type", "name", "entityType"])
+        : pickFields(r, { type: field(r, "relation"), from: field(r, `E ${r.int(30)}`), to: field(r, `E ${r.int(30)}`), relationType: field(r, "knows") }, ["type", "from", "to", "relationType"]),
+    );
+  }
+  if (format === "mem0") {
+    return JSON.stringify(pickFields(r, { id: field(r, `m${n}`), memory: field(r, `mem0 note ${n}`), user_id: field(r, "alice"), agent_id: field(r, "bot"), created_at: r.chance(0.7) ? r.pick(["2026-01-01T10:00:00", "2026-01-01T10:00:00+02:00", 1767261600]) : r.pick(DATES), updated_at: r.pick(DATES), categories: field(r, ["a", "b"]), metadata: field(r, { k: 1 }) }, ["id", "memory"]));
+  }
+  const kind = r.pick(["memory", "memory", "memory", "entity", "relation", "account", "spaceship"]);
+  const idOf = (p) => (r.chance(0.9) ? `${p}_${String(n).padStart(24, "0")}` : r.pick(STRINGS));
+  const common = { kind, ...(r.chance(0.3) ? { accountId: r.pick(["acct_fuzz_a", "acct_fuzz_b", "acct_default", r.pick(STRINGS)]) } : {}) };
+  if (kind === "account") return JSON.stringify({ ...common, id: r.pick(["acct_fuzz_a", "acct_fuzz_b", r.pick(STRINGS)]), name: field(r, `fuzz ${r.int(3)}`), plan: field(r, r.pick(["free", "hobby", "enterprise"])), createdAt: date() });
+  if (kind === "entity") return JSON.stringify(pickFields(r, { ...common, id: idOf("ent"), name: field(r, `E ${n}`), type: field(r, "PERSON"), createdAt: date(), updatedAt: date() }, ["kind", "id", "name", "type", "createdAt", "updatedAt"]));
+  if (kind === "relation") return JSON.stringify(pickFields(r, { ...common, id: idOf("rel"), sourceId: field(r, `ent_${String(r.int(n + 1)).padStart(24, "0")}`), targetId: field(r, `ent_${String(r.int(n + 1)).padStart(24, "0")}`), type: field(r, "KNOWS"), createdAt: date() }, ["kind", "id", "sourceId", "targetId", "type", "createdAt"]));
+  const vector = VECTORS(r);
+  return JSON.stringify(pickFields(r, { ...common, id: idOf("mem"), content: field(r, `imported note ${n}`), userId: field(r, "u"), entityIds: field(r, [`ent_${String(r.int(n + 1)).padStart(24, "0")}`]), createdAt: date(), updatedAt: date(), ...(vector !== undefined ? { vector } : {}) }, ["kind", "id", "content", "userId", "createdAt", "updatedAt"]));
+}
+
+/** `mm import` of one fuzzed file per format, into a store of its own: no internal error, no stack, one result per line. */
+async function fuzzImports(seed) {
+  const failures = [];
+  const runs = [];
+  const dir = join(store.dir, "imports");
+  for (const [i, format] of ["mm", "mcp-memory", "mem0"].entries()) {
+    const r = rng(seed * 7919 + i);
+    const lines = Array.from({ length: opts["import-lines"] }, (_, n) => importLine(r, format, n + 1));
+    if (format === "mm") lines.unshift(JSON.stringify({ format: "mm-export", version: 1, exportedAt: T, embedder: null, scope: { allAccounts: true }, vectors: true }));
+    const file = join(store.dir, `fuzz.${format}.jsonl`);
+    writeFileSync(file, format === "mem0" && r.chance(0.5) ? JSON.stringify({ results: lines.map((l) => { try { return JSON.parse(l); } catch { return l; } }) }) : lines.join("\n") + "\n");
+    const args = ["import", "--from", format, file, "--json", ...(format === "mm" ? ["--all-accounts"] : [])];
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...store.env, MM_STORE: dir }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    const code = await new Promise((resolve) => child.on("close", (c, signal) => resolve(signal ?? c)));
+    const results = out.trim() ? out.trim().split("\n").map((l) => { try { return JSON.parse(l); } catch { return { unparsed: l }; } }) : [];
+    const statuses = {};
+    for (const x of results) statuses[x.status ?? "other"] = (statuses[x.status ?? "other"] ?? 0) + 1;
+    runs.push({ format, lines: lines.length, exit: code, statuses });
+    const problem =
+      code === 1 || typeof code === "string" ? `exit ${code}` : /\n\s+at |RangeError|INTERNAL_ERROR/.test(err + out) ? "an internal error or a stack trace" : results.some((x) => x.unparsed) ? "output that isn't JSON" : undefined;
+    if (problem) failures.push({ kind: `import ${format}`, problem, request: JSON.stringify((err || out).slice(0, 400)) });
+  }
+  return { runs, failures };
+}
+
 /** A body in chunks of random sizes, sometimes with chunk extensions. */
 function chunk(body, r) {
   const parts = [];
@@ -430,6 +619,7 @@ async function main() {
   server = await startMmServe(BIN, store.env, { rateLimit: 1_000_000, onLog: (e) => e.level === "error" && log.push(e) });
   port = Number(new URL(server.url).port);
   server.child.once("exit", () => (serverExited = true));
+  session = await consoleSession(store.store, server.url, "main");
 
   const stats = { sent: 0, byKind: {}, ms: {}, byStatus: {}, failures: [], rssStart: rssMb(server.pid), rssPeak: 0 };
   const started = performance.now();
@@ -460,6 +650,8 @@ async function main() {
   if (!alive) stats.failures.push({ problem: serverExited ? "the server died" : "the server stopped answering" });
   const rssEnd = rssMb(server.pid);
   await server.stop();
+  const imports = opts["import-lines"] > 0 ? await fuzzImports(opts.seed) : { runs: [], failures: [] };
+  stats.failures.push(...imports.failures);
   store.cleanup();
 
   const result = {
@@ -472,6 +664,7 @@ async function main() {
     kinds: stats.byKind,
     msByKind: Object.fromEntries(Object.entries(stats.ms).map(([k, ms]) => [k, Math.round(ms / stats.byKind[k])])),
     serverRssMb: { start: stats.rssStart, peak: Math.max(stats.rssPeak, rssEnd), end: rssEnd },
+    imports: imports.runs,
     serverErrorsLogged: log.length,
     serverErrors: log.slice(0, 20),
     failures: stats.failures,
@@ -484,6 +677,7 @@ async function main() {
       ...Object.entries(result.kinds).sort().map(([k, n]) => [`  ${k}`, n]),
       ["answers by status", Object.entries(result.statuses).map(([s, n]) => `${s}:${n}`).join(" ")],
       ["server RSS start / peak / end (MB)", `${result.serverRssMb.start} / ${result.serverRssMb.peak} / ${result.serverRssMb.end}`],
+      ...imports.runs.map((run) => [`import --from ${run.format} (${run.lines} lines)`, `exit ${run.exit}; ${Object.entries(run.statuses).map(([k, n]) => `${k}:${n}`).join(" ")}`]),
       ["errors in the server log", result.serverErrorsLogged],
       ["failures", result.failures.length],
     ],

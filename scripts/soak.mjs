@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run soak`: a long run of mixed traffic against a real `mm serve` (a fresh store,
 // 127.0.0.1), sampling the server's resident memory, to show whether it plateaus or grows.
-// Prints a line per sample, a table and a verdict, and writes JSON. Exit 1 if any request failed
+// REST, MCP (/mcp) and console traffic. Prints a line per sample, a table and a verdict, and writes JSON. Exit 1 if any request failed
 // (5xx, no answer) or if RSS grew more than --max-growth-pct over the second half of the run.
 //   --requests 200000      (npm test runs 240)
 //   --embedder stub        stub: a stand-in embeddings endpoint reached through mm's openai
@@ -19,7 +19,7 @@
 //                          NODE_OPTIONS="--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=DIR"
 import { join } from "node:path";
 import { startMmServe } from "./mm-serve.mjs";
-import { BIN, machine, newStore, parseArgs, printTable, rng, rssMb, root, stubEmbeddings, writeJson } from "./suite-kit.mjs";
+import { BIN, consoleSession, machine, MCP_HEADERS, newStore, parseArgs, printTable, rng, rssMb, root, stubEmbeddings, writeJson } from "./suite-kit.mjs";
 
 const opts = parseArgs({ requests: 200_000, concurrency: 8, samples: 40, "max-growth-pct": 10, seed: 1, embedder: "stub", out: join(root, "bench-results", "soak.json"), "memory-every-ms": 0, "heap-snapshots": "" });
 
@@ -29,6 +29,7 @@ let lastMemory;
 const memoryEnv = opts["memory-every-ms"] > 0 ? { MM_DEBUG_MEMORY_MS: String(opts["memory-every-ms"]) } : {};
 const server = await startMmServe(BIN, { ...store.env, ...memoryEnv }, { rateLimit: 1_000_000, onLog: (e) => e.event === "memory" && (lastMemory = e) });
 const snapshotAt = String(opts["heap-snapshots"] || "").split(",").filter(Boolean).map(Number);
+const session = await consoleSession(store.store, server.url, "main");
 const keys = [store.accounts.main.key, store.accounts.main.key, store.accounts.main.key, store.accounts.second.key];
 const r = rng(opts.seed);
 const words = "alice bob carol tea coffee berlin lisbon tokyo meeting project deadline music film book travel garden dinner doctor running piano".split(" ");
@@ -37,9 +38,17 @@ const ids = { mem: [], ent: [] };
 
 // Per 100 requests: the share each kind of request takes. Every write makes a table version (what
 // made memory grow); deletes keep up with creates once 300 memories exist, so the store stays at a
-// few thousand rows and a long run measures memory, not a growing table's query times.
+// few thousand rows and a long run measures memory, not a growing table's query times. MCP calls
+// (over /mcp, one message or a small batch) and console pages (with a signed-in session) take
+// their share too.
 const MIX = [
-  [28, "list memories", (k) => get(k, `/v1/memories?limit=20&userId=u${r.int(20)}`)],
+  [14, "list memories", (k) => get(k, `/v1/memories?limit=20&userId=u${r.int(20)}`)],
+  [4, "mcp search", (k) => mcp(k, tool(r.pick(["memories_search", "search_nodes"]), { query: text(), ...(r.chance(0.5) ? { userId: `u${r.int(20)}` } : {}) }))],
+  [3, "mcp read", (k) => mcp(k, tool(r.pick(["memories_list", "read_graph", "memories_get"]), { ...(r.chance(0.3) ? { id: r.pick(ids.mem) ?? "mem_none" } : {}) }))],
+  [2, "mcp add", (k) => mcp(k, tool("memories_add", { content: text(), userId: `u${r.int(20)}` }), (b) => b.result?.structuredContent?.id && ids.mem.push(b.result.structuredContent.id))],
+  [1, "mcp batch", (k) => mcp(k, [1, 2, 3].map((id) => ({ jsonrpc: "2.0", id, method: "tools/list" })))],
+  [2, "console search", () => consolePage(`/console/memories?q=${encodeURIComponent(text())}&threshold=0.2`)],
+  [2, "console page", () => consolePage(r.pick([`/console/memories?userId=u${r.int(20)}`, "/console/graph", "/console/usage", "/console/keys"]))],
   [14, "get memory", (k) => get(k, `/v1/memories/${r.pick(ids.mem) ?? "mem_none"}`)],
   [12, "search", (k) => post(k, "/v1/memories/search", { query: text(), userId: `u${r.int(20)}`, threshold: 0.2 })],
   [8, "create memory", (k) => post(k, "/v1/memories", { content: text(), userId: `u${r.int(20)}`, tags: [r.pick(words)], metadata: { n: r.int(1000) } }, (b) => ids.mem.push(b.id))],
@@ -138,6 +147,29 @@ async function send(key, method, path, body, onCreated) {
   });
   const text = await res.text();
   if (res.status === 201 && onCreated) onCreated(JSON.parse(text));
+  return res.status;
+}
+
+/** A tools/call message for `name`. */
+function tool(name, args) {
+  return { jsonrpc: "2.0", id: r.int(1e9), method: "tools/call", params: { name, arguments: args } };
+}
+
+/** One POST to /mcp; an internal error in any answer counts as a 500. */
+async function mcp(key, message, onAnswer) {
+  const res = await fetch(`${server.url}/mcp`, { method: "POST", headers: { Authorization: `Bearer ${key}`, ...MCP_HEADERS }, body: JSON.stringify(message), signal: AbortSignal.timeout(60_000) });
+  const body = JSON.parse(await res.text());
+  for (const m of Array.isArray(body) ? body : [body]) {
+    if (m?.error?.code === -32603 || m?.result?.structuredContent?.error?.code === "INTERNAL_ERROR") return 500;
+  }
+  if (res.status === 200 && onAnswer) onAnswer(body);
+  return res.status;
+}
+
+/** A console page as the signed-in owner clicking through it. */
+async function consolePage(path) {
+  const res = await fetch(`${server.url}${path}`, { headers: { Cookie: session.cookie, "Sec-Fetch-Site": "same-origin" }, redirect: "manual", signal: AbortSignal.timeout(60_000) });
+  await res.text();
   return res.status;
 }
 

@@ -137,3 +137,19 @@ export async function stubEmbeddings(dims = 64) {
   const url = `http://127.0.0.1:${server.address().port}/v1`;
   return { url, config: { provider: "openai", model: "stub-bag-of-words", dims, options: { url, apiKeyEnv: "MM_STUB_EMBEDDINGS_KEY" } }, close: () => new Promise((r) => (server.closeAllConnections(), server.close(r))) };
 }
+
+/**
+ * A signed-in console session for an account of `store` on the server at `url`: its cookie
+ * (`mm_console=…`) and a CSRF token of its forms, for suites that send console traffic.
+ */
+export async function consoleSession(store, url, account) {
+  const { ConsoleAccess, signInUrl } = await import(join(root, "dist/core/console-access.js"));
+  const { token } = await new ConsoleAccess(store).createLink(account);
+  const res = await fetch(signInUrl(url, token), { redirect: "manual" });
+  const cookie = String(res.headers.get("set-cookie")).split(";")[0];
+  const page = await (await fetch(`${url}/console/keys`, { headers: { Cookie: cookie } })).text();
+  return { cookie, csrf: /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? "" };
+}
+
+/** The headers an MCP client sends with a JSON-RPC POST to /mcp. */
+export const MCP_HEADERS = { "Content-Type": "application/json", Accept: "application/json, text/event-stream" };

@@ -123,6 +123,18 @@ export function forClient(err: MmError): MmError {
   return generic === undefined ? err : new MmError(err.code, generic);
 }
 
+/**
+ * What the log keeps of an error a client saw only generically: the stack of an unexpected one,
+ * else the message and each cause's ("message ← cause ← cause's cause").
+ */
+export function errorDetail(err: unknown): string {
+  const mm = toMmError(err);
+  if (mm.code === "INTERNAL_ERROR") return String((err as Error)?.stack ?? err);
+  const parts: string[] = [];
+  for (let e: unknown = mm; e && parts.length < 5; e = (e as Error).cause) parts.push(e instanceof Error ? e.message : String(e));
+  return parts.join(" ← ");
+}
+
 /** VALIDATION_ERROR for one field, in the same form schema failures take. */
 export function validationError(field: string, message: string): MmError {
   return new MmError("VALIDATION_ERROR", `Invalid request: ${field}: ${message}`, { details: [{ field, message }] });

@@ -25,6 +25,14 @@ describe("maskSecrets", () => {
     }
   });
 
+  it("masks the key's hex (either case), a lowercased or uppercased copy, and any 8+ characters from its middle", () => {
+    const hex = Buffer.from(KEY).toString("hex");
+    for (const form of [hex, hex.toUpperCase(), KEY.toLowerCase(), KEY.toUpperCase(), KEY.slice(9, 18), KEY.slice(12, 20).toLowerCase(), hex.slice(10, 30)]) {
+      const masked = maskSecrets(`error: ${form} (end)`, [KEY]);
+      expect(masked, form).toBe("error: *** (end)");
+    }
+  });
+
   it("leaves other text alone, and masks a short secret only whole", () => {
     expect(maskSecrets("nothing secret here: sk-other-key", [KEY])).toBe("nothing secret here: sk-other-key");
     expect(maskSecrets("pin 1234 and 12345", ["1234"])).toBe("pin *** and ***5");

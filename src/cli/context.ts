@@ -44,7 +44,9 @@ export interface CommandContext extends Context {
   /** Bills this command (see withContext); undefined when it isn't an API operation. */
   meter?: OperationMeter;
   /** A meter for one more operation in this context (each `mm mcp` tool call is one). */
-  meterFor(bucket: Bucket, options?: { once?: boolean }): OperationMeter;
+  meterFor(bucket: Bucket): OperationMeter;
+  /** The meter of another account of the store (an --all-accounts import writes into several), within its own quota. */
+  meterOf(accountId: string, bucket: Bucket): Promise<OperationMeter>;
 }
 
 /**
@@ -124,7 +126,11 @@ export async function openCommandContext(app: CliApp, cmd: Command, options: { w
     account,
     bucket,
     meter: bucket && ledger.meter(account.id, account.quota, bucket),
-    meterFor: (b, options) => ledger.meter(account.id, account.quota, b, options),
+    meterFor: (b) => ledger.meter(account.id, account.quota, b),
+    meterOf: async (id, b) => {
+      const other = await new Accounts(storeDir, app.io.clock).resolve(id);
+      return ledger.meter(other.id, other.quota, b);
+    },
   };
 }
 

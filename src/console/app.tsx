@@ -5,13 +5,14 @@ import type { Child } from "hono/jsx";
 import { KEY_SHOWN_ONCE } from "../core/accounts.js";
 import { ConsoleAccess, type ConsoleSession } from "../core/console-access.js";
 import type { Context } from "../core/context.js";
-import { MmError, toMmError } from "../errors.js";
+import { errorDetail, forClient, MmError, toMmError } from "../errors.js";
 import type { AppDeps } from "../http/app.js";
+import { isQuotaExceeded } from "../limits/ledger.js";
 import type { RouteInput } from "../http/routes.js";
 import { ACTIONS, type ConsoleAction } from "./actions.js";
 import { mountAssets } from "./assets.js";
 import * as P from "./pages.js";
-import { assertSameOrigin, clearSessionCookie, forbidden, readSessionCookie, securityHeaders, setSessionCookie } from "./security.js";
+import { assertMaySpend, assertSameOrigin, clearSessionCookie, forbidden, readSessionCookie, securityHeaders, setSessionCookie } from "./security.js";
 
 type Env = { Variables: { session: ConsoleSession; secret: string } };
 
@@ -56,15 +57,21 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
   /** Runs an action as the session's account, after its bucket's rate limit and one unit of quota, like its endpoint. */
   const perform = async <T,>(c: HonoContext<Env>, action: ConsoleAction<T>, input: Partial<RouteInput>): Promise<T> => {
     const { account } = c.get("session");
+    assertMaySpend(c);
+    const meter = deps.ledger.meter(account.id, account.quota, action.bucket);
+    // As on /v1: a request refused for quota takes no rate allowance.
+    await meter.check(1);
     const rate = deps.limiter.take(`console:${account.id}`, action.bucket);
     c.header("X-RateLimit-Limit", String(rate.limit));
     c.header("X-RateLimit-Remaining", String(rate.remaining));
     c.header("X-RateLimit-Reset", String(rate.reset));
     if (!rate.allowed) throw new MmError("RATE_LIMIT_EXCEEDED", `Too many ${action.bucket} requests; retry in ${rate.retryAfter} s.`, { retryAfter: rate.retryAfter });
     // Billed as the endpoint it mirrors is (limits/ledger.ts): by its commits, else once answered.
-    const meter = deps.ledger.meter(account.id, account.quota, action.bucket);
     const ctx: Context = { ...deps.ctx, accountId: account.id, meter };
-    return meter.run(() => action.run(ctx, { params: {}, query: {}, body: undefined, ...input }));
+    return meter.run(() => action.run(ctx, { params: {}, query: {}, body: undefined, ...input })).catch((err) => {
+      if (isQuotaExceeded(err)) deps.limiter.refund(`console:${account.id}`, action.bucket);
+      throw err;
+    });
   };
 
   con.get("/console", (c) => c.redirect("/console/", 301));
@@ -125,8 +132,8 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
     } catch (err) {
       const mm = toMmError(err);
       if (mm.code !== "VALIDATION_ERROR") throw err;
-      const detail = (mm.extra.details as { message: string }[] | undefined)?.[0]?.message;
-      return keysPage(c, { error: detail ? `The name ${detail}.` : mm.message, name: form.name }, 400);
+      const detail = (mm.extra.details as { field: string; message: string }[] | undefined)?.[0];
+      return keysPage(c, { error: detail?.field === "name" ? `The name ${detail.message}.` : mm.message, name: form.name }, 400);
     }
   });
   const ownKey = async (c: HonoContext<Env>) => {
@@ -209,10 +216,10 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
   });
 
   con.onError((err, c) => {
-    const mm = toMmError(err);
-    if (mm.code === "INTERNAL_ERROR") {
-      deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, error: String((err as Error)?.stack ?? err) });
-    }
+    // What a /v1 client would see: operator-only errors answer generically; the log has the details.
+    const raw = toMmError(err);
+    const mm = forClient(raw);
+    if (mm !== raw) deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, code: raw.code, error: errorDetail(err) });
     if (mm.code === "RATE_LIMIT_EXCEEDED") c.header("Retry-After", String(mm.extra.retryAfter));
     if (c.req.path.startsWith("/console/api/")) return c.json(mm.toBody(), mm.status as 400);
     if (mm.code === "UNAUTHORIZED") {

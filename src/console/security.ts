@@ -81,6 +81,24 @@ export function assertSameOrigin(c: HonoContext): void {
   if (origin !== undefined && origin !== ownOrigin(c)) throw forbidden("came from another origin");
 }
 
+/**
+ * For requests that spend the account's quota or rate (every read of its data): from this origin,
+ * or typed, bookmarked or opened by `mm console` (`Sec-Fetch-Site: none`). SameSite=Strict counts
+ * every port of a host as one site, so without this an `<img>` on `127.0.0.1:OTHER` would spend
+ * the owner's operations with the owner's cookie. Where a browser sends no Sec-Fetch-Site,
+ * `Origin` (when present) must be this origin. Pages that spend nothing (keys, usage) still open
+ * from a link on another site.
+ */
+export function assertMaySpend(c: HonoContext): void {
+  const site = c.req.header("Sec-Fetch-Site");
+  if (site !== undefined) {
+    if (site !== "same-origin" && site !== "none") throw forbidden(`came from another site (Sec-Fetch-Site: ${site}) and would spend your quota; open the page from the console itself`);
+    return;
+  }
+  const origin = c.req.header("Origin");
+  if (origin !== undefined && origin !== ownOrigin(c)) throw forbidden("came from another origin and would spend your quota; open the page from the console itself");
+}
+
 export function forbidden(why: string): MmError {
   return new MmError("FORBIDDEN", `This request ${why}, so it was refused. Use the console's own pages.`);
 }

@@ -2,6 +2,7 @@ import { createHash, randomInt, timingSafeEqual } from "node:crypto";
 import { MmError, validationError } from "../errors.js";
 import { PLAN_QUOTAS } from "../schemas/enums.js";
 import { AuthFile, DEFAULT_ACCOUNT, type AccountRecord, type AuthData, type KeyRecord, type Plan } from "../storage/auth-file.js";
+import { KeyUse } from "../storage/key-use.js";
 import { newId } from "./ids.js";
 
 export { DEFAULT_ACCOUNT };
@@ -42,8 +43,15 @@ const KEY_RANDOM_CHARS = 40; // base62: ≈238 bits
 /** What a key can look like (decisions.md): `mm_` and at least 32 base62 characters. Longer is allowed, not absurdly so. */
 const KEY_FORM = /^mm_[0-9A-Za-z]{32,200}$/;
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-/** lastUsedAt is written at most this often per key, so authentication stays a read. */
+/** A key's last use is recorded at most this often per key and process. */
 const TOUCH_EVERY_MS = 60_000;
+/**
+ * Keys an account may have that aren't revoked. Rate limits are per key, so each key adds a
+ * minute's allowance: the cap bounds how far keys multiply it (and how large auth.json grows).
+ */
+export const MAX_ACTIVE_KEYS = 50;
+/** Revoked keys an account keeps listed; the longest-revoked are forgotten as new keys are made. */
+const MAX_REVOKED_KEYS = 50;
 
 /**
  * Accounts and API keys (the spec's management console, as a service the CLI calls). Every
@@ -51,12 +59,17 @@ const TOUCH_EVERY_MS = 60_000;
  */
 export class Accounts {
   private readonly file: AuthFile;
+  /** Last uses are kept apart from auth.json (storage/key-use.ts). */
+  private readonly keyUse: KeyUse;
+  /** When this process last recorded each key's use. */
+  private readonly touched = new Map<string, number>();
 
   constructor(
     storeDir: string,
     private readonly clock: () => Date = () => new Date(),
   ) {
     this.file = new AuthFile(storeDir);
+    this.keyUse = new KeyUse(storeDir);
   }
 
   async create(raw: unknown): Promise<Account> {
@@ -111,6 +124,15 @@ export class Accounts {
     const key = `mm_${Array.from({ length: KEY_RANDOM_CHARS }, () => BASE62[randomInt(62)]).join("")}`;
     return this.file.update((data) => {
       const account = findAccount(data, input.account);
+      const own = data.keys.filter((k) => k.accountId === account.id);
+      if (own.filter((k) => !k.revokedAt).length >= MAX_ACTIVE_KEYS) {
+        throw new MmError("VALIDATION_ERROR", `Account ${account.name} has ${MAX_ACTIVE_KEYS} active keys, the most an account may have; revoke one first.`, {
+          details: [{ field: "account", message: `has ${MAX_ACTIVE_KEYS} active keys` }],
+        });
+      }
+      const revoked = own.filter((k) => k.revokedAt).sort((a, b) => (a.revokedAt! < b.revokedAt! ? -1 : 1));
+      const forget = new Set(revoked.slice(0, Math.max(0, revoked.length - MAX_REVOKED_KEYS + 1)).map((k) => k.id));
+      if (forget.size) data.keys = data.keys.filter((k) => !forget.has(k.id));
       const record: KeyRecord = {
         id: newId("key"),
         accountId: account.id,
@@ -129,7 +151,7 @@ export class Accounts {
   async listKeys(accountIdOrName?: string): Promise<{ items: KeyInfo[] }> {
     const data = await this.file.read();
     const accountId = accountIdOrName === undefined ? undefined : findAccount(data, accountIdOrName).id;
-    return { items: data.keys.filter((k) => accountId === undefined || k.accountId === accountId).map(toKeyInfo) };
+    return { items: data.keys.filter((k) => accountId === undefined || k.accountId === accountId).map((k) => toKeyInfo({ ...k, lastUsedAt: this.lastUse(k) })) };
   }
 
   /**
@@ -167,15 +189,29 @@ export class Accounts {
     if (found.revokedAt) throw unauthorized("This API key has been revoked.");
     const account = data.accounts.find((a) => a.id === found!.accountId);
     if (!account) throw unauthorized("This API key's account no longer exists.");
-    const now = this.clock();
-    if (!found.lastUsedAt || now.getTime() - Date.parse(found.lastUsedAt) > TOUCH_EVERY_MS) {
-      const keyId = found.id;
-      await this.file.update((d) => {
-        const k = d.keys.find((x) => x.id === keyId);
-        if (k) k.lastUsedAt = now.toISOString();
-      });
-    }
+    this.touch(found.id);
     return { account: toAccount(account), keyId: found.id };
+  }
+
+  /** Records the key's use now (at most once per TOUCH_EVERY_MS in this process); never fails a request. */
+  private touch(keyId: string): void {
+    const now = this.clock();
+    const last = this.touched.get(keyId);
+    if (last !== undefined && now.getTime() - last < TOUCH_EVERY_MS) return;
+    if (this.touched.size >= 10_000) this.touched.clear();
+    this.touched.set(keyId, now.getTime());
+    try {
+      this.keyUse.touch(keyId, now);
+    } catch {
+      // A read-only store still serves; the key's last use is only not recorded.
+    }
+  }
+
+  /** A key's last use: its key-use file's mtime, or what auth.json recorded (stores from before key-use/). */
+  private lastUse(k: KeyRecord): string | null {
+    const touched = this.keyUse.lastUse(k.id);
+    if (!touched) return k.lastUsedAt;
+    return k.lastUsedAt && k.lastUsedAt > touched ? k.lastUsedAt : touched;
   }
 }
 

@@ -195,6 +195,8 @@ export async function embedChecked(ctx: Context, texts: string[]): Promise<Float
     if (v.length !== dims) {
       throw new MmError("EMBEDDER_MISMATCH", `The embedder returned ${v.length}-dim vectors; the store holds ${dims}-dim vectors.`);
     }
+    // Not the text's fault: the embedder answered something no store could use.
+    if (!v.every(Number.isFinite)) throw new MmError("EMBEDDER_UNAVAILABLE", "The embedder returned a vector with values that are not finite numbers.");
     if (v.every((x) => x === 0)) {
       throw new MmError("VALIDATION_ERROR", "The text produced an all-zero embedding, which no search could ever find.", {
         details: [{ field: "content", message: "has nothing the embedding model can represent" }],

@@ -109,13 +109,15 @@ export async function deleteEntity(ctx: Context, id: string): Promise<{ success:
   return { success: true, id, deletedRelations };
 }
 
-/** The memories linked to an entity (via `entityIds`), newest first, in the memory list shape. */
-export async function listEntityMemories(ctx: Context, id: string, rawQuery: unknown = {}): Promise<Page<MemoryListItem>> {
+/**
+ * The memories linked to an entity (via `entityIds`), newest first, in the memory list shape;
+ * with `only`, those of that user (and agent) alone (a user-scoped MCP server).
+ */
+export async function listEntityMemories(ctx: Context, id: string, rawQuery: unknown = {}, only: { userId?: string; agentId?: string } = {}): Promise<Page<MemoryListItem>> {
   const q = parseEntityMemoriesQuery(rawQuery);
   if (!(await ctx.store.getEntity(ctx.accountId, id))) throw entityNotFound(id);
-  const { records, total } = await withSnapshot(ctx, (store) =>
-    store.listMemories({ accountId: ctx.accountId, entityId: id }, { offset: (q.page - 1) * q.limit, limit: q.limit }),
-  );
+  const filter = { accountId: ctx.accountId, entityId: id, ...(only.userId !== undefined ? { userId: only.userId } : {}), ...(only.agentId !== undefined ? { agentId: only.agentId } : {}) };
+  const { records, total } = await withSnapshot(ctx, (store) => store.listMemories(filter, { offset: (q.page - 1) * q.limit, limit: q.limit }));
   return page(records.map(toMemoryListItem), q, total);
 }
 

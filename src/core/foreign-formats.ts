@@ -131,40 +131,51 @@ export function* mem0Records(text: string, defaults: { userId?: string; agentId?
       yield item;
       continue;
     }
-    const m = item.value as Record<string, unknown>;
-    if (!m || typeof m !== "object" || Array.isArray(m)) {
-      yield { line: item.line, error: validationError("memory", "must be a JSON object") };
-      continue;
+    try {
+      yield { line: item.line, value: mem0Record(item.value, topUser, defaults, accountId, now) };
+    } catch (err) {
+      // One bad item fails alone, like a bad line of mm's own format.
+      yield { line: item.line, error: toMmError(err) };
     }
-    const createdAt = isoOf(m.created_at) ?? now.toISOString();
-    const mem0 = Object.fromEntries(
-      ["id", "hash", "run_id", "app_id", "app", "actor_id", "role", "state", "created_at", "updated_at"].filter((k) => m[k] !== undefined && m[k] !== null).map((k) => [k, m[k]]),
-    );
-    const tags = Array.isArray(m.categories) ? [...new Set(m.categories.filter((c): c is string => typeof c === "string" && c.trim() !== "" && !c.includes(",") && c.length <= 100))] : [];
-    const metadata = m.metadata && typeof m.metadata === "object" && !Array.isArray(m.metadata) ? (m.metadata as Record<string, unknown>) : {};
-    const userId = m.user_id ?? topUser ?? defaults.userId;
-    const agentId = m.agent_id ?? defaults.agentId;
-    yield {
-      line: item.line,
-      value: {
-        kind: "memory",
-        id: derivedId("mem", `mem0\u0000${accountId}\u0000${typeof m.id === "string" ? m.id : JSON.stringify(m)}`, Date.parse(createdAt)),
-        content: m.memory ?? m.content ?? m.text ?? m.data,
-        ...(userId !== undefined && userId !== null ? { userId } : {}),
-        ...(agentId !== undefined && agentId !== null ? { agentId } : {}),
-        ...(tags.length ? { tags } : {}),
-        metadata: { ...metadata, mem0 },
-        createdAt,
-        updatedAt: isoOf(m.updated_at) ?? createdAt,
-      },
-    };
   }
 }
 
-/** mem0 writes naive or offset ISO timestamps (and sometimes Unix seconds); mm keeps UTC with milliseconds. */
-function isoOf(v: unknown): string | undefined {
-  if (typeof v === "number" && Number.isFinite(v)) return new Date(v < 1e12 ? v * 1000 : v).toISOString();
-  if (typeof v !== "string" || !v) return undefined;
-  const t = Date.parse(/[zZ]|[+-]\d{2}:?\d{2}$/.test(v) ? v : `${v}Z`);
-  return Number.isFinite(t) ? new Date(t).toISOString() : undefined;
+/** One mem0 memory as an mm export record. */
+function mem0Record(value: unknown, topUser: unknown, defaults: { userId?: string; agentId?: string }, accountId: string, now: Date): Record<string, unknown> {
+  const m = value as Record<string, unknown>;
+  if (!m || typeof m !== "object" || Array.isArray(m)) throw validationError("memory", "must be a JSON object");
+  const createdAt = isoOf(m.created_at, "created_at") ?? now.toISOString();
+  const mem0 = Object.fromEntries(
+    ["id", "hash", "run_id", "app_id", "app", "actor_id", "role", "state", "created_at", "updated_at"].filter((k) => m[k] !== undefined && m[k] !== null).map((k) => [k, m[k]]),
+  );
+  const tags = Array.isArray(m.categories) ? [...new Set(m.categories.filter((c): c is string => typeof c === "string" && c.trim() !== "" && !c.includes(",") && c.length <= 100))] : [];
+  const metadata = m.metadata && typeof m.metadata === "object" && !Array.isArray(m.metadata) ? (m.metadata as Record<string, unknown>) : {};
+  const userId = m.user_id ?? topUser ?? defaults.userId;
+  const agentId = m.agent_id ?? defaults.agentId;
+  return {
+    kind: "memory",
+    id: derivedId("mem", `mem0\u0000${accountId}\u0000${typeof m.id === "string" ? m.id : JSON.stringify(m)}`, Date.parse(createdAt)),
+    content: m.memory ?? m.content ?? m.text ?? m.data,
+    ...(userId !== undefined && userId !== null ? { userId } : {}),
+    ...(agentId !== undefined && agentId !== null ? { agentId } : {}),
+    ...(tags.length ? { tags } : {}),
+    metadata: { ...metadata, mem0 },
+    createdAt,
+    updatedAt: isoOf(m.updated_at, "updated_at") ?? createdAt,
+  };
+}
+
+/**
+ * mem0 writes naive or offset ISO timestamps (and sometimes Unix seconds); mm keeps UTC with
+ * milliseconds. Absent: undefined. Present but no date (`1e20`, `"soon"`): that item's
+ * VALIDATION_ERROR, naming the field.
+ */
+function isoOf(v: unknown, field: string): string | undefined {
+  if (v === undefined || v === null || v === "") return undefined;
+  let t = NaN;
+  if (typeof v === "number" && Number.isFinite(v)) t = v < 1e12 ? v * 1000 : v;
+  else if (typeof v === "string") t = Date.parse(/[zZ]|[+-]\d{2}:?\d{2}$/.test(v) ? v : `${v}Z`);
+  const date = new Date(t);
+  if (!Number.isFinite(date.getTime())) throw validationError(field, "must be a date and time (ISO 8601, or Unix seconds)");
+  return date.toISOString();
 }

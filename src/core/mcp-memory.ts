@@ -1,4 +1,4 @@
-import { MmError } from "../errors.js";
+import { MmError, toMmError } from "../errors.js";
 import { ENTITY_TYPES, type EntityType } from "../schemas/enums.js";
 import { foldName, parseCreateEntity } from "../schemas/entity.js";
 import {
@@ -200,17 +200,44 @@ export async function createEntities(ctx: Context, scope: Scope, raw: unknown): 
   const seen = new Set<string>();
   const created: RefEntity[] = [];
   const observations: { entityId: string; content: string }[] = [];
-  for (const e of input.entities) {
-    const key = foldName(e.name);
-    if (seen.has(key) || (await findEntityByName(ctx, e.name))) continue;
-    seen.add(key);
-    const { entity } = await createEntity(ctx, entityInput(e));
-    const unique = [...new Set(e.observations)];
-    created.push({ name: entity.name, entityType: e.entityType, observations: unique });
-    observations.push(...unique.map((content) => ({ entityId: entity.id, content })));
+  // Each entity and each observation is one operation, billed by the commit that stores it; when
+  // the quota runs out on the way, the answer says what was stored.
+  let stored = 0;
+  try {
+    for (const e of input.entities) {
+      const key = foldName(e.name);
+      if (seen.has(key) || (await findEntityByName(ctx, e.name))) continue;
+      seen.add(key);
+      const { entity } = await createEntity(ctx, entityInput(e));
+      const unique = [...new Set(e.observations)];
+      created.push({ name: entity.name, entityType: e.entityType, observations: unique });
+      observations.push(...unique.map((content) => ({ entityId: entity.id, content })));
+    }
+    let failure: MmError | undefined;
+    await addObservationMemories(ctx, scope, observations, (_, r) => {
+      if ("memory" in r && r.memory) stored++;
+      if ("error" in r && r.error) failure ??= r.error;
+    });
+    if (failure) throw failure;
+  } catch (err) {
+    throw partlyStored(err, { entities: created.length, observations: stored });
   }
-  await addObservationMemories(ctx, scope, observations);
   return { entities: created };
+}
+
+/**
+ * The error that stopped a call part-way, saying what it had stored (each stored record is
+ * billed): `stored: {entities, observations}` beside the error's own fields.
+ */
+function partlyStored(err: unknown, stored: { entities?: number; observations?: number; relations?: number }): MmError {
+  const mm = toMmError(err);
+  const counted = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+  const what = [
+    stored.entities !== undefined ? counted(stored.entities, "entity", "entities") : undefined,
+    stored.observations !== undefined ? counted(stored.observations, "observation", "observations") : undefined,
+    stored.relations !== undefined ? counted(stored.relations, "relation", "relations") : undefined,
+  ].filter(Boolean);
+  return new MmError(mm.code, `${mm.message} Stored ${what.join(" and ")} before that; nothing else was written.`, { ...mm.extra, stored }, { cause: err });
 }
 
 async function entityNamed(ctx: Context, name: string, code: "ENTITY_NOT_FOUND" | "SOURCE_ENTITY_NOT_FOUND" | "TARGET_ENTITY_NOT_FOUND" = "ENTITY_NOT_FOUND"): Promise<EntityRecord> {
@@ -227,10 +254,14 @@ export async function createRelations(ctx: Context, scope: Scope, raw: unknown):
     resolved.push({ r, source: await entityNamed(ctx, r.from, "SOURCE_ENTITY_NOT_FOUND"), target: await entityNamed(ctx, r.to, "TARGET_ENTITY_NOT_FOUND") });
   }
   const created: RefRelation[] = [];
-  for (const { r, source, target } of resolved) {
-    if (await findRelation(ctx, source.id, target.id, r.relationType)) continue;
-    await createRelation(ctx, relationInput(source.id, target.id, r.relationType));
-    created.push({ from: source.name, to: target.name, relationType: r.relationType });
+  try {
+    for (const { r, source, target } of resolved) {
+      if (await findRelation(ctx, source.id, target.id, r.relationType)) continue;
+      await createRelation(ctx, relationInput(source.id, target.id, r.relationType));
+      created.push({ from: source.name, to: target.name, relationType: r.relationType });
+    }
+  } catch (err) {
+    throw partlyStored(err, { relations: created.length });
   }
   return { relations: created };
 }
@@ -260,7 +291,7 @@ export async function addObservations(
     if ("memory" in r && r.memory) added[items[i].t].push(items[i].content);
     if ("error" in r && r.error) failure ??= r.error;
   });
-  if (failure) throw failure;
+  if (failure) throw partlyStored(failure, { observations: added.reduce((n, a) => n + a.length, 0) });
   return { results: targets.map(({ o }, t) => ({ entityName: o.entityName, addedObservations: added[t] })) };
 }
 

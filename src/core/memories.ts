@@ -358,7 +358,8 @@ export function toListItem(r: MemoryRecord): MemoryListItem {
 }
 
 
-function notFound(id: string): MmError {
+/** MEMORY_NOT_FOUND for `id`: what an unknown id, another account's, or (for a scoped MCP server) another user's answers. */
+export function notFound(id: string): MmError {
   return new MmError("MEMORY_NOT_FOUND", `Memory ${id} does not exist.`);
 }
 

@@ -5,13 +5,14 @@ import { parseCreateMemory } from "../schemas/memory.js";
 import { parseCreateRelation } from "../schemas/relation.js";
 import { requireObject } from "../schemas/validate.js";
 import type { EntityRecord, MemoryRow, RelationRecord } from "../storage/store.js";
-import { billedCommit, embedChecked, type Context } from "./context.js";
+import { billedCommit, embedChecked, type Context, type Meter } from "./context.js";
 import { entitiesNotFound } from "../errors.js";
 import { entityRecord, toEntity } from "./entities.js";
 import { derivedId } from "./ids.js";
 import { findEntityByName } from "./mcp-memory.js";
 import { memoryRow, toMemory } from "./memories.js";
 import { toRelation } from "./relations.js";
+import { normalize } from "../embedder/types.js";
 
 /** The first line of every export names the format and its version; an import refuses other files and newer versions. */
 export const EXPORT_FORMAT = "mm-export";
@@ -127,6 +128,11 @@ export interface ImportOptions {
   allAccounts?: boolean;
   /** Records written per commit (memories embedded together). */
   batchSize?: number;
+  /**
+   * With `allAccounts`: the meter that bills records written into another account than ctx's
+   * (each account pays for its own records, within its own quota). Without it they are not billed.
+   */
+  meterFor?(accountId: string): Promise<Meter | undefined>;
   /** Each record's outcome, in input order, after the commit that holds it. */
   onResult?(result: ImportResult): void;
   signal?: AbortSignal;
@@ -273,8 +279,20 @@ async function importAccount(ctx: Context, p: Pending, options: ImportOptions, k
   if (!created) p.skipped = "the account exists";
 }
 
-function timestamps(v: Record<string, unknown>, fields: string[]): void {
-  for (const f of fields) if (typeof v[f] !== "string" || !ISO.test(v[f] as string)) throw validationError(f, "must be an ISO 8601 UTC timestamp with milliseconds");
+/** How far past the importing machine's clock a timestamp may be (another machine's clock may run ahead). */
+export const MAX_CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * Each field is a real instant (no month 13, no 30 February) written as mm writes them, and not in
+ * the future beyond MAX_CLOCK_SKEW_MS: a memory dated 9999 would sort above every other for good.
+ */
+function timestamps(v: Record<string, unknown>, fields: string[], now: Date): void {
+  for (const f of fields) {
+    const text = v[f];
+    const t = typeof text === "string" && ISO.test(text) ? Date.parse(text) : NaN;
+    if (!Number.isFinite(t) || new Date(t).toISOString() !== text) throw validationError(f, "must be an ISO 8601 UTC timestamp with milliseconds, of a real date and time");
+    if (t > now.getTime() + MAX_CLOCK_SKEW_MS) throw validationError(f, `is in the future (${String(text)}); at most ${MAX_CLOCK_SKEW_MS / 60_000} minutes past this machine's clock`);
+  }
 }
 
 function targetId(kind: Kind, v: Record<string, unknown>, accountId: string, options: ImportOptions): string {
@@ -291,11 +309,12 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
   const fail = (p: Pending, err: unknown) => void (p.error = toMmError(err));
   const of = (kind: Kind) => batch.filter((p) => p.kind === kind && !p.error);
   const accountCtx = (accountId: string): Context => ({ ...ctx, accountId });
+  const now = ctx.clock();
 
   for (const p of of("entity")) {
     try {
       const v = p.value!;
-      timestamps(v, ["createdAt", "updatedAt"]);
+      timestamps(v, ["createdAt", "updatedAt"], now);
       const input = parseCreateEntity({ name: v.name, type: v.type, ...(v.description !== undefined ? { description: v.description } : {}), ...(v.metadata !== undefined ? { metadata: v.metadata } : {}) });
       p.id = targetId("entity", v, p.accountId, options);
       idMap.set(`${p.accountId}\u0000${String(v.id)}`, p.id);
@@ -314,16 +333,19 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
     }
   }
 
-  const newEntities = new Set(of("entity").filter((p) => !p.skipped).map((p) => p.id!));
+  // References resolve within the record's own account only: an entity this batch creates in
+  // another account is as unknown as any other account's.
+  const newEntities = new Set(of("entity").filter((p) => !p.skipped).map((p) => `${p.accountId}\u0000${p.id!}`));
   const liveEntities = async (accountId: string, ids: string[]) => {
-    const found = await ctx.store.getEntities(accountId, ids.filter((id) => !newEntities.has(id)));
-    return (id: string) => newEntities.has(id) || found.has(id);
+    const isNew = (id: string) => newEntities.has(`${accountId}\u0000${id}`);
+    const found = await ctx.store.getEntities(accountId, ids.filter((id) => !isNew(id)));
+    return (id: string) => isNew(id) || found.has(id);
   };
 
   for (const p of of("relation")) {
     try {
       const v = p.value!;
-      timestamps(v, ["createdAt"]);
+      timestamps(v, ["createdAt"], now);
       const input = parseCreateRelation({
         sourceId: mapped(idMap, p.accountId, v.sourceId),
         targetId: mapped(idMap, p.accountId, v.targetId),
@@ -356,7 +378,7 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
   for (const p of of("memory")) {
     try {
       const v = p.value!;
-      timestamps(v, ["createdAt", "updatedAt"]);
+      timestamps(v, ["createdAt", "updatedAt"], now);
       const entityIds = Array.isArray(v.entityIds) ? v.entityIds.map((id) => mapped(idMap, p.accountId, id)) : v.entityIds;
       const input = parseCreateMemory({
         content: v.content,
@@ -370,10 +392,7 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
       if (missing.length) throw entitiesNotFound(missing);
       p.id = targetId("memory", v, p.accountId, options);
       p.memory = memoryRow({ ...input, entityIds: links }, { id: p.id, accountId: p.accountId, createdAt: String(v.createdAt), updatedAt: String(v.updatedAt) }, new Float32Array(0));
-      const vector = v.vector;
-      if (sameEmbedder && Array.isArray(vector) && vector.length === ctx.store.config.embedder.dims && vector.every((x) => typeof x === "number" && Number.isFinite(x)) && vector.some((x) => x !== 0)) {
-        p.vector = Float32Array.from(vector as number[]);
-      }
+      if (sameEmbedder) p.vector = usableVector(v.vector, ctx.store.config.embedder.dims);
     } catch (err) {
       fail(p, err);
     }
@@ -381,25 +400,53 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
   await markExisting(ctx, of("memory"), "memory");
 
   const writes = batch.filter((p) => !p.error && !p.skipped && p.kind !== "account");
-  if (!writes.length) return;
-  try {
-    // Refused before embedding when the quota can't take the batch; the commit checks again and bills.
-    await ctx.meter?.check(writes.length);
-    const toEmbed = writes.filter((p) => p.memory && !p.vector);
-    const vectors = toEmbed.length ? await embedChecked(ctx, toEmbed.map((p) => p.memory!.content)) : [];
-    toEmbed.forEach((p, i) => (p.vector = vectors[i]));
-    await ctx.store.write((w) =>
-      billedCommit(ctx, writes.length, async () => {
-        await w.insertGraph(
-          writes.filter((p) => p.entity).map((p) => p.entity!),
-          writes.filter((p) => p.relation).map((p) => p.relation!),
-        );
-        await w.insertMemories(writes.filter((p) => p.memory).map((p) => ({ ...p.memory!, vector: p.vector! })));
-      }),
-    );
-  } catch (err) {
-    for (const p of writes) fail(p, err);
+  // One commit per account in the batch, billed to that account within its own quota.
+  const byAccount = new Map<string, Pending[]>();
+  for (const p of writes) (byAccount.get(p.accountId) ?? byAccount.set(p.accountId, []).get(p.accountId)!).push(p);
+  for (const [accountId, group] of byAccount) {
+    try {
+      const meter = accountId === ctx.accountId ? ctx.meter : await options.meterFor?.(accountId);
+      const billed: Context = { ...ctx, accountId, meter };
+      // Refused before embedding when the quota can't take the group; the commit checks again and bills.
+      await meter?.check(group.length);
+      const toEmbed = group.filter((p) => p.memory && !p.vector);
+      const vectors = toEmbed.length ? await embedChecked(ctx, toEmbed.map((p) => p.memory!.content)) : [];
+      toEmbed.forEach((p, i) => (p.vector = vectors[i]));
+      await ctx.store.write((w) =>
+        billedCommit(billed, group.length, async () => {
+          await w.insertGraph(
+            group.filter((p) => p.entity).map((p) => p.entity!),
+            group.filter((p) => p.relation).map((p) => p.relation!),
+          );
+          await w.insertMemories(group.filter((p) => p.memory).map((p) => ({ ...p.memory!, vector: p.vector! })));
+        }),
+      );
+    } catch (err) {
+      for (const p of group) fail(p, err);
+    }
   }
+}
+
+/** How far from 1 an imported vector's length may be and still be kept bit for bit. */
+const UNIT_TOLERANCE = 1e-5;
+
+/**
+ * An imported vector as the store may keep it, or undefined when it can't be used (the memory is
+ * then embedded again from its text): the right length, every value a number float32 holds
+ * (1e39 would become Infinity, 1e-50 zero), not all zeros. Every embedder's vectors are unit
+ * length, so one that isn't is normalised (one within UNIT_TOLERANCE of 1 is kept as it is, so an
+ * export and its re-import stay byte-identical).
+ */
+function usableVector(vector: unknown, dims: number): Float32Array | undefined {
+  if (!Array.isArray(vector) || vector.length !== dims) return undefined;
+  let sum = 0;
+  for (const x of vector) {
+    if (typeof x !== "number" || !Number.isFinite(Math.fround(x)) || (x !== 0 && Math.fround(x) === 0)) return undefined;
+    sum += x * x;
+  }
+  const norm = Math.sqrt(sum);
+  if (!(norm > 0) || !Number.isFinite(norm)) return undefined;
+  return Math.abs(norm - 1) <= UNIT_TOLERANCE ? Float32Array.from(vector as number[]) : normalize(vector as number[]);
 }
 
 /** Marks records whose target id exists: skipped in their own account, failed in another's (ids are unique store-wide). */

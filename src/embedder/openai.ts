@@ -18,6 +18,7 @@ const MAX_RETRY_WAIT_MS = 20_000;
 const MAX_SERVER_MESSAGE = 500;
 const PROBE_TEXT = "mm embedding dimension probe";
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const FLOAT32_MAX = 3.4028234663852886e38;
 
 /** What `config.json` holds under `embedder.options` for this provider. Never the key itself. */
 export interface OpenAiOptions {
@@ -247,6 +248,8 @@ function readVectors(s: Settings, body: unknown, count: number): number[][] {
     if (!Array.isArray(embedding) || !embedding.every((x) => typeof x === "number" && Number.isFinite(x))) {
       throw bad(`embedding ${index} is not an array of numbers`);
     }
+    // The store keeps float32: larger values would become Infinity (and the vector, normalised, zeros).
+    if (embedding.some((x: number) => Math.abs(x) > FLOAT32_MAX)) throw bad(`embedding ${index} has values beyond float32's range (±3.4e38)`);
     out[index] = embedding as number[];
   });
   return out as number[][];

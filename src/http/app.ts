@@ -1,7 +1,7 @@
 import { Hono, type Context as HonoContext, type MiddlewareHandler } from "hono";
 import type { Context } from "../core/context.js";
 import type { Accounts, Principal } from "../core/accounts.js";
-import { forClient, MmError, toMmError, validationError } from "../errors.js";
+import { errorDetail, forClient, MmError, toMmError, validationError } from "../errors.js";
 import { isQuotaExceeded, type QuotaLedger, type Usage } from "../limits/ledger.js";
 import type { RateDecision, RateLimiter } from "../limits/rate-limiter.js";
 import { mountConsole } from "../console/app.js";
@@ -86,8 +86,7 @@ export function createApp(deps: AppDeps): Hono<Env> {
     const answer = forClient(mm);
     if (answer !== mm) {
       // The details stay here; the log sink masks secrets (see startServer).
-      const detail = mm.code === "INTERNAL_ERROR" ? String((err as Error)?.stack ?? err) : causeChain(mm);
-      deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, code: mm.code, error: detail });
+      deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, code: mm.code, error: errorDetail(err) });
     }
     if (mm.code === "RATE_LIMIT_EXCEEDED") c.header("Retry-After", String(mm.extra.retryAfter));
     return c.json(answer.toBody(), answer.status as 400);
@@ -244,13 +243,6 @@ async function readJson(c: HonoContext<Env>): Promise<unknown> {
   } catch {
     throw new MmError("VALIDATION_ERROR", "The request body is not valid JSON.", { details: [{ field: "body", message: "not valid JSON" }] });
   }
-}
-
-/** An error's message, then each cause's, for the log: "message ← cause ← cause's cause". */
-function causeChain(err: Error): string {
-  const parts: string[] = [];
-  for (let e: unknown = err; e && parts.length < 5; e = (e as Error).cause) parts.push(e instanceof Error ? e.message : String(e));
-  return parts.join(" ← ");
 }
 
 function tooLarge(limit: number): MmError {

@@ -97,8 +97,7 @@ export class QuotaLedger {
    * the commit and the charges, taken in sorted order so that two groups can't deadlock.
    */
   async chargeGroup<T>(meters: OperationMeter[], commit: (admitted: boolean[]) => Promise<T>): Promise<{ result: T; refused: (MmError | undefined)[] }> {
-    const billed = (m: OperationMeter) => !(m.once && m.charged);
-    const accounts = [...new Set(meters.filter((m) => m.limit !== null && billed(m)).map((m) => m.accountId))].sort();
+    const accounts = [...new Set(meters.filter((m) => m.limit !== null).map((m) => m.accountId))].sort();
     for (const m of meters) {
       const accountDir = join(this.dir, safe(m.accountId));
       if (!existsSync(accountDir)) mkdirSync(accountDir, { recursive: true, mode: 0o700 });
@@ -107,16 +106,15 @@ export class QuotaLedger {
       const now = this.clock();
       const used = new Map(accounts.map((a) => [a, this.count(a, now)]));
       const refused = meters.map((m) => {
-        if (m.limit === null || !billed(m)) return undefined;
+        if (m.limit === null) return undefined;
         const u = used.get(m.accountId)!;
         if (u + 1 > m.limit) return quotaExceeded({ accountId: m.accountId, period: period(now), used: u, limit: m.limit, resetAt: nextMonth(now).toISOString() });
         used.set(m.accountId, u + 1);
         return undefined;
       });
-      const charging = meters.map(billed);
       const result = await commit(refused.map((r) => r === undefined));
       meters.forEach((m, i) => {
-        if (!refused[i] && charging[i]) m.usage = this.append(m.accountId, m.limit, m.bucket, 1);
+        if (!refused[i]) m.usage = this.append(m.accountId, m.limit, m.bucket, 1);
       });
       return { result, refused };
     };
@@ -138,8 +136,8 @@ export class QuotaLedger {
   }
 
   /** The billing of one operation (an HTTP request, a CLI command, a batch add): see OperationMeter. */
-  meter(accountId: string, limit: number | null, bucket: Bucket, options: { once?: boolean } = {}): OperationMeter {
-    return new OperationMeter(this, accountId, limit, bucket, options.once ?? false);
+  meter(accountId: string, limit: number | null, bucket: Bucket): OperationMeter {
+    return new OperationMeter(this, accountId, limit, bucket);
   }
 
   /**
@@ -205,8 +203,6 @@ export class OperationMeter implements Meter {
     readonly accountId: string,
     readonly limit: number | null,
     readonly bucket: Bucket,
-    /** One charge for the whole operation, however many commits it makes (an MCP tool call). */
-    readonly once = false,
   ) {}
 
   get charged(): boolean {
@@ -221,8 +217,7 @@ export class OperationMeter implements Meter {
   }
 
   async commit<T>(count: number, commit: () => Promise<T>): Promise<T> {
-    if (this.once && this.charged) return commit();
-    const { result, usage } = await this.ledger.chargeCommitted(this.accountId, this.limit, this.bucket, this.once ? 1 : count, commit);
+    const { result, usage } = await this.ledger.chargeCommitted(this.accountId, this.limit, this.bucket, count, commit);
     this.usage = usage;
     return result;
   }

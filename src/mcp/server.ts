@@ -1,9 +1,9 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { VERSION } from "../cli/version.js";
 import type { Context } from "../core/context.js";
-import { MmError, toMmError } from "../errors.js";
-import type { OperationMeter } from "../limits/ledger.js";
+import { errorDetail, forClient, MmError, toMmError, validationError } from "../errors.js";
+import { isQuotaExceeded, type OperationMeter } from "../limits/ledger.js";
 import { renderResult } from "./render.js";
 import { TOOLS, type McpTool, type ToolScope } from "./tools.js";
 
@@ -17,8 +17,15 @@ export interface McpServerOptions {
    * charged by its commits, else once it has answered (limits/ledger.ts).
    */
   meter?(tool: McpTool, ctx: Context): Promise<OperationMeter>;
+  /** Told of a call that `meter` admitted but that was then refused for quota (it lost the race for the last units). */
+  refund?(tool: McpTool): void;
   /** Told of every call as it starts, so a closing server can let running calls answer first. */
   track?(call: Promise<unknown>): void;
+  /**
+   * A remote client (/mcp) sees what a /v1 client sees: operator-only errors (the embedding
+   * service's, the store's) answer generically, their details go only to `log`.
+   */
+  remote?: boolean;
   /** Where unexpected errors are reported (never stdout: on stdio that is the protocol's). */
   log?(entry: Record<string, unknown>): void;
 }
@@ -49,20 +56,54 @@ export function createMcpServer(options: McpServerOptions): Server {
     options.track?.(call);
     return call;
   });
+  // The SDK checks `arguments` against its own schema before any handler runs, and answers a
+  // non-object with a JSON-RPC error holding a zod dump. Such a value is moved aside on its way in
+  // (see connect below), so the call is answered as a tool error like any other bad argument.
+  const connect = server.connect.bind(server);
+  server.connect = async (transport) => {
+    await connect(transport);
+    const receive = transport.onmessage;
+    transport.onmessage = (message, extra) => receive?.(setAsideBadArguments(message), extra);
+  };
   const callTool = async (name: string, args: Record<string, unknown> | undefined): Promise<CallToolResult> => {
     const tool = byName.get(name);
     try {
+      if (args && BAD_PARAMS in args) {
+        const { field, value } = args[BAD_PARAMS] as { field: string; value: unknown };
+        const got = value === undefined ? "nothing" : value === null ? "null" : Array.isArray(value) ? "a list" : `a ${typeof value}`;
+        throw validationError(field, field === "name" ? `must be a tool's name (tools/list names them), got ${got}` : `must be an object of the tool's arguments (tools/list gives each tool's inputSchema), got ${got}`);
+      }
       if (!tool) throw new MmError("NOT_FOUND", `Unknown tool ${name}; tools/list names them.`);
       const ctx = await options.context();
       const meter = await options.meter?.(tool, ctx);
       const run = () => tool.run(meter ? { ...ctx, meter } : ctx, args ?? {}, options.scope ?? {});
-      const body = meter ? await meter.run(run) : await run();
+      const body = meter
+        ? await meter.run(run).catch((err) => {
+            if (isQuotaExceeded(err)) options.refund?.(tool);
+            throw err;
+          })
+        : await run();
       return { content: [{ type: "text", text: renderResult(body) }], structuredContent: body as Record<string, unknown> };
     } catch (err) {
       const mm = toMmError(err);
-      if (mm.code === "INTERNAL_ERROR") options.log?.({ level: "error", tool: name, error: String((err as Error)?.stack ?? err) });
-      return { isError: true, content: [{ type: "text", text: `${mm.code}: ${mm.message}` }], structuredContent: mm.toBody() };
+      const answer = options.remote ? forClient(mm) : mm;
+      if (mm.code === "INTERNAL_ERROR" || answer !== mm) options.log?.({ level: "error", tool: name, code: mm.code, error: errorDetail(err) });
+      return { isError: true, content: [{ type: "text", text: `${answer.code}: ${answer.message}` }], structuredContent: answer.toBody() };
     }
   };
   return server;
+}
+
+/** Where a tools/call's `name` that isn't text, or `arguments` that isn't an object, travels past the SDK's schema check. */
+const BAD_PARAMS = "\u0000mm:bad-params";
+
+function setAsideBadArguments(message: JSONRPCMessage): JSONRPCMessage {
+  const m = message as { method?: unknown; params?: unknown };
+  if (m.method !== "tools/call") return message;
+  const params = (m.params && typeof m.params === "object" && !Array.isArray(m.params) ? m.params : {}) as { name?: unknown; arguments?: unknown };
+  const args = params.arguments;
+  const aside = (field: string, value: unknown) => ({ ...message, params: { ...params, name: typeof params.name === "string" ? params.name : "", arguments: { [BAD_PARAMS]: { field, value } } } }) as JSONRPCMessage;
+  if (typeof params.name !== "string") return aside("name", params.name);
+  if (args !== undefined && (typeof args !== "object" || args === null || Array.isArray(args))) return aside("arguments", args);
+  return params === m.params ? message : ({ ...message, params: { ...params } } as JSONRPCMessage);
 }

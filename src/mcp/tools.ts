@@ -1,6 +1,8 @@
 import type { core } from "zod/mini";
 import type { Context } from "../core/context.js";
 import * as ref from "../core/mcp-memory.js";
+import { listEntityMemories } from "../core/entities.js";
+import { notFound as memoryNotFound } from "../core/memories.js";
 import { MmError, validationError } from "../errors.js";
 import { ROUTES, type Route } from "../http/routes.js";
 import type { Bucket } from "../limits/ledger.js";
@@ -35,7 +37,7 @@ export interface McpTool {
  * query) fields, and the route's own handler runs, so a tool answers exactly what the endpoint
  * answers. `scoped` tools take userId and agentId from the server's scope when a call leaves them out.
  */
-const MM_TOOLS: { name: string; route: string; title: string; hint?: string; scoped?: boolean }[] = [
+const MM_TOOLS: { name: string; route: string; title: string; hint?: string; scoped?: boolean; fenced?: boolean }[] = [
   { name: "memories_add", route: "POST /v1/memories", title: "Add a memory", scoped: true, hint: "content is free text (at most 10,000 characters); userId and agentId default to the server's --user and --agent." },
   {
     name: "memories_search",
@@ -45,9 +47,9 @@ const MM_TOOLS: { name: string; route: string; title: string; hint?: string; sco
     hint: "Results are ranked by score (0 to 1). mode: hybrid (default: words and meaning), semantic or keyword. threshold (default 0.5) is the minimum score; use 0.3 to find paraphrases. tags: every listed tag must match.",
   },
   { name: "memories_list", route: "GET /v1/memories", title: "List memories", scoped: true, hint: "page and limit (at most 100) walk the pages." },
-  { name: "memories_get", route: "GET /v1/memories/:id", title: "Get a memory" },
-  { name: "memories_update", route: "PATCH /v1/memories/:id", title: "Update a memory", hint: "Given fields replace the old ones; null clears an optional field." },
-  { name: "memories_delete", route: "DELETE /v1/memories/:id", title: "Delete a memory" },
+  { name: "memories_get", route: "GET /v1/memories/:id", title: "Get a memory", fenced: true },
+  { name: "memories_update", route: "PATCH /v1/memories/:id", title: "Update a memory", fenced: true, hint: "Given fields replace the old ones; null clears an optional field." },
+  { name: "memories_delete", route: "DELETE /v1/memories/:id", title: "Delete a memory", fenced: true },
   { name: "entities_create", route: "POST /v1/entities", title: "Create an entity", hint: "type: PERSON, ORGANIZATION, LOCATION, PRODUCT, EVENT, CONCEPT or OTHER." },
   { name: "entities_list", route: "GET /v1/entities", title: "List entities" },
   { name: "entities_get", route: "GET /v1/entities/:id", title: "Get an entity" },
@@ -107,7 +109,16 @@ function fromRoute(spec: (typeof MM_TOOLS)[number]): McpTool {
     },
     bucket: route.bucket,
     countsAs: spec.route,
-    run: (ctx, args, scope) => runRoute(route, params, spec.scoped ? withScope(args, scope) : args, ctx),
+    run: async (ctx, args, scope) => {
+      if (spec.fenced) await fenceMemory(ctx, args, scope);
+      // A scoped server lists an entity's memories of its own user (and agent) only.
+      if (spec.name === "entities_memories" && (scope.userId !== undefined || scope.agentId !== undefined)) {
+        const { id, ...query } = args;
+        if (typeof id !== "string" || id === "") throw validationError("id", "is required: an id");
+        return listEntityMemories(ctx, id, query, scope);
+      }
+      return runRoute(route, params, spec.scoped ? withScope(args, scope) : args, ctx);
+    },
   };
 }
 
@@ -131,20 +142,43 @@ function withScope(args: Record<string, unknown>, scope: ToolScope): Record<stri
   for (const field of ["userId", "agentId"] as const) {
     const fixed = scope[field];
     if (fixed === undefined) continue;
-    if (out[field] !== undefined && out[field] !== fixed) {
-      throw new MmError("FORBIDDEN", `This server is scoped to ${field} "${fixed}"; it cannot act for "${String(out[field])}".`, { field, scope: fixed });
-    }
+    refuseOtherThan(scope, field, out[field]);
     out[field] = fixed;
   }
   return out;
 }
+
+function refuseOtherThan(scope: ToolScope, field: "userId" | "agentId", value: unknown): void {
+  const fixed = scope[field];
+  if (fixed !== undefined && value !== undefined && value !== fixed) {
+    throw new MmError("FORBIDDEN", `This server is scoped to ${field} "${fixed}"; it cannot act for "${String(value)}".`, { field, scope: fixed });
+  }
+}
+
+/**
+ * A scoped server (`mm mcp --user alice`) acts on its user's (and agent's) memories only: a
+ * memory id of another user or agent answers exactly as an unknown id does, and an update may not
+ * move a memory to another agent.
+ */
+async function fenceMemory(ctx: Context, args: Record<string, unknown>, scope: ToolScope): Promise<void> {
+  if (scope.userId === undefined && scope.agentId === undefined) return;
+  refuseOtherThan(scope, "agentId", args.agentId);
+  const id = args.id;
+  if (typeof id !== "string" || id === "") return; // runRoute says what is wrong with it
+  const record = await ctx.store.getMemory(ctx.accountId, id);
+  if (!record) return;
+  if ((scope.userId !== undefined && record.userId !== scope.userId) || (scope.agentId !== undefined && record.agentId !== scope.agentId)) throw memoryNotFound(id);
+}
+
+/** Reference tools that store many records in one call, each billed as one operation. */
+const WRITES_RECORDS = new Set(["create_entities", "add_observations", "create_relations"]);
 
 function fromReference(spec: (typeof REF_TOOLS)[number]): McpTool {
   const readOnly = spec.bucket !== "write";
   return {
     name: spec.name,
     title: spec.title,
-    description: `${spec.description}. (The reference memory server's tool, on mm's store.)`,
+    description: `${spec.description}. (The reference memory server's tool, on mm's store.)${WRITES_RECORDS.has(spec.name) ? " Each entity and each observation stored counts one operation against the monthly quota; a call that runs out of quota part-way says what it stored." : ""}`,
     inputSchema: jsonSchema(spec.input),
     annotations: { readOnlyHint: readOnly, destructiveHint: spec.name.startsWith("delete_"), idempotentHint: readOnly || spec.name.startsWith("delete_"), openWorldHint: false },
     bucket: spec.bucket,

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { openContext } from "../../src/core/context.js";
 import { addMemoriesFromLines } from "../../src/core/memories.js";
 import { runCli } from "../helpers/run-cli.js";
+import { runMm } from "../helpers/spawn-mm.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
 
@@ -111,6 +112,31 @@ describe("mm export and mm import", () => {
     }
     const rerun = await runCli(b, ["import", file, "--remap-ids"]);
     expect(json(rerun.stdout).every((r) => r.status === "skipped")).toBe(true);
+  });
+
+  it("never stores a vector float32 can't hold or one that isn't unit length: such vectors are re-embedded or normalised, and each memory is found by its text", async () => {
+    const dir = await tempDir();
+    const [a, b] = [join(dir, "a"), join(dir, "b")];
+    for (const text of ["the lighthouse keeper paints boats", "a quiet violin lesson on tuesday", "seven green parrots argue loudly"]) {
+      expect((await runCli(a, ["memories", "add", text, "--user", "u"])).code).toBe(0);
+    }
+    const records = json((await runCli(a, ["export", "--vectors"])).stdout);
+    const memories = records.filter((r) => r.kind === "memory");
+    memories[0].vector = memories[0].vector.map((x: number) => (x === 0 ? 0 : Math.sign(x) * 1e39));
+    memories[1].vector = memories[1].vector.map((x: number) => (x === 0 ? 0 : Math.sign(x) * 1e-50));
+    memories[2].vector = memories[2].vector.map((x: number) => x * 5);
+    const file = join(dir, "tampered.jsonl");
+    await writeFile(file, records.map((r) => JSON.stringify(r)).join("\n") + "\n");
+    const imported = await runCli(b, ["import", file]);
+    expect(imported.code, imported.stderr).toBe(0);
+    for (const m of memories) {
+      const found = JSON.parse((await runCli(b, ["memories", "search", m.content, "--mode", "semantic", "--json"])).stdout);
+      expect(found.results[0]?.id, m.content).toBe(m.id);
+      expect(found.results[0].score).toBeGreaterThan(0.9);
+    }
+    for (const m of json((await runCli(b, ["export", "--vectors"])).stdout).filter((r) => r.kind === "memory")) {
+      expect(Math.hypot(...m.vector)).toBeCloseTo(1, 4);
+    }
   });
 
   it("reports each bad line with its code and line number, imports the good ones, and refuses a file that isn't an export", async () => {
@@ -232,4 +258,113 @@ describe("mm export --all-accounts", () => {
     expect(JSON.parse((await runCli(join(dir, "c"), ["memories", "list"])).stdout).pagination.total).toBe(2);
     expect(single.stdout).toContain('"reason":"account lines apply only with --all-accounts"');
   });
+});
+
+/** An --all-accounts import bills and fences each record by the account it is written into. */
+describe("mm import --all-accounts: billing and references per account", () => {
+  const T = "2026-03-01T10:00:00.000Z";
+  const header = { format: "mm-export", version: 1, exportedAt: T, embedder: null, scope: { allAccounts: true }, vectors: false };
+  const account = (id: string, name: string, plan: string) => ({ kind: "account", id, name, plan, createdAt: T });
+  const memory = (accountId: string, n: number, extra: Record<string, unknown> = {}) => ({
+    kind: "memory",
+    accountId,
+    id: `mem_${String(n).padStart(24, "0")}`,
+    content: `note ${n} of ${accountId}`,
+    userId: "u",
+    createdAt: T,
+    updatedAt: T,
+    ...extra,
+  });
+  const write = async (file: string, records: unknown[]) => writeFile(file, [header, ...records].map((r) => JSON.stringify(r)).join("\n") + "\n");
+  const usedBy = async (store: string, accountId: string) => {
+    const { QuotaLedger } = await import("../../src/limits/ledger.js");
+    return (await new QuotaLedger(join(store, "ledger")).usage(accountId, null)).used;
+  };
+
+  it("bills each record to the account it is written into, and refuses what that account's quota can't take", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "store");
+    const file = join(dir, "all.jsonl");
+    await write(file, [account("acct_alpha", "alpha", "free"), ...[1, 2, 3].map((n) => memory("acct_alpha", n))]);
+    const first = await runCli(store, ["import", "--all-accounts", file]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(await usedBy(store, "acct_alpha")).toBe(3);
+    expect(await usedBy(store, "acct_default")).toBe(0);
+
+    // alpha has one operation left this month: its next three records don't fit.
+    const { QuotaLedger } = await import("../../src/limits/ledger.js");
+    await new QuotaLedger(join(store, "ledger")).charge("acct_alpha", 1000, "write", 1000 - 3 - 1);
+    await write(file, [account("acct_alpha", "alpha", "free"), ...[4, 5, 6].map((n) => memory("acct_alpha", n)), memory("acct_default", 7)]);
+    const second = await runCli(store, ["import", "--all-accounts", file]);
+    expect(second.code).not.toBe(0);
+    const results = json(second.stdout);
+    expect(results.filter((r) => r.status === "failed").map((r) => r.error.code)).toEqual(["QUOTA_EXCEEDED", "QUOTA_EXCEEDED", "QUOTA_EXCEEDED"]);
+    expect(results.find((r) => r.line === 6)).toMatchObject({ status: "added" });
+    expect(await usedBy(store, "acct_alpha")).toBe(999);
+    expect(await usedBy(store, "acct_default")).toBe(1);
+    const listed = JSON.parse((await runCli(store, ["--account", "alpha", "memories", "list"])).stdout);
+    expect(listed.pagination.total).toBe(3);
+  });
+
+  it("resolves a relation's ends and a memory's links only within the record's own account", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "store");
+    const file = join(dir, "all.jsonl");
+    const entity = { kind: "entity", accountId: "acct_alpha", id: `ent_${"A".repeat(24)}`, name: "Alpha Only", type: "PERSON", createdAt: T, updatedAt: T };
+    const other = { kind: "entity", accountId: "acct_beta", id: `ent_${"B".repeat(24)}`, name: "Beta Person", type: "PERSON", createdAt: T, updatedAt: T };
+    const relation = { kind: "relation", accountId: "acct_beta", id: `rel_${"C".repeat(24)}`, sourceId: other.id, targetId: entity.id, type: "KNOWS", createdAt: T };
+    await write(file, [account("acct_alpha", "alpha", "hobby"), account("acct_beta", "beta", "hobby"), entity, other, relation, memory("acct_beta", 1, { entityIds: [entity.id] })]);
+    const imported = await runCli(store, ["import", "--all-accounts", file]);
+    const results = json(imported.stdout);
+    expect(results.find((r) => r.kind === "relation")).toMatchObject({ status: "failed", error: { code: "TARGET_ENTITY_NOT_FOUND" } });
+    expect(results.find((r) => r.kind === "memory")).toMatchObject({ status: "failed", error: { code: "ENTITY_NOT_FOUND" } });
+    const relations = JSON.parse((await runCli(store, ["--account", "beta", "relations", "list"])).stdout);
+    expect(relations.pagination.total).toBe(0);
+  });
+});
+
+/** Files and dates an import must refuse clearly, line by line or as a whole, never with a stack. */
+describe("mm import: bad files and dates", () => {
+  const T = "2026-01-01T00:00:00.000Z";
+  const header = JSON.stringify({ format: "mm-export", version: 1, exportedAt: T, embedder: null, scope: {}, vectors: false });
+  const mem = (n: number, extra: object = {}) => JSON.stringify({ kind: "memory", id: `mem_01HZZZZZZZZZZZZZZZZZZZZ${n}`, content: `note ${n}`, userId: "u", createdAt: T, updatedAt: T, ...extra });
+
+  it("refuses impossible timestamps and ones far in the future, line by line", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "dates.jsonl");
+    await writeFile(file, [header, mem(1), mem(2, { createdAt: "2026-13-45T99:99:99.999Z" }), mem(3, { updatedAt: "2026-02-30T00:00:00.000Z" }), mem(4, { createdAt: "9999-12-31T23:59:59.999Z", updatedAt: "9999-12-31T23:59:59.999Z" }), mem(5)].join("\n") + "\n");
+    const r = await runCli(join(dir, "s"), ["import", file]);
+    expect(r.code).toBe(2);
+    const results = json(r.stdout);
+    expect(results.map((x) => x.status)).toEqual(["added", "failed", "failed", "failed", "added"]);
+    expect(results[1].error.details[0]).toMatchObject({ field: "createdAt" });
+    expect(results[2].error.details[0]).toMatchObject({ field: "updatedAt" });
+    expect(results[3].error.message).toMatch(/future/);
+  });
+
+  it("fails only the mem0 item whose created_at can't be a date, importing the others", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "mem0.json");
+    await writeFile(file, JSON.stringify({ results: [{ id: "a", memory: "first good one", user_id: "u" }, { id: "b", memory: "bad date", user_id: "u", created_at: 1e20 }, { id: "c", memory: "second good one", user_id: "u" }] }));
+    const r = await runCli(join(dir, "s"), ["import", "--from", "mem0", file]);
+    expect(r.stderr).not.toMatch(/INTERNAL_ERROR|RangeError/);
+    const results = json(r.stdout);
+    expect(results.map((x) => [x.line, x.status])).toEqual([[1, "added"], [2, "failed"], [3, "added"]]);
+    expect(results[1].error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "created_at" }] });
+  });
+
+  it("refuses a directory, and stops at a line-length bound on an endless file, in every format, with a clear error", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "s");
+    const isDir = await runMm(["import", dir], { store });
+    expect(isDir.code).toBe(2);
+    expect(isDir.stderr).toMatch(/is a directory/);
+    expect(isDir.stderr).not.toMatch(/EISDIR|INTERNAL_ERROR/);
+    for (const from of ["mm", "mcp-memory", "mem0"]) {
+      const r = await runMm(["import", "--from", from, "/dev/zero"], { store });
+      expect(r.code, `${from}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(/VALIDATION_ERROR|longer than|larger than/);
+      expect(r.stderr).not.toMatch(/RangeError|\n\s+at /);
+    }
+  }, 120_000);
 });

@@ -146,8 +146,35 @@ describe("the console over HTTP", () => {
     const refused = await page("/console/memories", cookie);
     expect(refused.status).toBe(403);
     expect(refused.text).toContain("Monthly quota of 1000 operations exceeded");
+    // Quota is checked before the rate limit, as on /v1: over quota, a search is 403, never 429, and takes no rate allowance.
+    for (let i = 0; i < 3; i++) expect((await page("/console/memories?q=stapler", cookie)).text).toContain("Monthly quota of 1000 operations exceeded");
     expect((await page("/console/usage", cookie)).status).toBe(200);
     expect((await page("/console/keys", cookie)).status).toBe(200);
+  });
+
+  it("spends no quota or rate for a request from another site or port (an <img> on 127.0.0.1:OTHER); read-only pages still open from a link", async () => {
+    const acct = await server.account("globex", "free");
+    const used = async () => (await server.ledger.usage(acct.id, 1000)).used;
+    const { cookie } = await signIn("globex");
+    const otherPort = new URL(server.url);
+    otherPort.port = String(Number(otherPort.port) + 1);
+    const img = { "Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image" };
+    const link = { "Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document" };
+    for (const headers of [img, link, { "Sec-Fetch-Site": "cross-site" }, { Origin: otherPort.origin }]) {
+      for (const path of ["/console/memories?q=anything", "/console/memories", "/console/graph", "/console/api/entities/ent_x"]) {
+        const res = await page(path, cookie, { headers });
+        expect(res.status, `${path} ${JSON.stringify(headers)}`).toBe(403);
+        expect(res.text).toMatch(/another (site|origin)/);
+      }
+    }
+    expect(await used()).toBe(0);
+    // Nothing was taken from the search bucket (2 a minute here): two searches still pass.
+    for (const headers of [{ "Sec-Fetch-Site": "same-origin" }, { "Sec-Fetch-Site": "none" }]) {
+      expect((await page("/console/memories?q=anything", cookie, { headers })).status).toBe(200);
+    }
+    expect(await used()).toBe(2);
+    // Pages that spend nothing still open from a link on another site.
+    for (const path of ["/console/keys", "/console/usage"]) expect((await page(path, cookie, { headers: link })).status).toBe(200);
   });
 
   it("ends sessions at expiry and on revocation; unknown paths answer 404 pages, the panel's JSON a 401 envelope", async () => {

@@ -4,7 +4,10 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Accounts } from "../../src/core/accounts.js";
 import { openContext } from "../../src/core/context.js";
+import { ConsoleAccess, signInUrl } from "../../src/core/console-access.js";
 import { startServer, type RunningServer } from "../../src/http/server.js";
+import { QuotaLedger } from "../../src/limits/ledger.js";
+import { call, httpClient } from "../helpers/mcp-client.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 /**
@@ -27,6 +30,11 @@ const LEAKS = [
   Buffer.from(`Bearer ${KEY}`).toString("base64").slice(12, -4),
   Buffer.from(`user:${KEY}`).toString("base64url").slice(8, -4),
   encodeURIComponent(`${KEY}/+=`).slice(0, -9),
+  Buffer.from(KEY).toString("hex"),
+  Buffer.from(KEY).toString("hex").toUpperCase(),
+  KEY.toLowerCase(),
+  KEY.toUpperCase(),
+  KEY.slice(14, 23),
 ];
 
 const upstreams: Server[] = [];
@@ -49,6 +57,9 @@ async function echoingUpstream(status: number): Promise<string> {
       `raw=${Buffer.from(sent).toString("base64")}`,
       `query=?key=${encodeURIComponent(`${sent}/+=`)}`,
       `short=${sent.slice(0, 6)}`,
+      `hex=${Buffer.from(sent).toString("hex")} HEX=${Buffer.from(sent).toString("hex").toUpperCase()}`,
+      `folded=${sent.toLowerCase()} shouted=${sent.toUpperCase()}`,
+      `fingerprint=${sent.slice(14, 23)}`,
     ].join(" ");
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify({ error: { message, type: "invalid_request_error" } }));
@@ -58,7 +69,7 @@ async function echoingUpstream(status: number): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-async function serveWithOpenAi(url: string): Promise<{ url: string; key: string; log: string[] }> {
+async function serveWithOpenAi(url: string): Promise<{ url: string; key: string; log: string[]; storeDir: string }> {
   const storeDir = join(await tempDir(), "store");
   const env = { [KEY_ENV]: KEY };
   await (await openContext({ storeDir, env, createWith: { provider: "openai", model: "m", dims: 8, options: { url, apiKeyEnv: KEY_ENV } } })).close();
@@ -66,7 +77,7 @@ async function serveWithOpenAi(url: string): Promise<{ url: string; key: string;
   const log: string[] = [];
   const server = await startServer({ storeDir, port: 0, env, warm: false, log: (e) => log.push(JSON.stringify(e)) });
   servers.push(server);
-  return { url: server.url, key, log };
+  return { url: server.url, key, log, storeDir };
 }
 
 async function expectGeneric503(res: Response, upstream: string): Promise<void> {
@@ -94,6 +105,57 @@ describe("embedder failures over HTTP", () => {
     }
     const all = log.join("\n");
     for (const leak of LEAKS) expect(all, `log leaks ${leak}`).not.toContain(leak);
+  });
+
+  it("/mcp's memories_search and the console's search answer like /v1: the generic message, the details only in the log", async () => {
+    const upstream = await echoingUpstream(401);
+    const { url, key, log, storeDir } = await serveWithOpenAi(upstream);
+    const mcp = await httpClient(url, key);
+    const result = await call(mcp, "memories_search", { query: "hello", mode: "semantic" });
+    await mcp.close();
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toEqual({ error: { code: "EMBEDDER_UNAVAILABLE", message: "The embedding service is unavailable; try again later." } });
+    const mcpText = JSON.stringify(result);
+    for (const internal of [upstream, "/v1/embeddings", KEY_ENV, "Incorrect API key"]) expect(mcpText).not.toContain(internal);
+    for (const leak of LEAKS) expect(mcpText, `MCP answer leaks ${leak}`).not.toContain(leak);
+
+    const { token } = await new ConsoleAccess(storeDir).createLink("default");
+    const signedIn = await fetch(signInUrl(url, token), { redirect: "manual" });
+    const cookie = signedIn.headers.get("set-cookie")!.split(";")[0];
+    const page = await fetch(`${url}/console/memories?q=hello&mode=semantic`, { headers: { Cookie: cookie } });
+    const html = await page.text();
+    expect(page.status).toBe(503);
+    expect(html).toContain("The embedding service is unavailable; try again later.");
+    for (const internal of [upstream, "/v1/embeddings", KEY_ENV, "Incorrect API key"]) expect(html).not.toContain(internal);
+    for (const leak of LEAKS) expect(html, `console page leaks ${leak}`).not.toContain(leak);
+
+    const detailed = log.filter((l) => l.includes("Incorrect API key provided"));
+    expect(detailed.length).toBeGreaterThanOrEqual(2);
+    expect(detailed.some((l) => l.includes('"/mcp"'))).toBe(true);
+    expect(detailed.some((l) => l.includes("/console/memories"))).toBe(true);
+    for (const leak of LEAKS) expect(log.join("\n"), `log leaks ${leak}`).not.toContain(leak);
+  });
+
+  it("an endpoint answering vectors float32 can't hold (values around 1e300): a 503, not a 400, and not billed", async () => {
+    const server = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", () => {
+        const input = (JSON.parse(body) as { input: string[] }).input;
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ data: input.map((_, index) => ({ index, embedding: Array.from({ length: 8 }, (_, i) => (i % 2 ? -1e300 : 1e300)) })) }));
+      });
+    });
+    upstreams.push(server);
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { url, key, storeDir } = await serveWithOpenAi(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const headers = { Authorization: `Bearer ${key}`, "Content-Type": "application/json" };
+    for (const [path, body] of [["/v1/memories", { content: "hello", userId: "u" }], ["/v1/memories/search", { query: "hello", mode: "semantic" }]] as const) {
+      const res = await fetch(`${url}${path}`, { method: "POST", headers, body: JSON.stringify(body) });
+      expect(res.status, await res.clone().text()).toBe(503);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("EMBEDDER_UNAVAILABLE");
+    }
+    expect((await new QuotaLedger(join(storeDir, "ledger")).usage("acct_default", null)).used).toBe(0);
   });
 
   it("an unreachable endpoint and a 500: the same generic 503, no URL in the body", async () => {

@@ -157,6 +157,43 @@ describe("RATE_LIMIT_EXCEEDED", () => {
     expect((await client(s.url, b.key).get("/v1/memories")).status).toBe(200);
   });
 
+  it("caps an account at 50 active keys, so more keys can't multiply its allowance without end; revoking one makes room", async () => {
+    const s = await serve();
+    const a = await s.account("many-keys"); // its first key
+    const made = [];
+    for (let i = 1; i < 50; i++) made.push(await s.accounts.createKey({ account: a.id, name: `k${i}` }));
+    const refused = await s.accounts.createKey({ account: a.id, name: "one too many" }).catch((e) => e);
+    expect(refused.code).toBe("VALIDATION_ERROR");
+    expect(refused.message).toMatch(/50 active keys/);
+    await s.accounts.revokeKey(made[0].id);
+    expect((await s.accounts.createKey({ account: a.id, name: "after a revoke" })).name).toBe("after a revoke");
+    // Another account is not affected.
+    expect((await s.accounts.createKey({ account: (await s.account("other")).id, name: "x" })).name).toBe("x");
+  });
+
+  it("records a key's last use without rewriting auth.json on each key's first request of a minute", async () => {
+    const s = await serve();
+    const a = await s.account("touchy");
+    const keys = [a.key, ...(await Promise.all([1, 2, 3].map((i) => s.accounts.createKey({ account: a.id, name: `t${i}` })))).map((k) => k.key)];
+    const { readFile, stat } = await import("node:fs/promises");
+    const { join } = await import("node:path");
+    const file = join(s.storeDir, "auth.json");
+    const before = { text: await readFile(file, "utf8"), ino: (await stat(file)).ino };
+    for (let minute = 0; minute < 3; minute++) {
+      for (const key of keys) expect((await client(s.url, key).get("/v1/memories")).status).toBe(200);
+      s.clock.advance(61_000);
+    }
+    expect(await readFile(file, "utf8")).toBe(before.text);
+    expect((await stat(file)).ino).toBe(before.ino);
+    const listed = (await s.accounts.listKeys(a.id)).items;
+    expect(listed).toHaveLength(4);
+    for (const k of listed) {
+      expect(k.lastUsedAt).not.toBeNull();
+      // The last use was in the third minute.
+      expect(Date.parse(k.lastUsedAt!)).toBeGreaterThanOrEqual(s.clock.peek().getTime() - 2 * 61_000);
+    }
+  });
+
   it("concurrent requests never exceed the limit: exactly `limit` of 12 parallel requests pass", async () => {
     const s = await serve({ rateLimits: { read: 5 } });
     const api = client(s.url, (await s.account("burst")).key);

@@ -2,6 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { TOOLS } from "../../src/mcp/tools.js";
+import { Store } from "../../src/storage/store.js";
 import { client, expectError, startTestServer, type TestServer } from "../helpers/http-server.js";
 import { call, fails, httpClient, ok } from "../helpers/mcp-client.js";
 import { json, runMm, spawnMm } from "../helpers/spawn-mm.js";
@@ -106,6 +107,94 @@ describe("/mcp over Streamable HTTP", () => {
     await mcp.close();
   });
 
+  it("bills the reference tools per record stored, like /v1 and import; a call that runs out of quota stores only what it billed and says what it stored", async () => {
+    const server = await serve();
+    const acct = await server.account("free-one", "free");
+    const used = async () => (await server.ledger.usage(acct.id, 1000)).used;
+    const memories = async () => {
+      const store = await Store.open(server.storeDir);
+      try {
+        return await store.countMemories({ accountId: acct.id });
+      } finally {
+        store.close();
+      }
+    };
+    const mcp = await httpClient(server.url, acct.key);
+    const entities = (n: number, obs: number, tag: string) =>
+      Array.from({ length: n }, (_, i) => ({ name: `${tag} ${i}`, entityType: "person", observations: Array.from({ length: obs }, (_, j) => `${tag} ${i} fact ${j}`) }));
+    await ok(mcp, "create_entities", { entities: entities(3, 4, "small") });
+    expect(await used()).toBe(3 + 12);
+    const added = await ok(mcp, "add_observations", { observations: [{ entityName: "small 0", contents: ["one more", "and another"] }] });
+    expect(added.results[0].addedObservations).toHaveLength(2);
+    expect(await used()).toBe(15 + 2);
+
+    // 20 entities x 50 observations: 1,020 records, more than the 983 left.
+    const refused = await fails(mcp, "create_entities", { entities: entities(20, 50, "big") }, "QUOTA_EXCEEDED");
+    const after = await used();
+    expect(after).toBeLessThanOrEqual(1000);
+    expect(refused.stored).toBeDefined();
+    expect(refused.stored.entities + refused.stored.observations).toBe(after - 17);
+    expect(refused.stored.observations).toBeLessThan(1000);
+    expect(refused.message).toMatch(/stored \d+ entit(y|ies) and \d+ observations?/i);
+    expect(await memories()).toBe(14 + refused.stored.observations);
+    await mcp.close();
+  });
+
+  it("counts every message of a JSON-RPC batch against the key's rate limit, in its bucket, and refuses batches over 16 messages", async () => {
+    const server = await serve({ rateLimits: { read: 5, write: 100, search: 100 } });
+    const { key } = await server.account("acme");
+    const api = client(server.url, key);
+    const headers = { Accept: "application/json, text/event-stream" };
+    const list = (n: number, from = 1) => Array.from({ length: n }, (_, i) => ({ jsonrpc: "2.0", id: from + i, method: "tools/list" }));
+    const answered = await api.post("/mcp", { body: list(3), headers });
+    expect(answered.status).toBe(200);
+    expect(answered.body.map((m: { result: { tools: unknown[] } }) => m.result.tools.length)).toEqual([TOOLS.length, TOOLS.length, TOOLS.length]);
+    // Three reads taken by the batch, one by this request: one left.
+    expect((await api.get("/v1/memories")).headers.get("x-ratelimit-remaining")).toBe("1");
+    const limited = await api.post("/mcp", { body: list(3, 10), headers });
+    expectError(limited, 429, "RATE_LIMIT_EXCEEDED");
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    server.clock.advance(60_000);
+    expectError(await api.post("/mcp", { body: list(100), headers }), 400, "VALIDATION_ERROR");
+    // The refused batch took nothing: the whole minute's reads are left.
+    expect((await api.get("/v1/memories")).headers.get("x-ratelimit-remaining")).toBe("4");
+  });
+
+  it("answers arguments that aren't an object as a tool error (VALIDATION_ERROR), not a JSON-RPC error with a schema dump", async () => {
+    const server = await serve();
+    const { key } = await server.account("acme");
+    const headers = { Accept: "application/json, text/event-stream" };
+    for (const bad of ["str", 42, ["a"], null]) {
+      const res = await client(server.url, key).post("/mcp", { body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "memories_list", arguments: bad } }, headers });
+      expect(res.status).toBe(200);
+      expect(res.body.error, res.text).toBeUndefined();
+      expect(res.body.result.isError).toBe(true);
+      expect(res.body.result.structuredContent.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "arguments" }] });
+      expect(res.body.result.content[0].text).toMatch(/^VALIDATION_ERROR: .*arguments.*must be an object/);
+      expect(res.text).not.toMatch(/expected|invalid_type|zod/i);
+    }
+    for (const params of [{ name: 42, arguments: {} }, { arguments: {} }, undefined]) {
+      const res = await client(server.url, key).post("/mcp", { body: { jsonrpc: "2.0", id: 2, method: "tools/call", ...(params === undefined ? {} : { params }) }, headers });
+      expect(res.body.error, res.text).toBeUndefined();
+      expect(res.body.result.structuredContent.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "name" }] });
+    }
+  });
+
+  it("takes no rate allowance for a call refused for quota, as /v1 doesn't", async () => {
+    const server = await serve({ rateLimits: { read: 2, write: 100, search: 100 } });
+    const acct = await server.account("small", "free");
+    await server.ledger.charge(acct.id, 1000, "write", 1000);
+    const api = client(server.url, acct.key);
+    const headers = { Accept: "application/json, text/event-stream" };
+    for (let i = 0; i < 4; i++) {
+      const res = await api.post("/mcp", { body: { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "memories_list", arguments: {} } }, headers });
+      expect(res.body.result.structuredContent.error.code).toBe("QUOTA_EXCEEDED");
+    }
+    const refused = await client(server.url, acct.key).get("/v1/memories");
+    expectError(refused, 403, "QUOTA_EXCEEDED");
+    expect(refused.headers.get("x-ratelimit-remaining")).toBe("2");
+  });
+
   it("serves /mcp from a spawned mm serve with the real model", async () => {
     const store = join(await tempDir(), "store");
     await runMm(["accounts", "create", "acme", "--plan", "hobby"], { store });
@@ -127,6 +216,6 @@ describe("/mcp over Streamable HTTP", () => {
     await call(mcp, "memories_list", {});
     await mcp.close();
     const usage = json(await runMm(["usage", "--account", "acme", "--json"], { store }));
-    expect(usage.used).toBe(3);
+    expect(usage.used).toBe(4); // the entity and its observation, the search, the list
   });
 });

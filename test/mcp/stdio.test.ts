@@ -103,6 +103,31 @@ describe("mm mcp over stdio", () => {
     expect(await ok(client, "memories_delete", { id: added.id })).toEqual({ success: true, id: added.id });
   });
 
+  it("fences ids to its user and agent: another user's or agent's memory answers like an unknown id, and is left alone", async () => {
+    await ok(client, "memories_list", {}); // the store exists
+    const bob = JSON.parse((await runMm(["memories", "add", "bob's private note", "--user", "bob", "--json"], { store })).stdout);
+    const otherAgent = JSON.parse((await runMm(["memories", "add", "alice via another agent", "--user", "alice", "--agent", "phone", "--json"], { store })).stdout);
+    for (const id of [bob.id, otherAgent.id]) {
+      const unknown = await fails(client, "memories_get", { id: "mem_00000000000000000000000000" }, "MEMORY_NOT_FOUND");
+      const fenced = await fails(client, "memories_get", { id }, "MEMORY_NOT_FOUND");
+      expect(fenced.message).toBe(unknown.message.replace("mem_00000000000000000000000000", id));
+      await fails(client, "memories_update", { id, content: "overwritten" }, "MEMORY_NOT_FOUND");
+      await fails(client, "memories_delete", { id }, "MEMORY_NOT_FOUND");
+      expect(JSON.parse((await runMm(["memories", "get", id, "--json"], { store })).stdout).content).not.toBe("overwritten");
+    }
+    // An entity's memories: alice's (of this agent) only, though bob's memory links to it too.
+    const entity = JSON.parse((await runMm(["entities", "create", "Shared Topic", "--type", "CONCEPT", "--json"], { store })).stdout);
+    const bobs = JSON.parse((await runMm(["memories", "add", "bob on the shared topic", "--user", "bob", "--entity", entity.id, "--json"], { store })).stdout);
+    const alices = await ok(client, "memories_add", { content: "alice on the shared topic", entityIds: [entity.id] });
+    const listed = await ok(client, "entities_memories", { id: entity.id });
+    expect(listed.items.map((m: { id: string }) => m.id)).toEqual([alices.id]);
+    expect(listed.pagination.total).toBe(1);
+    expect(JSON.stringify(listed)).not.toContain(bobs.id);
+    const mine = await ok(client, "memories_add", { content: "alice's own note" });
+    await fails(client, "memories_update", { id: mine.id, agentId: "phone" }, "FORBIDDEN");
+    expect((await ok(client, "memories_get", { id: mine.id })).userId).toBe("alice");
+  });
+
   it("runs every graph tool with good input", async () => {
     const ada = await ok(client, "entities_create", { name: "Ada Lovelace", type: "PERSON", description: "mathematician" });
     schemaOk(R.Entity, ada);

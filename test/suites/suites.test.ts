@@ -31,7 +31,11 @@ describe("the hardening suites, short runs", () => {
     expect(json.failures).toEqual([]);
     expect(Object.keys(json.statuses).filter((s) => Number(s) >= 500)).toEqual([]);
     // Every kind of request was sent, and the errors the fuzzer expects were met.
-    expect(Object.keys(json.kinds).sort()).toEqual(["api", "body", "encoding", "fetch", "headers", "malformed", "nesting", "pipelined", "query", "size"]);
+    expect(Object.keys(json.kinds).sort()).toEqual(["api", "body", "console", "consoleForm", "encoding", "fetch", "headers", "malformed", "mcp", "mcpBatch", "nesting", "pipelined", "query", "size"]);
+    // MCP batches over 16 messages are refused, console reads from other sites too; and every format was imported without an internal error.
+    expect(json.statuses["403"]).toBeGreaterThan(0);
+    expect(json.imports.map((i: { format: string }) => i.format)).toEqual(["mm", "mcp-memory", "mem0"]);
+    for (const i of json.imports) expect([0, 2, 3, 4]).toContain(i.exit);
     for (const status of ["200", "201", "400", "401", "404", "405", "413", "431"]) expect(json.statuses[status], status).toBeGreaterThan(0);
     expect(json.serverErrorsLogged).toBe(0);
   }, 240_000);

@@ -1,11 +1,10 @@
 import { createReadStream } from "node:fs";
-import { access, constants, readFile } from "node:fs/promises";
-import { createInterface } from "node:readline";
+import { access, constants, stat } from "node:fs/promises";
 import type { Command } from "commander";
 import { MmError } from "../../errors.js";
 import type { ImportResult, ImportSummary } from "../../core/transfer.js";
 import { withContext } from "../context.js";
-import { readStdin } from "../flags.js";
+import { boundedLines, boundedText } from "../lines.js";
 import type { CliApp } from "../main.js";
 import { countLines, startProgress } from "../progress.js";
 import { humanMessage } from "../messages.js";
@@ -51,7 +50,14 @@ export function registerImport(program: Command, app: CliApp): void {
         await access(file, constants.R_OK).catch((err: Error) =>
           Promise.reject(new MmError("VALIDATION_ERROR", `Cannot read ${file}: ${err.message}`, { details: [{ field: "file", message: err.message }] })),
         );
+        if ((await stat(file)).isDirectory()) {
+          throw new MmError("VALIDATION_ERROR", `${file} is a directory; give the file to import (an export's .jsonl, memory.jsonl, or mem0's export).`, {
+            details: [{ field: "file", message: "is a directory" }],
+          });
+        }
       }
+      const input = () => (file === "-" ? io.stdin : createReadStream(file));
+      const what = file === "-" ? "stdin" : file;
       const userId = opts.user ?? (io.env.MM_USER || undefined);
       const total = output.isTable && io.stderr.isTTY && file !== "-" ? await countLines(file) : undefined;
       const progress = output.isTable && io.stderr.isTTY ? startProgress(io.stderr, total, output.styles) : undefined;
@@ -82,15 +88,17 @@ export function registerImport(program: Command, app: CliApp): void {
           const ctx = { ...command, meter: command.meterFor("write") };
           if (opts.from === "mem0") {
             const { mem0Records } = await import("../../core/foreign-formats.js");
-            const text = file === "-" ? await readStdin(io.stdin) : await readFile(file, "utf8");
+            const text = (await boundedText(input(), what)).replace(/\r?\n$/, "");
             return t.importExport(ctx, toAsync(mem0Records(text, { userId, agentId: opts.agent }, ctx.accountId, ctx.clock())), { batchSize, onResult, signal: stop.signal });
           }
-          const lines = t.jsonLines(createInterface({ input: file === "-" ? io.stdin : createReadStream(file), crlfDelay: Infinity }));
+          const lines = t.jsonLines(boundedLines(input(), what));
           if (opts.from === "mcp-memory") {
             const { importMcpMemory } = await import("../../core/foreign-formats.js");
             return importMcpMemory(ctx, { userId: userId ?? "default", ...(opts.agent ? { agentId: opts.agent } : {}) }, lines, { onResult });
           }
-          return t.importExport(ctx, lines, { remapIds: opts.remapIds, allAccounts: opts.allAccounts, batchSize, onResult, signal: stop.signal });
+          // With --all-accounts each record is billed to the account it is written into.
+          const meterFor = (accountId: string) => command.meterOf(accountId, "write");
+          return t.importExport(ctx, lines, { remapIds: opts.remapIds, allAccounts: opts.allAccounts, batchSize, onResult, signal: stop.signal, meterFor });
         },
         { charge: false, create: true },
       ).finally(() => {

@@ -40,7 +40,7 @@ export function registerMcp(program: Command, app: CliApp): void {
       const server = createMcpServer({
         context,
         scope: { userId, agentId },
-        meter: async (tool, ctx) => (ctx as CommandContext).meterFor(tool.bucket, { once: true }),
+        meter: async (tool, ctx) => (ctx as CommandContext).meterFor(tool.bucket),
         track: (call) => {
           inFlight.add(call);
           void call.finally(() => inFlight.delete(call));
