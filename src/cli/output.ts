@@ -96,6 +96,14 @@ export class Output {
     this.io.stderr.write(line + "\n");
   }
 
+  /**
+   * A note for the person, kept out of a script's way: printed in table mode, or when stderr is a
+   * terminal; a script that reads stderr for JSON error envelopes never gets it.
+   */
+  personNote(line: string): void {
+    if (this.isTable || this.io.stderr.isTTY) this.note(line);
+  }
+
   /** A warning on a terminal: `mm: warning: …`, in yellow where colour is on. */
   warn(text: string): void {
     this.note(paint(`mm: warning: ${text}`, 33, this.colors.stderr));

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/run-cli.js";
 import { collect, runMm, spawnMm } from "../helpers/spawn-mm.js";
+import { runInTerminal } from "../helpers/terminal.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 /** Issue #26: what a newcomer met in their second hour, each checked the way they met it. */
@@ -52,5 +53,47 @@ describe("mm export: the person's mistakes and pipes", () => {
     expect(stderr).not.toMatch(/EPIPE|INTERNAL_ERROR|internal error/);
     expect(code, stderr).toBe(0);
     expect(JSON.parse(seen.split("\n")[0])).toHaveProperty("format");
+  });
+});
+
+describe("deletes without a terminal", () => {
+  it("refuse without --yes, saying so (exit 2, nothing deleted); --yes deletes", async () => {
+    const store = join(await tempDir(), "store");
+    const id = JSON.parse((await runCli(store, ["entities", "create", "Marcus", "--type", "PERSON"])).stdout).id;
+    const mem = JSON.parse((await runCli(store, ["memories", "add", "Marcus likes tea", "--user", "u"])).stdout).id;
+    for (const [args, command] of [
+      [["entities", "delete", "Marcus"], "mm entities delete"],
+      [["memories", "rm", mem], "mm memories delete"],
+    ] as const) {
+      const r = await runMm([...args, "--format", "table"], { store });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toBe(`mm: \`${command}\` deletes for good and can't ask for confirmation without a terminal; add --yes to go ahead.\n`);
+    }
+    expect(JSON.parse((await runCli(store, ["entities", "get", id])).stdout).id).toBe(id);
+    expect(JSON.parse((await runCli(store, ["memories", "get", mem])).stdout).id).toBe(mem);
+    expect(JSON.parse((await runMm(["entities", "delete", "Marcus", "--yes"], { store })).stdout)).toMatchObject({ success: true, id });
+  });
+});
+
+describe("the first write to a store that isn't there", () => {
+  it("says on stderr that it created a new store, where, and from which setting; later writes don't", async () => {
+    const store = join(await tempDir(), "typo-store");
+    const first = await runMm(["memories", "add", "hello", "--user", "u", "--format", "table"], { store });
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toBe(`mm: created a new store at ${store} (from MM_STORE)\n`);
+    const second = await runMm(["memories", "add", "again", "--user", "u", "--store", store, "--format", "table"]);
+    expect(second.stderr).toBe("");
+    const other = join(await tempDir(), "keys-store");
+    const key = await runMm(["accounts", "create", "acme", "--store", other, "--format", "table"]);
+    expect(key.stderr).toBe(`mm: created a new store at ${other} (from --store)\n`);
+  });
+
+  it("on a terminal, also when stdout is piped to jq; never in a script's captured JSON stderr", async () => {
+    const store = join(await tempDir(), "typo-store");
+    const screen = await runInTerminal(["memories", "add", "hello", "--user", "u", "--json"], { store });
+    expect(screen.raw).toContain(`mm: created a new store at ${store} (from MM_STORE)`);
+    const other = join(await tempDir(), "other");
+    const piped = await runMm(["memories", "add", "", "--user", "u"], { store: other });
+    expect(JSON.parse(piped.stderr).error.code).toBe("VALIDATION_ERROR");
   });
 });

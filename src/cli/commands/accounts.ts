@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { Accounts, KEY_SHOWN_ONCE, type Account, type KeyInfo } from "../../core/accounts.js";
 import { QuotaLedger } from "../../limits/ledger.js";
 import { PLANS } from "../../schemas/enums.js";
-import { ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
+import { createdStoreNote, ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
 import { when, type TableKit } from "../output.js";
 
@@ -13,8 +13,9 @@ import { when, type TableKit } from "../output.js";
  */
 async function storeOf(app: CliApp, cmd: Command, options: { create?: boolean } = {}): Promise<string> {
   const location = locateStore((cmd.optsWithGlobals() as { store?: string }).store, app.io.env);
-  if (options.create) await ensureStore(location);
-  else if ((await storeStatus(location)) === "missing") throw missingStore(location);
+  if (options.create) {
+    if (await ensureStore(location)) app.output.personNote(createdStoreNote(location));
+  } else if ((await storeStatus(location)) === "missing") throw missingStore(location);
   return location.dir;
 }
 

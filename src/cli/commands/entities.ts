@@ -97,7 +97,7 @@ export function registerEntities(program: Command, app: CliApp): void {
     .alias("rm")
     .description("delete an entity and every relation that starts or ends at it")
     .argument("<id>", "entity id (ent_…) or name")
-    .option("-y, --yes", "don't ask for confirmation (scripts are never asked)")
+    .option("-y, --yes", "don't ask for confirmation (required without a terminal, e.g. in scripts)")
     .action((ref: string, opts: { yes?: boolean }, cmd: Command) =>
       confirmedDelete(
         app,

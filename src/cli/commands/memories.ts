@@ -175,7 +175,7 @@ export function registerMemories(program: Command, app: CliApp): void {
     .alias("rm")
     .description("delete a memory permanently")
     .argument("<id>", "memory id (mem_…)")
-    .option("-y, --yes", "don't ask for confirmation (scripts are never asked)")
+    .option("-y, --yes", "don't ask for confirmation (required without a terminal, e.g. in scripts)")
     .action((id: string, opts: { yes?: boolean }, cmd: Command) =>
       confirmedDelete(
         app,

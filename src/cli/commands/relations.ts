@@ -63,7 +63,7 @@ export function registerRelations(program: Command, app: CliApp): void {
     .alias("rm")
     .description("delete a relation permanently")
     .argument("<id>", "relation id (rel_…)")
-    .option("-y, --yes", "don't ask for confirmation (scripts are never asked)")
+    .option("-y, --yes", "don't ask for confirmation (required without a terminal, e.g. in scripts)")
     .action((id: string, opts: { yes?: boolean }, cmd: Command) =>
       confirmedDelete(
         app,
