@@ -68,6 +68,7 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     .option("--account <account>", "act as this account (id or name; default: $MM_ACCOUNT, else the local default account)")
     .option("--json", "print JSON (the HTTP API's response body); the default when stdout is not a terminal")
     .option("--format <format>", "table | json | ndjson (one list item per line) | mermaid | dot (graph export only)")
+    .option("--wide", "tables show every column, ids included, however narrow the terminal")
     .option("--no-color", "no colour (also: NO_COLOR=1; FORCE_COLOR=1 forces it)")
     .option("--debug", "show internal details of unexpected errors (also: MM_DEBUG=1)")
     .helpCommand("help [command...]", "show help for a command, e.g. mm help memories search")
@@ -205,14 +206,15 @@ function editDistance(a: string, b: string): number {
 }
 
 /** Output flags must be known before parsing, so even a usage error is printed in the right form. */
-function scanGlobalFlags(argv: string[]): { json?: boolean; format?: string; color?: boolean; debug?: boolean } {
-  const out: { json?: boolean; format?: string; color?: boolean; debug?: boolean } = {};
+function scanGlobalFlags(argv: string[]): { json?: boolean; format?: string; color?: boolean; debug?: boolean; wide?: boolean } {
+  const out: { json?: boolean; format?: string; color?: boolean; debug?: boolean; wide?: boolean } = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--") break;
     if (a === "--json") out.json = true;
     else if (a === "--no-color") out.color = false;
     else if (a === "--debug") out.debug = true;
+    else if (a === "--wide") out.wide = true;
     else if (a === "--format") out.format = argv[i + 1];
     else if (a.startsWith("--format=")) out.format = a.slice("--format=".length);
   }

@@ -97,3 +97,56 @@ describe("the first write to a store that isn't there", () => {
     expect(JSON.parse(piped.stderr).error.code).toBe("VALIDATION_ERROR");
   });
 });
+
+describe("tables in a real terminal, 80 and 120 columns", () => {
+  const LONG = "A rather long memory about the trip to Lisbon with my sister Maya, the tram to Belém and the view from the castle";
+  const ID = /\b(mem|ent|rel|key|acct)_[0-9A-Z]+/g;
+
+  async function seeded(): Promise<{ store: string; ids: Record<string, string> }> {
+    const store = join(await tempDir(), "store");
+    const ids: Record<string, string> = {};
+    const run = async (args: string[]) => JSON.parse((await runMm(args, { store })).stdout);
+    ids.mem = (await run(["memories", "add", LONG, "--user", "alice", "--tag", "travel"])).id;
+    await run(["entities", "create", "Ada Lovelace", "--type", "PERSON", "--description", "mathematician"]);
+    await run(["entities", "create", "Analytical Engine", "--type", "PRODUCT"]);
+    ids.rel = (await run(["relations", "create", "--source", "Ada Lovelace", "--target", "Analytical Engine", "--type", "CREATED"])).id;
+    await run(["accounts", "create", "acme"]);
+    ids.key = (await run(["keys", "create", "--account", "acme", "--name", "laptop"])).id;
+    return { store, ids };
+  }
+
+  it("content gets the room, ids are whole or left out (with a line saying how to see them), and no row wraps", async () => {
+    const { store, ids } = await seeded();
+    const commands = [["memories", "list"], ["memories", "search", "Lisbon tram", "--user", "alice", "--threshold", "0"], ["relations", "list"], ["keys", "list"], ["entities", "list"], ["graph", "neighbors", "Ada Lovelace"]];
+    for (const cols of [80, 120]) {
+      for (const args of commands) {
+        const r = await runInTerminal([...args, "--no-color"], { store, cols });
+        const what = `${args.join(" ")} at ${cols}: \n${r.screen.join("\n")}`;
+        expect(r.code, what + r.raw).toBe(0);
+        for (const line of r.screen) expect(line.length, what).toBeLessThanOrEqual(cols);
+        // An id is never cut: every id on screen is a whole one from the store.
+        for (const line of r.screen) expect(line, what).not.toMatch(/\b(mem|ent|rel|key|acct)_[0-9A-Z]*…/);
+        const shown = r.screen.join("\n");
+        const leftOut = /left out to fit; --wide or --format json shows/.test(shown);
+        if (!leftOut) for (const id of shown.match(ID) ?? []) expect(id.length, what).toBeGreaterThanOrEqual(12);
+      }
+      const list = (await runInTerminal(["memories", "list", "--no-color"], { store, cols })).screen.join("\n");
+      const search = (await runInTerminal(["memories", "search", "Lisbon tram", "--user", "alice", "--threshold", "0", "--no-color"], { store, cols })).screen.join("\n");
+      // More of the content than of anything else: at least 40 characters of it at 80 columns.
+      expect(list).toContain(LONG.slice(0, 40));
+      expect(search).toContain(LONG.slice(0, 50));
+      if (cols === 80) {
+        expect(list).toContain("id left out to fit; --wide or --format json shows ids");
+        expect(list).not.toContain(ids.mem);
+      }
+      if (cols === 120) {
+        expect(list).toContain(ids.mem);
+        expect((await runInTerminal(["relations", "list", "--no-color"], { store, cols })).screen.join("\n")).toContain(ids.rel);
+      }
+    }
+    const wide = (await runInTerminal(["relations", "list", "--wide", "--no-color"], { store, cols: 80 })).screen.join("\n");
+    expect(wide).toContain(ids.rel);
+    const keysWide = (await runInTerminal(["keys", "list", "--wide", "--no-color"], { store, cols: 80 })).screen.join("\n");
+    expect(keysWide).toContain(ids.key);
+  });
+});

@@ -109,7 +109,7 @@ export function registerAccounts(program: Command, app: CliApp): void {
 }
 
 function renderAccounts(t: TableKit, items: Account[]): string {
-  return t.table(["id", "name", "plan", "monthly quota", "created"], items.map((a) => [a.id, a.name, a.plan, a.quota ?? "unlimited", when(a.createdAt)]));
+  return t.table(["id", "name", "plan", "monthly quota", "created"], items.map((a) => [a.id, a.name, a.plan, a.quota ?? "unlimited", when(a.createdAt)]), { flex: 1, ids: [0] });
 }
 
 function renderKeys(t: TableKit, items: KeyInfo[]): string {
@@ -117,5 +117,6 @@ function renderKeys(t: TableKit, items: KeyInfo[]): string {
   return t.table(
     ["id", "name", "prefix", "account", "created", "last used", "revoked"],
     items.map((k) => [k.id, k.name, k.prefix + "…", k.accountId, when(k.createdAt), k.lastUsedAt ? when(k.lastUsedAt) : "never", k.revokedAt ? when(k.revokedAt) : "no"]),
+    { flex: 1, ids: [0, 3] },
   );
 }

@@ -146,7 +146,7 @@ function renderList(t: TableKit, page: Page<EntityListItem>): string {
   return `${t.table(
     ["id", "name", "type", "description", "created"],
     page.items.map((e) => [e.id, e.name, e.type, e.description ?? "", when(e.createdAt)]),
-    { flex: 3 },
+    { flex: 3, ids: [0], drop: [4] },
   )}\n${line}`;
 }
 
@@ -154,5 +154,5 @@ function renderMemories(t: TableKit, page: Page<MemoryListItem>): string {
   if (!page.items.length && page.pagination.total === 0) return "No memories are linked to this entity.";
   const line = pageLine(t, page.pagination, "memory", "memories", !page.items.length);
   if (!page.items.length) return line;
-  return `${t.table(["id", "content", "user", "created"], page.items.map((m) => [m.id, m.content, m.userId, when(m.createdAt)]), { flex: 1 })}\n${line}`;
+  return `${t.table(["id", "content", "user", "created"], page.items.map((m) => [m.id, m.content, m.userId, when(m.createdAt)]), { flex: 1, ids: [0] })}\n${line}`;
 }

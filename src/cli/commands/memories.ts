@@ -365,13 +365,13 @@ function renderList(t: TableKit, page: Page<MemoryListItem>): string {
   const line = pageLine(t, page.pagination, "memory", "memories", !page.items.length);
   if (!page.items.length) return line;
   const rows = page.items.map((m) => [m.id, m.content, m.userId, m.agentId ?? "", (m.tags ?? []).join(", "), when(m.createdAt)]);
-  return `${t.table(["id", "content", "user", "agent", "tags", "created"], rows, { flex: 1 })}\n${line}`;
+  return `${t.table(["id", "content", "user", "agent", "tags", "created"], rows, { flex: 1, ids: [0], drop: [3, 4] })}\n${line}`;
 }
 
 function renderHits(t: TableKit, hits: MemorySearchHit[]): string {
   return t.table(
     ["score", "content", "user", "tags", "id"],
     hits.map((h) => [h.score.toFixed(3), h.content, h.userId, (h.tags ?? []).join(", "), h.id]),
-    { flex: 1 },
+    { flex: 1, ids: [4], drop: [3] },
   );
 }

@@ -97,5 +97,6 @@ function renderList(t: TableKit, page: Page<RelationListItem>): string {
   return `${t.table(
     ["id", "source", "type", "target", "created"],
     page.items.map((r) => [r.id, `${r.source.name} (${r.source.type})`, r.type, `${r.target.name} (${r.target.type})`, when(r.createdAt)]),
+    { flex: 1, ids: [0], drop: [4] },
   )}\n${line}`;
 }
