@@ -291,6 +291,11 @@ function wrap(text: string, w: number, width: (s: string) => number): string[] {
   return out;
 }
 
+/** A count as every message and table writes it: 6,000 (never 6000). */
+export function count(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
 /** Human sizes: 1.4 MiB, 512 B. */
 export function bytes(n: number): string {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -313,8 +318,8 @@ export function when(iso: string): string {
  * memories", "No memories.", or "Page 5 is past the end: 3 memories on 1 page."
  */
 export function pageLine(t: TableKit, p: { page: number; totalPages: number; total: number }, one: string, many: string, empty: boolean): string {
-  const count = `${p.total.toLocaleString("en-US")} ${p.total === 1 ? one : many}`;
+  const total = `${count(p.total)} ${p.total === 1 ? one : many}`;
   if (empty && p.total === 0) return `No ${many}.`;
-  if (empty) return `Page ${p.page} is past the end: ${count} on ${p.totalPages} page${p.totalPages === 1 ? "" : "s"}.`;
-  return t.dim(`page ${p.page} of ${p.totalPages} · ${count}`);
+  if (empty) return `Page ${p.page} is past the end: ${total} on ${p.totalPages} page${p.totalPages === 1 ? "" : "s"}.`;
+  return t.dim(`page ${p.page} of ${p.totalPages} · ${total}`);
 }

@@ -150,3 +150,22 @@ describe("tables in a real terminal, 80 and 120 columns", () => {
     expect(keysWide).toContain(ids.key);
   });
 });
+
+describe("a batch that runs into the monthly quota", () => {
+  it("stores exactly up to the limit (1,000 of 1,005 lines on a free account) and says so", async () => {
+    const store = join(await tempDir(), "store");
+    expect((await runCli(store, ["memories", "add", "the store's first memory", "--user", "u"])).code).toBe(0); // the test embedder's store
+    expect((await runCli(store, ["accounts", "create", "fresh", "--plan", "free"])).code).toBe(0);
+    const lines = Array.from({ length: 1005 }, (_, i) => JSON.stringify({ content: `note number ${i}`, userId: "u" })).join("\n") + "\n";
+    const r = await runCli(store, ["memories", "add", "--batch", "-", "--account", "fresh", "--format", "table"], { input: lines });
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stdout).toContain("Added 1,000 memories; 5 lines failed.");
+    expect(r.stderr).toMatch(
+      /mm: The monthly quota of 1,000 operations is used up \(1,000 of 1,000\): 1,000 memories were added, up to the limit, and 5 lines were not stored\. The quota resets at \d{4}-\d\d-01T00:00:00\.000Z\.\n$/,
+    );
+    const usage = JSON.parse((await runCli(store, ["usage", "--account", "fresh"])).stdout);
+    expect(usage).toMatchObject({ used: 1000, limit: 1000 });
+    // Stored: the default account's one memory and the batch's 1,000 (a read as "fresh" is refused now).
+    expect(JSON.parse((await runCli(store, ["store", "stats"])).stdout).memories.rows).toBe(1001);
+  });
+});

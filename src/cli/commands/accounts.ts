@@ -5,7 +5,7 @@ import { QuotaLedger } from "../../limits/ledger.js";
 import { PLANS } from "../../schemas/enums.js";
 import { createdStoreNote, ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
-import { when, type TableKit } from "../output.js";
+import { count, when, type TableKit } from "../output.js";
 
 /**
  * The store of an account command: created by the commands that create an account or a key (the
@@ -100,8 +100,8 @@ export function registerAccounts(program: Command, app: CliApp): void {
           ["account", `${account.name} (${account.id})`],
           ["plan", account.plan],
           ["period", usage.period],
-          ["used", usage.used],
-          ["limit", usage.limit ?? "unlimited"],
+          ["used", count(usage.used)],
+          ["limit", usage.limit === null ? "unlimited" : count(usage.limit)],
           ["resets at", usage.resetAt],
         ]),
       );
@@ -109,7 +109,7 @@ export function registerAccounts(program: Command, app: CliApp): void {
 }
 
 function renderAccounts(t: TableKit, items: Account[]): string {
-  return t.table(["id", "name", "plan", "monthly quota", "created"], items.map((a) => [a.id, a.name, a.plan, a.quota ?? "unlimited", when(a.createdAt)]), { flex: 1, ids: [0] });
+  return t.table(["id", "name", "plan", "monthly quota", "created"], items.map((a) => [a.id, a.name, a.plan, a.quota === null || a.quota === undefined ? "unlimited" : count(a.quota), when(a.createdAt)]), { flex: 1, ids: [0] });
 }
 
 function renderKeys(t: TableKit, items: KeyInfo[]): string {

@@ -6,6 +6,7 @@ import type { Command } from "commander";
 import { MmError } from "../../errors.js";
 import { withContext } from "../context.js";
 import type { CliApp } from "../main.js";
+import { count } from "../output.js";
 
 const transfer = () => import("../../core/transfer.js");
 
@@ -23,7 +24,7 @@ export function registerExport(program: Command, app: CliApp): void {
       withContext(app, cmd, async (ctx) => {
         const out: Writable = opts.output ? await outputFile(opts.output) : app.io.stdout;
         const sink = bufferedLines(out);
-        let counts;
+        let counts: Awaited<ReturnType<Awaited<ReturnType<typeof transfer>>["exportStore"]>>;
         try {
           counts = await (await transfer()).exportStore(ctx, { userId: opts.user, allAccounts: opts.allAccounts, vectors: opts.vectors }, sink.write);
           await sink.end(Boolean(opts.output));
@@ -33,7 +34,7 @@ export function registerExport(program: Command, app: CliApp): void {
           throw err;
         }
         app.output.note(
-          `Exported ${counts.memories} memories, ${counts.entities} entities, ${counts.relations} relations${opts.allAccounts ? ` of ${counts.accounts} accounts` : ""}${opts.output ? ` to ${opts.output}` : ""}.`,
+          `Exported ${count(counts.memories)} memories, ${count(counts.entities)} entities, ${count(counts.relations)} relations${opts.allAccounts ? ` of ${count(counts.accounts)} accounts` : ""}${opts.output ? ` to ${opts.output}` : ""}.`,
         );
       }),
     );

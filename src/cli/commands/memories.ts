@@ -8,7 +8,7 @@ import { collect, confirmedDelete, entityRef, withContext } from "../context.js"
 import type { Context } from "../../core/context.js";
 import { defined, jsonFlag, numberFlag, readStdin } from "../flags.js";
 import type { CliApp } from "../main.js";
-import { pageLine, when, type TableKit } from "../output.js";
+import { count, pageLine, when, type TableKit } from "../output.js";
 import { canPrompt, promptText } from "../prompt.js";
 import { countLines, startProgress } from "../progress.js";
 import { humanMessage } from "../messages.js";
@@ -313,7 +313,7 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
     release?.();
     progress?.stop();
   });
-  const text = `Added ${summary.added} memor${summary.added === 1 ? "y" : "ies"}${summary.failed ? `; ${summary.failed} line${summary.failed === 1 ? "" : "s"} failed` : ""}${summary.stopped ? " (stopped by interrupt)" : ""}.`;
+  const text = `Added ${count(summary.added)} memor${summary.added === 1 ? "y" : "ies"}${summary.failed ? `; ${count(summary.failed)} line${summary.failed === 1 ? "" : "s"} failed` : ""}${summary.stopped ? " (stopped by interrupt)" : ""}.`;
   if (output.isTable) output.out(text);
   else output.note(text);
   if (summary.stopped) {
@@ -325,8 +325,17 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
       resumeAfterLine: lastLine,
     });
   }
+  if (firstError?.code === "QUOTA_EXCEEDED") {
+    const { currentUsage, limit, resetAt } = firstError.extra as { currentUsage: number; limit: number; resetAt: string };
+    const n = count;
+    throw new MmError(
+      "QUOTA_EXCEEDED",
+      `The monthly quota of ${n(limit)} operations is used up (${n(currentUsage)} of ${n(limit)}): ${n(summary.added)} memor${summary.added === 1 ? "y was" : "ies were"} added, up to the limit, and ${n(summary.failed)} line${summary.failed === 1 ? " was" : "s were"} not stored. The quota resets at ${resetAt}.`,
+      { ...firstError.extra, added: summary.added, failed: summary.failed },
+    );
+  }
   if (firstError) {
-    throw new MmError(firstError.code, `${summary.failed} line${summary.failed === 1 ? "" : "s"} failed (the other lines were added); first failure: ${firstError.message}`, {
+    throw new MmError(firstError.code, `${count(summary.failed)} line${summary.failed === 1 ? "" : "s"} failed (the other lines were added); first failure: ${firstError.message}`, {
       added: summary.added,
       failed: summary.failed,
     });

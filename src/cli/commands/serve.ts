@@ -3,6 +3,7 @@ import { stopCodeCache } from "../../code-cache.js";
 import { MmError } from "../../errors.js";
 import { locateStore, missingStore, storeStatus } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
+import { count } from "../output.js";
 
 interface ServeFlags {
   host?: string;
@@ -84,7 +85,7 @@ export function registerServe(program: Command, app: CliApp): void {
         output.note("Each API key sees only its own account's data:");
         for (const a of accounts) {
           const keys = a.keys ? `${a.keys} key${a.keys === 1 ? "" : "s"}` : "no key yet: mm keys create --account " + a.name + " --name …";
-          output.note(`  ${a.name.padEnd(12)} ${dim(`${a.memories} memor${a.memories === 1 ? "y" : "ies"}, ${keys}`)}`);
+          output.note(`  ${a.name.padEnd(12)} ${dim(`${count(a.memories)} memor${a.memories === 1 ? "y" : "ies"}, ${keys}`)}`);
         }
         output.note(dim("Ctrl-C stops."));
       }
