@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, Help } from "commander";
 import { EXIT, MmError, toMmError } from "../errors.js";
 import type { Embedder, Env } from "../embedder/index.js";
 import { Output, type OutputStreams } from "./output.js";
@@ -72,7 +72,7 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     .option("--no-color", "no colour (also: NO_COLOR=1; FORCE_COLOR=1 forces it)")
     .option("--debug", "show internal details of unexpected errors (also: MM_DEBUG=1)")
     .helpCommand("help [command...]", "show help for a command, e.g. mm help memories search")
-    .configureHelp({ showGlobalOptions: true })
+    .configureHelp(HELP)
     .exitOverride()
     .showSuggestionAfterError(true)
     .configureOutput({
@@ -94,7 +94,7 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
   registerStore(program, app);
   // Messages name the flags of the command that runs, once it is known.
   program.hook("preAction", (_program, action) => void (output.fieldName = fieldNamer(action, io.env)));
-  for (const cmd of allCommands(program)) cmd.exitOverride().configureHelp({ showGlobalOptions: true });
+  for (const cmd of allCommands(program)) cmd.exitOverride().configureHelp(HELP);
 
   try {
     await program.parseAsync(argv, { from: "user" });
@@ -128,6 +128,18 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     return mmErr.exitCode;
   }
 }
+
+/**
+ * Help that lists the global options too, but not one the command has itself (`mm console link
+ * --url` and `mm console --url`): each flag appears once.
+ */
+const HELP = {
+  showGlobalOptions: true,
+  visibleGlobalOptions(this: Help, cmd: Command) {
+    const own = new Set(cmd.options.map((o) => o.long));
+    return Help.prototype.visibleGlobalOptions.call(this, cmd).filter((o) => !own.has(o.long));
+  },
+};
 
 const FS_REASONS: Record<string, string> = {
   ENOTDIR: "part of that path is a file, not a directory",

@@ -146,7 +146,7 @@ export type SearchPlan = { exact: true } | { exact: false; nprobes: number };
 
 /**
  * The sizes at which the store changes strategy. The defaults come from measurements on a 2-core
- * machine (README, "Speed, memory and scale"); tests shrink them to exercise the same code paths
+ * machine (docs/performance.md, "Speed, memory and scale"); tests shrink them to exercise the same code paths
  * on small tables.
  */
 export interface StoreTuning {

@@ -1,4 +1,5 @@
-import { mkdir } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/run-cli.js";
@@ -167,5 +168,34 @@ describe("a batch that runs into the monthly quota", () => {
     expect(usage).toMatchObject({ used: 1000, limit: 1000 });
     // Stored: the default account's one memory and the batch's 1,000 (a read as "fresh" is refused now).
     expect(JSON.parse((await runCli(store, ["store", "stats"])).stdout).memories.rows).toBe(1001);
+  });
+});
+
+describe("mm serve on a terminal, and mm console finding it", () => {
+  it("the banner and readable log lines, no raw JSON; mm console links to the port the server really uses", async () => {
+    const store = join(await tempDir(), "store");
+    expect((await runCli(store, ["memories", "add", "a memory", "--user", "alice"])).code).toBe(0);
+    const serving = runInTerminal(["serve", "--port", "0", "--no-warm"], { store, keys: [{ waitFor: /GET \/console\/ +\d{3}/, send: "\u0003" }], timeoutMs: 40_000 });
+    const record = join(store, "serve.json");
+    for (let i = 0; i < 300 && !existsSync(record); i++) await new Promise((r) => setTimeout(r, 100));
+    const { url } = JSON.parse(await readFile(record, "utf8")) as { url: string };
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(url).not.toBe("http://127.0.0.1:8080");
+    const link = JSON.parse((await runMm(["console", "link"], { store })).stdout);
+    expect(new URL(link.url).origin).toBe(url);
+    const opened = await runMm(["console"], { store, env: { DISPLAY: "", WAYLAND_DISPLAY: "" } });
+    expect(opened.stdout).toContain(`${url}/console/signin?token=`);
+    expect(opened.stderr).not.toContain("no mm serve answers");
+    const screen = await serving;
+    const text = screen.screen.join("\n");
+    expect(text).toContain(`mm serve: listening on ${url}`);
+    expect(text).toMatch(/\d\d:\d\d:\d\d  GET \/console\/ +\d{3}  [\d.]+ ms/);
+    for (const line of screen.screen) expect(line, text).not.toMatch(/^\{"/);
+    // Stopped: the record is gone, and links go back to the configured default.
+    expect(existsSync(record)).toBe(false);
+    expect(new URL(JSON.parse((await runMm(["console", "link"], { store })).stdout).url).origin).toBe("http://127.0.0.1:8080");
+    // --url given once in help, for the command that has it.
+    const help = await runMm(["console", "link", "--help"], { store });
+    expect(help.stdout.match(/--url <url>/g)).toHaveLength(1);
   });
 });

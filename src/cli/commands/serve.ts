@@ -54,7 +54,12 @@ export function registerServe(program: Command, app: CliApp): void {
           ] as const
         ).filter(([, v]) => v !== undefined),
       );
-      const log = (entry: Record<string, unknown>) => io.stderr.write(JSON.stringify(entry) + "\n");
+      // On a terminal, a person reads the log: one readable line an event. Piped, JSON lines.
+      const human = output.isTable && Boolean(io.stderr.isTTY);
+      const log = (entry: Record<string, unknown>) => {
+        const line = human ? readableLog(entry) : JSON.stringify(entry);
+        if (line !== undefined) io.stderr.write(line + "\n");
+      };
       const { startServer } = await import("../../http/server.js");
       const server = await startServer({
         storeDir,
@@ -68,9 +73,13 @@ export function registerServe(program: Command, app: CliApp): void {
       });
       // The shutdown handler goes in before "listening" is announced: a client that signals as
       // soon as it sees the announcement must get a graceful stop, not Node's default kill.
+      const { recordRunningServer } = await import("../../core/console-access.js");
+      // `mm console` finds this server's address (its port) in the store while it runs.
+      const forget = await recordRunningServer(storeDir, server.url, process.pid);
       const stopped = new Promise<void>((resolve) => {
         const release = io.onShutdown?.(async (signal) => {
           log({ time: new Date().toISOString(), event: "shutdown", signal });
+          await forget();
           await server.close();
           release?.();
           resolve();
@@ -91,4 +100,17 @@ export function registerServe(program: Command, app: CliApp): void {
       }
       await stopped;
     });
+}
+
+/** A log entry as a line for a person: `19:20:01  GET /v1/memories  200  3.1 ms  acct_…`. */
+function readableLog(entry: Record<string, unknown>): string | undefined {
+  const { time, event, level, method, path, status, ms, account, keyId: _keyId, ...rest } = entry;
+  if (event === "listening") return undefined; // the banner says it
+  const at = typeof time === "string" ? time.slice(11, 19) : new Date().toISOString().slice(11, 19);
+  if (method) return `${at}  ${String(method)} ${String(path)}  ${String(status)}  ${String(ms)} ms${account ? `  ${String(account)}` : ""}`;
+  const what = [event ?? level ?? "log", path].filter(Boolean).join(" ");
+  const details = Object.entries(rest)
+    .map(([k, v]) => `${k}=${typeof v === "string" ? v.split("\n")[0] : JSON.stringify(v)}`)
+    .join(" ");
+  return `${at}  ${String(what)}${details ? `  ${details}` : ""}`;
 }
