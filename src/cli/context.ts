@@ -9,7 +9,7 @@ import type { CliApp } from "./main.js";
 import { confirmDelete } from "./prompt.js";
 
 /** The rate/quota bucket of each command that is an API operation; other commands aren't counted. */
-const BUCKETS: Record<string, Bucket> = {
+export const BUCKETS: Record<string, Bucket> = {
   "memories.add": "write",
   "memories.search": "search",
   "memories.list": "read",
@@ -25,6 +25,7 @@ const BUCKETS: Record<string, Bucket> = {
   "relations.create": "write",
   "relations.list": "read",
   "relations.get": "read",
+  "relations.update": "write",
   "relations.delete": "write",
   "graph.neighbors": "read",
   "graph.path": "read",

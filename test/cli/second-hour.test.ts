@@ -199,3 +199,24 @@ describe("mm serve on a terminal, and mm console finding it", () => {
     expect(help.stdout.match(/--url <url>/g)).toHaveLength(1);
   });
 });
+
+describe("mm relations update", () => {
+  it("changes the type and metadata as PATCH /v1/relations/:id does, and refuses to move the ends", async () => {
+    const store = join(await tempDir(), "store");
+    const run = async (args: string[]) => runCli(store, args);
+    await run(["entities", "create", "Sam Rivera", "--type", "PERSON"]);
+    await run(["entities", "create", "Acme", "--type", "ORGANIZATION"]);
+    const rel = JSON.parse((await run(["relations", "create", "--source", "Sam Rivera", "--target", "Acme", "--type", "WORKS_FOR"])).stdout);
+    const updated = await run(["relations", "update", rel.id, "--type", "MANAGES", "--metadata", '{"since":2024}']);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(JSON.parse(updated.stdout)).toMatchObject({ id: rel.id, type: "MANAGES", metadata: { since: 2024 }, source: { name: "Sam Rivera" }, target: { name: "Acme" } });
+    const cleared = JSON.parse((await run(["relations", "update", rel.id, "--clear-metadata"])).stdout);
+    expect(cleared.metadata ?? null).toBeNull();
+    const bad = await runCli(store, ["relations", "update", rel.id, "--type", "manages"], { tty: true });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("MANAGES");
+    const none = await runCli(store, ["relations", "update", rel.id], { tty: true });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/--type|--metadata/);
+  });
+});
