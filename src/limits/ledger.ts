@@ -258,6 +258,8 @@ export class OperationMeter implements Meter {
   }
 
   async commitUpTo<T>(count: number, commit: (admitted: number) => Promise<T>): Promise<{ result: T; admitted: number; refusal?: MmError }> {
+    // An operation billed once (an MCP tool call) stores all of its lines or none, as one unit.
+    if (this.once) return { result: await this.commit(count, () => commit(count)), admitted: count };
     const { result, admitted, usage, refusal } = await this.ledger.chargeUpTo(this.accountId, this.limit, this.bucket, count, commit);
     this.usage = usage;
     return { result, admitted, ...(refusal ? { refusal } : {}) };
