@@ -61,7 +61,7 @@ describe("mm import --from mcp-memory", () => {
 
     // By meaning: the query shares no word with the observation.
     const found = json(await runMm(["memories", "search", "Which languages can he talk in?", "--user", "me", "--mode", "semantic", "--threshold", "0.3"], { store }));
-    expect(found.results[0].content).toBe("Speaks fluent Spanish");
+    expect(found.results[0].content).toBe("John_Smith: Speaks fluent Spanish"); // its subject in front (see below)
     const john = entities.find((e: { name: string }) => e.name === "John_Smith");
     expect(json(await runMm(["entities", "memories", john.id], { store })).pagination.total).toBe(3);
 
@@ -69,5 +69,40 @@ describe("mm import --from mcp-memory", () => {
     const second = again.stdout.trim().split("\n").map((l) => JSON.parse(l));
     expect(second.slice(0, 5).map((x) => x.status)).toEqual(["skipped", "skipped", "skipped", "skipped", "skipped"]);
     expect(json(await runMm(["memories", "list"], { store })).pagination.total).toBe(4);
+  });
+});
+
+describe("mm import --from mcp-memory: an observation keeps its subject (issue 26)", () => {
+  it("\"HQ is in Phoenix\" under Acme is found by \"where is Acme headquartered?\", and reads back as written", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "store");
+    const file = join(dir, "memory.jsonl");
+    await writeFile(
+      file,
+      referenceFile({
+        entities: [
+          { name: "Acme", entityType: "organization", observations: ["HQ is in Phoenix", "Founded by Acme's two engineers in 2011"] },
+          { name: "Globex", entityType: "organization", observations: ["HQ is in Springfield"] },
+        ],
+        relations: [],
+      }),
+    );
+    const r = await runMm(["import", "--from", "mcp-memory", file, "--user", "me"], { store });
+    expect(r.code, r.stderr).toBe(0);
+    const found = json(await runMm(["memories", "search", "where is Acme headquartered?", "--user", "me"], { store }));
+    expect(found.results[0]?.content).toBe("Acme: HQ is in Phoenix");
+    // An observation that names its entity already is stored as written.
+    const founded = json(await runMm(["memories", "search", "Founded by Acme's two engineers", "--user", "me"], { store }));
+    expect(founded.results[0]?.content).toBe("Founded by Acme's two engineers in 2011");
+    // The reference tools read the observations back exactly as they were written.
+    const { stdioClient, ok } = await import("../helpers/mcp-client.js");
+    const { client } = await stdioClient(["--user", "me"], { MM_STORE: store });
+    const graph = await ok(client, "open_nodes", { names: ["Acme"] });
+    expect(graph.entities[0].observations).toEqual(["HQ is in Phoenix", "Founded by Acme's two engineers in 2011"]);
+    await client.close();
+    // A second run adds nothing.
+    const again = await runMm(["import", "--from", "mcp-memory", file, "--user", "me"], { store });
+    expect(again.stdout.trim().split("\n").map((l) => JSON.parse(l).status)).toEqual(["skipped", "skipped"]);
+    expect(json(await runMm(["memories", "list", "--user", "me"], { store })).pagination.total).toBe(3);
   });
 });
