@@ -13,7 +13,17 @@ import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
 
-function referenceFile(graph: { entities: { name: string; entityType: string; observations: string[] }[]; relations: { from: string; to: string; relationType: string }[] }): string {
+type Graph = { entities: { name: string; entityType: string; observations: string[] }[]; relations: { from: string; to: string; relationType: string }[] };
+
+/** A new store's path and a memory.jsonl holding `graph`, in a temp directory. */
+async function storeAndFile(graph: Graph): Promise<{ store: string; file: string }> {
+  const dir = await tempDir();
+  const file = join(dir, "memory.jsonl");
+  await writeFile(file, referenceFile(graph));
+  return { store: join(dir, "store"), file };
+}
+
+function referenceFile(graph: Graph): string {
   const lines = [
     ...graph.entities.map((e) => JSON.stringify({ type: "entity", name: e.name, entityType: e.entityType, observations: e.observations })),
     ...graph.relations.map((r) => JSON.stringify({ type: "relation", from: r.from, to: r.to, relationType: r.relationType })),
@@ -23,24 +33,18 @@ function referenceFile(graph: { entities: { name: string; entityType: string; ob
 
 describe("mm import --from mcp-memory", () => {
   it("imports entities, observations and relations, finds an observation by meaning, and adds nothing on a second run", async () => {
-    const dir = await tempDir();
-    const store = join(dir, "store");
-    const file = join(dir, "memory.jsonl");
-    await writeFile(
-      file,
-      referenceFile({
-        entities: [
-          { name: "John_Smith", entityType: "person", observations: ["Speaks fluent Spanish", "Graduated in 2019", "Allergic to shellfish"] },
-          { name: "Anthropic", entityType: "organization", observations: ["AI safety company"] },
-          { name: "Lisbon", entityType: "city", observations: [] },
-        ],
-        relations: [
-          { from: "John_Smith", to: "Anthropic", relationType: "works_at" },
-          { from: "John_Smith", to: "Lisbon", relationType: "lives in" },
-          { from: "John_Smith", to: "Nobody", relationType: "knows" },
-        ],
-      }),
-    );
+    const { store, file } = await storeAndFile({
+      entities: [
+        { name: "John_Smith", entityType: "person", observations: ["Speaks fluent Spanish", "Graduated in 2019", "Allergic to shellfish"] },
+        { name: "Anthropic", entityType: "organization", observations: ["AI safety company"] },
+        { name: "Lisbon", entityType: "city", observations: [] },
+      ],
+      relations: [
+        { from: "John_Smith", to: "Anthropic", relationType: "works_at" },
+        { from: "John_Smith", to: "Lisbon", relationType: "lives in" },
+        { from: "John_Smith", to: "Nobody", relationType: "knows" },
+      ],
+    });
     const r = await runMm(["import", "--from", "mcp-memory", file, "--user", "me"], { store });
     expect(r.code).toBe(3); // the relation to a missing entity fails alone
     const results = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
@@ -74,19 +78,13 @@ describe("mm import --from mcp-memory", () => {
 
 describe("mm import --from mcp-memory: an observation keeps its subject (issue 26)", () => {
   it("\"HQ is in Phoenix\" under Acme is found by \"where is Acme headquartered?\", and reads back as written", async () => {
-    const dir = await tempDir();
-    const store = join(dir, "store");
-    const file = join(dir, "memory.jsonl");
-    await writeFile(
-      file,
-      referenceFile({
-        entities: [
-          { name: "Acme", entityType: "organization", observations: ["HQ is in Phoenix", "Founded by Acme's two engineers in 2011"] },
-          { name: "Globex", entityType: "organization", observations: ["HQ is in Springfield"] },
-        ],
-        relations: [],
-      }),
-    );
+    const { store, file } = await storeAndFile({
+      entities: [
+        { name: "Acme", entityType: "organization", observations: ["HQ is in Phoenix", "Founded by Acme's two engineers in 2011"] },
+        { name: "Globex", entityType: "organization", observations: ["HQ is in Springfield"] },
+      ],
+      relations: [],
+    });
     const r = await runMm(["import", "--from", "mcp-memory", file, "--user", "me"], { store });
     expect(r.code, r.stderr).toBe(0);
     const found = json(await runMm(["memories", "search", "where is Acme headquartered?", "--user", "me"], { store }));
