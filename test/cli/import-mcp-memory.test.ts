@@ -104,3 +104,21 @@ describe("mm import --from mcp-memory: an observation keeps its subject (issue 2
     expect(json(await runMm(["memories", "list", "--user", "me"], { store })).pagination.total).toBe(3);
   });
 });
+
+describe("mm import --from mcp-memory on an mm export (issue 26)", () => {
+  it("recognises the file, writes nothing, and says how to import it", async () => {
+    const dir = await tempDir();
+    const from = join(dir, "from");
+    expect((await runMm(["memories", "add", "Ada wrote the first program", "--user", "me"], { store: from })).code).toBe(0);
+    expect((await runMm(["entities", "create", "Ada Lovelace", "--type", "PERSON"], { store: from })).code).toBe(0);
+    const file = join(dir, "backup.jsonl");
+    expect((await runMm(["export", "-o", file], { store: from })).code).toBe(0);
+    const store = join(dir, "store");
+    const r = await runMm(["import", "--from", "mcp-memory", file, "--format", "table"], { store });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("This file is an mm export (its first line is the mm-export header), not the reference MCP memory server's memory.jsonl: import it without --from mcp-memory (`mm import <file>`).");
+    expect(r.stderr).not.toMatch(/line \d+:/);
+    expect(json(await runMm(["entities", "list"], { store })).pagination.total).toBe(0);
+    expect((await runMm(["import", file], { store })).code).toBe(0);
+  });
+});
