@@ -14,6 +14,7 @@ const FLAG_OF_FIELD: Record<string, string> = {
   agentId: "agent",
   tags: "tag",
   entityIds: "entity",
+  entityId: "entity",
   sourceId: "source",
   targetId: "target",
   maxDepth: "max-depth",

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { renameSync, writeFileSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileAtomic } from "../storage/atomic-file.js";
 import { MmError, validationError } from "../errors.js";
 import { JsonFile } from "../storage/json-file.js";
 import { Store } from "../storage/store.js";
@@ -202,11 +202,13 @@ const RUNNING_SERVER = "serve.json";
 
 /**
  * Records that a server listens at `url` on this store (process `pid`), until the returned
- * function removes the record (on shutdown; only if it is still this server's).
+ * function removes the record (on shutdown; only if it is still this server's). Synchronous, so
+ * that it is written before the server answers its first request. (Written whole, then renamed.)
  */
-export async function recordRunningServer(storeDir: string, url: string, pid: number): Promise<() => Promise<void>> {
+export function recordRunningServer(storeDir: string, url: string, pid: number): () => Promise<void> {
   const path = join(storeDir, RUNNING_SERVER);
-  await writeFileAtomic(path, JSON.stringify({ url, pid, startedAt: new Date().toISOString() }) + "\n");
+  writeFileSync(`${path}.${pid}.tmp`, JSON.stringify({ url, pid, startedAt: new Date().toISOString() }) + "\n", { mode: 0o600 });
+  renameSync(`${path}.${pid}.tmp`, path);
   return async () => {
     const now = await readRunning(storeDir);
     if (now?.pid === pid) await rm(path, { force: true });

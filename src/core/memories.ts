@@ -103,7 +103,7 @@ async function withLiveLinks(ctx: Context, record: MemoryRecord): Promise<Memory
 export async function listMemories(ctx: Context, rawQuery: unknown): Promise<Page<MemoryListItem>> {
   const q = parseListMemories(rawQuery);
   const { records, total } = await withSnapshot(ctx, (store) =>
-    store.listMemories({ accountId: ctx.accountId, userId: q.userId, agentId: q.agentId, tags: q.tags }, { offset: (q.page - 1) * q.limit, limit: q.limit }),
+    store.listMemories({ accountId: ctx.accountId, userId: q.userId, agentId: q.agentId, tags: q.tags, entityId: q.entityId, metadata: q.metadata }, { offset: (q.page - 1) * q.limit, limit: q.limit }),
   );
   return page(records.map(toListItem), q, total);
 }

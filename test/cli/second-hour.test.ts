@@ -220,3 +220,48 @@ describe("mm relations update", () => {
     expect(none.stderr).toMatch(/--type|--metadata/);
   });
 });
+
+describe("filters by metadata and by linked entity", () => {
+  it("--meta key=value (repeatable) and --entity NAME on search and list; the same over HTTP", async () => {
+    const store = join(await tempDir(), "store");
+    const run = async (args: string[]) => {
+      const r = await runCli(store, args);
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+      return JSON.parse(r.stdout);
+    };
+    await run(["entities", "create", "Ada Lovelace", "--type", "PERSON"]);
+    const a = await run(["memories", "add", "tea notes from the archive", "--user", "u", "--metadata", '{"source":"notes","year":1843}', "--entity", "Ada Lovelace"]);
+    const b = await run(["memories", "add", "tea notes from a letter", "--user", "u", "--metadata", '{"source":"letters","year":18430}']);
+    const c = await run(["memories", "add", "tea notes, undated", "--user", "u", "--metadata", '{"note":{"source":"notes"},"tricky":"50%_off"}']);
+    const ids = (body: { items?: { id: string }[]; results?: { id: string }[] }) => (body.items ?? body.results ?? []).map((m) => m.id).sort();
+    const search = (...extra: string[]) => run(["memories", "search", "tea notes", "--user", "u", "--threshold", "0", ...extra]);
+    expect(ids(await run(["memories", "list", "--meta", "source=notes"]))).toEqual([a.id, c.id].sort());
+    expect(ids(await run(["memories", "list", "--meta", "source=notes", "--meta", "year=1843"]))).toEqual([a.id]);
+    expect(ids(await run(["memories", "list", "--meta", "year=18430"]))).toEqual([b.id]);
+    expect(ids(await run(["memories", "list", "--meta", "tricky=50%_off"]))).toEqual([c.id]);
+    expect(ids(await run(["memories", "list", "--meta", "tricky=50%"]))).toEqual([]);
+    expect(ids(await run(["memories", "list", "--entity", "Ada Lovelace"]))).toEqual([a.id]);
+    expect(ids(await search("--meta", "source=letters"))).toEqual([b.id]);
+    expect(ids(await search("--entity", "Ada Lovelace"))).toEqual([a.id]);
+    expect(ids(await search("--meta", "year=1843", "--meta", "source=notes"))).toEqual([a.id]);
+    const bad = await runCli(store, ["memories", "list", "--meta", "source"], { tty: true });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--meta must be key=value, e.g. --meta source=notes (got "source")');
+    // HTTP: `metadata` in the search body, `metadata.KEY` in the list query, `entityId` in both.
+    const { startServer } = await import("../../src/http/server.js");
+    const { createTestEmbedder } = await import("../helpers/test-embedder.js");
+    const server = await startServer({ storeDir: store, port: 0, env: {}, embedder: createTestEmbedder(), warm: false });
+    try {
+      const key = JSON.parse((await runCli(store, ["keys", "create", "--name", "t"])).stdout).key;
+      const headers = { Authorization: `Bearer ${key}`, "Content-Type": "application/json" };
+      const listed = await (await fetch(`${server.url}/v1/memories?metadata.source=notes&metadata.year=1843`, { headers })).json();
+      expect(ids(listed)).toEqual([a.id]);
+      const found = await (await fetch(`${server.url}/v1/memories/search`, { method: "POST", headers, body: JSON.stringify({ query: "tea notes", userId: "u", threshold: 0, metadata: { year: 1843 } }) })).json();
+      expect(ids(found)).toEqual([a.id]);
+      const byEntity = await (await fetch(`${server.url}/v1/memories?entityId=${a.entityIds[0]}`, { headers })).json();
+      expect(ids(byEntity)).toEqual([a.id]);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -26,7 +26,8 @@ describe("documented shell examples", () => {
     const r = await runShell(block.code, await tempDir());
     expect(r.code, `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`).toBe(0);
     if (block.output !== undefined) {
-      const shown = showsOutput(r.stdout, block.output);
+      // runShell serves on a free port in place of 8080; what the reader sees says 8080.
+      const shown = showsOutput(r.stdout.replace(/127\.0\.0\.1:\d+/g, "127.0.0.1:8080"), block.output);
       expect(shown.ok, `missing line: ${shown.missing}\n--- stdout\n${r.stdout}`).toBe(true);
     }
   });
@@ -147,5 +148,17 @@ describe("examples with mm serve", () => {
       });
     }
     expect(missing).toEqual([]);
+  });
+});
+
+describe("docs/http-api.md", () => {
+  it("its endpoint table lists every route the server has", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const { join } = await import("node:path");
+    const { ROOT } = await import("../helpers/doc-examples.js");
+    const { ROUTES } = await import("../../src/http/routes.js");
+    const text = await readFile(join(ROOT, "docs", "http-api.md"), "utf8");
+    const rows = new Set([...text.matchAll(/^\| (GET|POST|PATCH|DELETE)(?: †)? \| (\/v1\/[^ |]+) \|/gm)].map((m) => `${m[1]} ${m[2]}`));
+    expect(ROUTES.map((r) => `${r.method} ${r.path}`).filter((r) => !rows.has(r))).toEqual([]);
   });
 });

@@ -74,8 +74,10 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-l, --limit <n>", "maximum results (default 10, at most 100)")
     .option("--threshold <score>", "minimum score, 0 to 1 (default 0.5)")
     .option("--mode <mode>", "hybrid (default: keywords + meaning + conversational context), semantic or keyword")
-    .action(async (query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string }, cmd: Command) => {
-      const raw = defined({
+    .option("--meta <key=value>", "only memories whose metadata has this key and value (repeatable; all must match)", collect)
+    .option("-e, --entity <entity>", "only memories linked to this entity (id or name)")
+    .action(async (query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string; meta?: string[]; entity?: string }, cmd: Command) => {
+      const given = defined({
         query,
         userId: opts.user,
         agentId: opts.agent,
@@ -83,12 +85,14 @@ export function registerMemories(program: Command, app: CliApp): void {
         limit: numberFlag(opts.limit),
         threshold: numberFlag(opts.threshold),
         mode: opts.mode,
+        metadata: metaFlags(opts.meta),
       });
-      const valid = passes((await schemas()).parseSearchMemories, raw);
+      const valid = passes((await schemas()).parseSearchMemories, given);
       await withContext(
         app,
         cmd,
         async (ctx) => {
+          const raw = defined({ ...given, entityId: await entityRef(ctx, opts.entity) });
           const api = await core();
           const body = await api.searchMemories(ctx, raw);
           await app.output.result(body, async (t) => {
@@ -116,11 +120,21 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-t, --tag <tag>", "only memories with this tag (repeatable; all must match)", collect)
     .option("-p, --page <n>", "page number (default 1)")
     .option("-l, --limit <n>", "page size (default 20, at most 100)")
-    .action((opts: FieldFlags & { page?: string; limit?: string }, cmd: Command) =>
+    .option("--meta <key=value>", "only memories whose metadata has this key and value (repeatable; all must match)", collect)
+    .option("-e, --entity <entity>", "only memories linked to this entity (id or name)")
+    .action((opts: FieldFlags & { page?: string; limit?: string; meta?: string[]; entity?: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
         const body = await (await core()).listMemories(
           ctx,
-          defined({ userId: opts.user, agentId: opts.agent, tags: opts.tag, page: opts.page, limit: opts.limit }),
+          defined({
+            userId: opts.user,
+            agentId: opts.agent,
+            tags: opts.tag,
+            metadata: metaFlags(opts.meta),
+            entityId: await entityRef(ctx, opts.entity),
+            page: opts.page,
+            limit: opts.limit,
+          }),
         );
         await app.output.result(body, (t) => renderList(t, body));
       }),
@@ -383,4 +397,16 @@ function renderHits(t: TableKit, hits: MemorySearchHit[]): string {
     hits.map((h) => [h.score.toFixed(3), h.content, h.userId, (h.tags ?? []).join(", "), h.id]),
     { flex: 1, ids: [4], drop: [3] },
   );
+}
+
+/** `--meta source=notes --meta year=1843` → the metadata filter `{source: "notes", year: "1843"}`. */
+function metaFlags(values: string[] | undefined): Record<string, string> | undefined {
+  if (!values) return undefined;
+  const out: Record<string, string> = {};
+  for (const v of values) {
+    const at = v.indexOf("=");
+    if (at < 1) throw new MmError("VALIDATION_ERROR", `--meta must be key=value, e.g. --meta source=notes (got "${v}").`, { details: [{ field: "meta", message: `must be key=value, e.g. --meta source=notes (got "${v}")` }] });
+    out[v.slice(0, at)] = v.slice(at + 1);
+  }
+  return out;
 }

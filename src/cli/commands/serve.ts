@@ -61,7 +61,11 @@ export function registerServe(program: Command, app: CliApp): void {
         if (line !== undefined) io.stderr.write(line + "\n");
       };
       const { startServer } = await import("../../http/server.js");
+      const { recordRunningServer } = await import("../../core/console-access.js");
+      // `mm console` finds this server's address (its port) in the store while it runs.
+      let forget: (() => Promise<void>) | undefined;
       const server = await startServer({
+        onBound: (url) => void (forget = recordRunningServer(storeDir, url, process.pid)),
         storeDir,
         host: flags.host,
         port,
@@ -73,13 +77,10 @@ export function registerServe(program: Command, app: CliApp): void {
       });
       // The shutdown handler goes in before "listening" is announced: a client that signals as
       // soon as it sees the announcement must get a graceful stop, not Node's default kill.
-      const { recordRunningServer } = await import("../../core/console-access.js");
-      // `mm console` finds this server's address (its port) in the store while it runs.
-      const forget = await recordRunningServer(storeDir, server.url, process.pid);
       const stopped = new Promise<void>((resolve) => {
         const release = io.onShutdown?.(async (signal) => {
           log({ time: new Date().toISOString(), event: "shutdown", signal });
-          await forget();
+          await forget?.();
           await server.close();
           release?.();
           resolve();
