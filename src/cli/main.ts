@@ -103,7 +103,7 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     if (err instanceof CommanderError) {
       if (["commander.helpDisplayed", "commander.version", "commander.help"].includes(err.code)) return EXIT.ok;
       if (err.code === "commander.executeSubCommandAsync") return EXIT.ok;
-      const message = err.code === "commander.unknownCommand" ? unknownCommand(program, err.message) : usageMessage || err.message;
+      const message = err.code === "commander.unknownCommand" ? unknownCommand(program, err.message, argv) : usageMessage || err.message;
       output.error(new MmError("VALIDATION_ERROR", message, { details: [{ field: "command", message }] }));
       return EXIT.usage;
     }
@@ -198,8 +198,17 @@ function allCommands(cmd: Command): Command[] {
  * `mm search tea` means `mm memories search tea`: point at the command that has that name one
  * level down, rather than at the nearest spelling among the groups (which would be `serve`).
  */
-function unknownCommand(program: Command, message: string): string {
+function unknownCommand(program: Command, message: string, argv: string[]): string {
   const word = /'([^']+)'/.exec(message)?.[1] ?? "";
+  // `mm memories serach`: the unknown word is a subcommand of a group; suggest among the group's.
+  const group = program.commands.find((g) => {
+    const at = argv.indexOf(word);
+    return at > 0 && (argv[at - 1] === g.name() || g.aliases().includes(argv[at - 1])) && g.commands.length > 0;
+  });
+  if (group) {
+    const near = [...new Set(group.commands.filter((c) => [c.name(), ...c.aliases()].some((n) => editDistance(n, word) <= Math.max(1, Math.floor(word.length / 3)))).map((c) => c.name()))];
+    return `unknown command '${word}' for \`mm ${group.name()}\`.${near.length ? ` Did you mean ${orList(near.map((c) => `\`mm ${group.name()} ${c}\``))}?` : ""} See \`mm ${group.name()} --help\`.`;
+  }
   const matches = program.commands.flatMap((group) =>
     group.commands.filter((c) => c.name() === word || c.aliases().includes(word)).map((c) => `mm ${group.name()} ${c.name()}`),
   );

@@ -9,7 +9,7 @@ const FORMATS: Format[] = ["table", "json", "ndjson", "mermaid", "dot"];
 
 export interface OutputStreams {
   stdout: Writable & { isTTY?: boolean; columns?: number };
-  stderr: Writable & { isTTY?: boolean };
+  stderr: Writable & { isTTY?: boolean; columns?: number };
 }
 
 export interface OutputOptions {
@@ -97,7 +97,32 @@ export class Output {
 
   /** Human messages (progress, warnings) go to stderr so stdout stays parseable. */
   note(line: string): void {
-    this.io.stderr.write(line + "\n");
+    this.io.stderr.write(this.fitStderr(line) + "\n");
+  }
+
+  /**
+   * A message for a person's terminal, broken at spaces to its width so that the terminal never
+   * breaks a word; a word longer than a line (a URL, a path) stays whole. JSON lines are never touched.
+   */
+  private fitStderr(text: string): string {
+    const columns = this.io.stderr.columns;
+    if (!this.isTable || !this.io.stderr.isTTY || !columns || columns < 20) return text;
+    const width = require("string-width") as (s: string) => number;
+    return text
+      .split("\n")
+      .map((paragraph) => {
+        const lines: string[] = [];
+        let line = "";
+        for (const word of paragraph.split(" ")) {
+          if (line && width(`${line} ${word}`) > columns) {
+            lines.push(line);
+            line = word;
+          } else line = line ? `${line} ${word}` : word;
+        }
+        lines.push(line);
+        return lines.join("\n");
+      })
+      .join("\n");
   }
 
   /**
@@ -124,8 +149,8 @@ export class Output {
       this.io.stderr.write(JSON.stringify(err.toBody()) + "\n");
       return;
     }
-    this.io.stderr.write(paint(`mm: ${humanMessage(err, this.fieldName)}`, 31, this.colors.stderr) + "\n");
-    for (const line of extra) this.io.stderr.write(line + "\n");
+    this.io.stderr.write(paint(this.fitStderr(`mm: ${humanMessage(err, this.fieldName)}`), 31, this.colors.stderr) + "\n");
+    for (const line of extra) this.io.stderr.write(this.fitStderr(line) + "\n");
   }
 }
 

@@ -265,3 +265,22 @@ describe("filters by metadata and by linked entity", () => {
     }
   });
 });
+
+describe("messages on a terminal", () => {
+  it("break at spaces to the terminal's width, never mid-word", async () => {
+    const store = join(await tempDir(), "a-store-path-that-is-rather-long", "and-deeper-still");
+    const r = await runInTerminal(["memories", "list", "--no-color"], { store, cols: 60 });
+    expect(r.code).toBe(6);
+    const lines = r.screen.filter((l) => l !== "");
+    expect(lines.length).toBeGreaterThan(1);
+    for (const line of lines) expect(line.length, lines.join("\n")).toBeLessThanOrEqual(Math.max(60, ...line.split(" ").map((w) => w.length)));
+    // Joined at the breaks with spaces, the lines are the one message: no word was cut.
+    expect(lines.join(" ")).toBe(`mm: There is no mm store at ${store} (from MM_STORE). Create it with \`mm init\`, or by adding something to it (\`mm memories add "…" --user you\`).`);
+  });
+
+  it("a mistyped subcommand gets the nearest one of its group", async () => {
+    const r = await runCli(join(await tempDir(), "store"), ["memories", "serach", "tea"], { tty: true, env: { NO_COLOR: "1" } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe("mm: unknown command 'serach' for `mm memories`. Did you mean `mm memories search`? See `mm memories --help`.\n");
+  });
+});
