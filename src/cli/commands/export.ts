@@ -1,4 +1,3 @@
-import { createWriteStream } from "node:fs";
 import { open } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Writable } from "node:stream";
@@ -46,8 +45,8 @@ export function registerExport(program: Command, app: CliApp): void {
  */
 async function outputFile(path: string): Promise<Writable> {
   try {
-    const handle = await open(path, "w");
-    return createWriteStream("", { fd: handle.fd });
+    // The stream owns the handle and closes it once.
+    return (await open(path, "w")).createWriteStream();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const why =
