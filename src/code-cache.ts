@@ -9,7 +9,7 @@ import vm from "node:vm";
  * LanceDB's bundled JavaScript, Arrow's single-file build and TensorFlow.js (1.7 MB, inside
  * @energetic-ai/core). From a cache V8 skips the parse and reuses the bytecode of every function
  * the recording run compiled, model inference included: a cold search ~150 ms faster, a cold
- * `mm memories list` ~60 ms (README, "Cold start").
+ * `mm memories list` ~60 ms (docs/performance.md, "Cold start").
  *
  * Node 22 has this built in (`module.enableCompileCache`); Node 20 does not, so this wraps
  * `Module.prototype._compile`, for the files listed in a manifest and for no others.
@@ -88,7 +88,7 @@ export function useCodeCache(dir: string, options: { record?: boolean } = {}): v
 /**
  * From now on, files compile the ordinary way again. For long-running processes: a warm
  * `mm serve` searched about 4 ms slower (p50 of 300 alternating requests, three runs) with its
- * files compiled through this hook, cache or no cache (README, "Cold start"), and a server's
+ * files compiled through this hook, cache or no cache (docs/performance.md, "Cold start"), and a server's
  * start-up is paid once. Files already loaded stay as they are. Recording cannot be stopped.
  */
 export function stopCodeCache(): void {

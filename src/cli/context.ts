@@ -4,13 +4,13 @@ import { Accounts, type Account } from "../core/accounts.js";
 import { crashHooks, openContext, warmEmbedder, type Context } from "../core/context.js";
 import { startUpkeep } from "../core/upkeep.js";
 import { QuotaLedger, type Bucket, type OperationMeter } from "../limits/ledger.js";
-import { locateStore, missingStore, storeStatus } from "../core/store-location.js";
+import { createdStoreNote, locateStore, missingStore, storeStatus } from "../core/store-location.js";
 import type { CliApp } from "./main.js";
 import { confirmDelete } from "./prompt.js";
 import { isRemote, remoteContext, remoteEntityRef, resolveRemote } from "./remote.js";
 
 /** The rate/quota bucket of each command that is an API operation; other commands aren't counted. */
-const BUCKETS: Record<string, Bucket> = {
+export const BUCKETS: Record<string, Bucket> = {
   "memories.add": "write",
   "memories.search": "search",
   "memories.list": "read",
@@ -26,6 +26,7 @@ const BUCKETS: Record<string, Bucket> = {
   "relations.create": "write",
   "relations.list": "read",
   "relations.get": "read",
+  "relations.update": "write",
   "relations.delete": "write",
   "graph.neighbors": "read",
   "graph.path": "read",
@@ -119,6 +120,7 @@ export async function openCommandContext(app: CliApp, cmd: Command, options: { w
     hooks: crashHooks(app.io.env.MM_TEST_CRASH_AT),
     warmed,
   });
+  if (status === "missing") app.output.personNote(createdStoreNote(location));
   const ledger = new QuotaLedger(join(storeDir, "ledger"), app.io.clock);
   const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
   return {
@@ -145,7 +147,7 @@ export async function entityRef(ctx: Context, ref: string | undefined): Promise<
 }
 
 /**
- * A delete command: on a terminal it first asks (unless `--yes`; scripts are never asked), naming
+ * A delete command: on a terminal it first asks (unless `--yes`; without a terminal it needs `--yes`), naming
  * what goes with `describe`; the operation is counted against the quota only once it goes ahead.
  */
 export function confirmedDelete<T>(
@@ -160,7 +162,7 @@ export function confirmedDelete<T>(
     app,
     cmd,
     async (ctx) => {
-      if (!(await confirmDelete(app.io, yes, () => describe(ctx)))) return app.output.note("Nothing deleted.");
+      if (!(await confirmDelete(app.io, yes, () => describe(ctx), `mm ${cmd.parent?.name()} ${cmd.name()}`))) return app.output.note("Nothing deleted.");
       // Billed by the delete's commit, or, if it fails (an unknown id), as the API bills a 404.
       const body = ctx.meter ? await ctx.meter.run(() => remove(ctx)) : await remove(ctx);
       await app.output.result(body, () => done(body));

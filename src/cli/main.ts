@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, Help } from "commander";
 import { EXIT, MmError, toMmError } from "../errors.js";
 import type { Embedder, Env } from "../embedder/index.js";
 import { Output, type OutputStreams } from "./output.js";
@@ -71,12 +71,13 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     .option("--account <account>", "act as this account (id or name; default: $MM_ACCOUNT, else the local default account)")
     .option("--json", "print JSON (the HTTP API's response body); the default when stdout is not a terminal")
     .option("--format <format>", "table | json | ndjson (one list item per line) | mermaid | dot (graph export only)")
+    .option("--wide", "tables show every column, ids included, however narrow the terminal")
     .option("--no-color", "no colour (also: NO_COLOR=1; FORCE_COLOR=1 forces it)")
     .option("--debug", "show internal details of unexpected errors (also: MM_DEBUG=1)")
     .option("--remote [url]", "run against an mm server instead of a local store (also: $MM_URL; alone: the server `mm login` saved)")
     .option("--key <key>", "the API key for --remote (default: $MM_API_KEY, else the one `mm login` saved)")
     .helpCommand("help [command...]", "show help for a command, e.g. mm help memories search")
-    .configureHelp({ showGlobalOptions: true })
+    .configureHelp(HELP)
     .exitOverride()
     .showSuggestionAfterError(true)
     .configureOutput({
@@ -104,7 +105,7 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     if (isApiCommand(action) || ["login", "logout"].includes(action.name())) return;
     if (await resolveRemote(action.optsWithGlobals(), io.env)) throw localOnly(`\`mm ${commandPath(action)}\``);
   });
-  for (const cmd of allCommands(program)) cmd.exitOverride().configureHelp({ showGlobalOptions: true });
+  for (const cmd of allCommands(program)) cmd.exitOverride().configureHelp(HELP);
   argv = bareRemote(argv, program);
 
   try {
@@ -114,7 +115,7 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     if (err instanceof CommanderError) {
       if (["commander.helpDisplayed", "commander.version", "commander.help"].includes(err.code)) return EXIT.ok;
       if (err.code === "commander.executeSubCommandAsync") return EXIT.ok;
-      const message = err.code === "commander.unknownCommand" ? unknownCommand(program, err.message) : usageMessage || err.message;
+      const message = err.code === "commander.unknownCommand" ? unknownCommand(program, err.message, argv) : usageMessage || err.message;
       output.error(new MmError("VALIDATION_ERROR", message, { details: [{ field: "command", message }] }));
       return EXIT.usage;
     }
@@ -140,6 +141,18 @@ export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise
     return mmErr.exitCode;
   }
 }
+
+/**
+ * Help that lists the global options too, but not one the command has itself (`mm console link
+ * --url` and `mm console --url`): each flag appears once.
+ */
+const HELP = {
+  showGlobalOptions: true,
+  visibleGlobalOptions(this: Help, cmd: Command) {
+    const own = new Set(cmd.options.map((o) => o.long));
+    return Help.prototype.visibleGlobalOptions.call(this, cmd).filter((o) => !own.has(o.long));
+  },
+};
 
 const FS_REASONS: Record<string, string> = {
   ENOTDIR: "part of that path is a file, not a directory",
@@ -214,8 +227,17 @@ function allCommands(cmd: Command): Command[] {
  * `mm search tea` means `mm memories search tea`: point at the command that has that name one
  * level down, rather than at the nearest spelling among the groups (which would be `serve`).
  */
-function unknownCommand(program: Command, message: string): string {
+function unknownCommand(program: Command, message: string, argv: string[]): string {
   const word = /'([^']+)'/.exec(message)?.[1] ?? "";
+  // `mm memories serach`: the unknown word is a subcommand of a group; suggest among the group's.
+  const group = program.commands.find((g) => {
+    const at = argv.indexOf(word);
+    return at > 0 && (argv[at - 1] === g.name() || g.aliases().includes(argv[at - 1])) && g.commands.length > 0;
+  });
+  if (group) {
+    const near = [...new Set(group.commands.filter((c) => [c.name(), ...c.aliases()].some((n) => editDistance(n, word) <= Math.max(1, Math.floor(word.length / 3)))).map((c) => c.name()))];
+    return `unknown command '${word}' for \`mm ${group.name()}\`.${near.length ? ` Did you mean ${orList(near.map((c) => `\`mm ${group.name()} ${c}\``))}?` : ""} See \`mm ${group.name()} --help\`.`;
+  }
   const matches = program.commands.flatMap((group) =>
     group.commands.filter((c) => c.name() === word || c.aliases().includes(word)).map((c) => `mm ${group.name()} ${c.name()}`),
   );
@@ -234,14 +256,15 @@ function editDistance(a: string, b: string): number {
 }
 
 /** Output flags must be known before parsing, so even a usage error is printed in the right form. */
-function scanGlobalFlags(argv: string[]): { json?: boolean; format?: string; color?: boolean; debug?: boolean } {
-  const out: { json?: boolean; format?: string; color?: boolean; debug?: boolean } = {};
+function scanGlobalFlags(argv: string[]): { json?: boolean; format?: string; color?: boolean; debug?: boolean; wide?: boolean } {
+  const out: { json?: boolean; format?: string; color?: boolean; debug?: boolean; wide?: boolean } = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--") break;
     if (a === "--json") out.json = true;
     else if (a === "--no-color") out.color = false;
     else if (a === "--debug") out.debug = true;
+    else if (a === "--wide") out.wide = true;
     else if (a === "--format") out.format = argv[i + 1];
     else if (a.startsWith("--format=")) out.format = a.slice("--format=".length);
   }

@@ -14,6 +14,7 @@ const FLAG_OF_FIELD: Record<string, string> = {
   agentId: "agent",
   tags: "tag",
   entityIds: "entity",
+  entityId: "entity",
   sourceId: "source",
   targetId: "target",
   maxDepth: "max-depth",
@@ -59,9 +60,16 @@ function usesEnv(cmd: Command, flag: string): boolean {
 export function humanMessage(err: MmError, name: FieldNamer): string {
   const details = err.extra.details as { field: string; message: string }[] | undefined;
   if (err.code === "VALIDATION_ERROR" && Array.isArray(details) && details.length && details.every((d) => d.field !== "command")) {
-    return `${details.map((d) => `${name(d.field)} ${d.message}`).join("; ")}.`;
+    return `${details.map((d) => detailLine(d, name)).join("; ")}.`;
   }
   const field = FIELD_OF_CODE[err.code];
   if (field && err.message.startsWith(`${field} `)) return `${name(field)}${err.message.slice(field.length)}`;
   return err.message;
+}
+
+/** One detail in the person's words: `--limit must be a number`; an empty update: `give at least one of --type, --metadata`. */
+function detailLine(d: { field: string; message: string }, name: FieldNamer): string {
+  const some = /^give at least one of (.+)$/.exec(d.message);
+  if (d.field === "body" && some) return `Give at least one of ${some[1].split(", ").map((f) => name(f)).join(", ")}`;
+  return `${name(d.field)} ${d.message}`;
 }

@@ -9,7 +9,7 @@ const FORMATS: Format[] = ["table", "json", "ndjson", "mermaid", "dot"];
 
 export interface OutputStreams {
   stdout: Writable & { isTTY?: boolean; columns?: number };
-  stderr: Writable & { isTTY?: boolean };
+  stderr: Writable & { isTTY?: boolean; columns?: number };
 }
 
 export interface OutputOptions {
@@ -17,6 +17,8 @@ export interface OutputOptions {
   format?: string;
   /** `--no-color`. */
   color?: boolean;
+  /** `--wide`. */
+  wide?: boolean;
   env?: Record<string, string | undefined>;
 }
 
@@ -35,6 +37,8 @@ export class Output {
     readonly format: Format,
     /** Colour on stdout (tables) and stderr (errors, notes). */
     private readonly colors: { stdout: boolean; stderr: boolean },
+    /** `--wide`: tables keep their id columns. */
+    private readonly wide = false,
   ) {}
 
   static create(io: OutputStreams, opts: OutputOptions): Output {
@@ -55,7 +59,7 @@ export class Output {
       format = opts.json || !io.stdout.isTTY ? "json" : "table";
     }
     const env = opts.env ?? {};
-    return new Output(io, format, { stdout: useColor(io.stdout, opts.color, env), stderr: useColor(io.stderr, opts.color, env) });
+    return new Output(io, format, { stdout: useColor(io.stdout, opts.color, env), stderr: useColor(io.stderr, opts.color, env) }, opts.wide);
   }
 
   get isTable(): boolean {
@@ -84,7 +88,7 @@ export class Output {
   /** A result: JSON body in json/ndjson mode, else `renderTable()`'s text. */
   async result(body: unknown, renderTable: (t: TableKit) => string | Promise<string>): Promise<void> {
     if (!this.isTable) return this.json(body);
-    this.out(await renderTable(tableKit(this.colors.stdout, this.io.stdout.columns)));
+    this.out(await renderTable(tableKit(this.colors.stdout, this.io.stdout.columns, this.wide)));
   }
 
   out(line: string): void {
@@ -93,7 +97,40 @@ export class Output {
 
   /** Human messages (progress, warnings) go to stderr so stdout stays parseable. */
   note(line: string): void {
-    this.io.stderr.write(line + "\n");
+    this.io.stderr.write(this.fitStderr(line) + "\n");
+  }
+
+  /**
+   * A message for a person's terminal, broken at spaces to its width so that the terminal never
+   * breaks a word; a word longer than a line (a URL, a path) stays whole. JSON lines are never touched.
+   */
+  private fitStderr(text: string): string {
+    const columns = this.io.stderr.columns;
+    if (!this.isTable || !this.io.stderr.isTTY || !columns || columns < 20) return text;
+    const width = require("string-width") as (s: string) => number;
+    return text
+      .split("\n")
+      .map((paragraph) => {
+        const lines: string[] = [];
+        let line = "";
+        for (const word of paragraph.split(" ")) {
+          if (line && width(`${line} ${word}`) > columns) {
+            lines.push(line);
+            line = word;
+          } else line = line ? `${line} ${word}` : word;
+        }
+        lines.push(line);
+        return lines.join("\n");
+      })
+      .join("\n");
+  }
+
+  /**
+   * A note for the person, kept out of a script's way: printed in table mode, or when stderr is a
+   * terminal; a script that reads stderr for JSON error envelopes never gets it.
+   */
+  personNote(line: string): void {
+    if (this.isTable || this.io.stderr.isTTY) this.note(line);
   }
 
   /** A warning on a terminal: `mm: warning: …`, in yellow where colour is on. */
@@ -112,8 +149,8 @@ export class Output {
       this.io.stderr.write(JSON.stringify(err.toBody()) + "\n");
       return;
     }
-    this.io.stderr.write(paint(`mm: ${humanMessage(err, this.fieldName)}`, 31, this.colors.stderr) + "\n");
-    for (const line of extra) this.io.stderr.write(line + "\n");
+    this.io.stderr.write(paint(this.fitStderr(`mm: ${humanMessage(err, this.fieldName)}`), 31, this.colors.stderr) + "\n");
+    for (const line of extra) this.io.stderr.write(this.fitStderr(line) + "\n");
   }
 }
 
@@ -141,14 +178,25 @@ function listItems(body: unknown): unknown[] | undefined {
   return undefined;
 }
 
+export interface TableOptions {
+  /** The column that gets the room (content, a description). */
+  flex?: number;
+  /** Columns holding ids: shown whole, or left out when they don't fit (unless --wide). */
+  ids?: number[];
+  /** Further columns that may be left out, least useful first. */
+  drop?: number[];
+}
+
 export interface TableKit {
   /**
    * Aligned columns under a header, without borders or rules, as `docker ps` and `gh` print them.
-   * The `flex` column (default: the widest) takes the width the terminal has left and is cut with
-   * "…" where it doesn't fit; the others keep their natural width. Columns that are empty in every
-   * row are left out.
+   * A row never runs past the terminal's width. The `flex` column (default: the widest) gets the
+   * room and is cut with "…"; it keeps at least MIN_FLEX columns (or its natural width), and to
+   * give it that, the `ids` columns are left out first (an id is whole or absent, never cut; a
+   * dim line then says `--wide` or `--format json` shows them), then the `drop` columns in order,
+   * then the others are cut. With `--wide` ids stay. Columns empty in every row are left out.
    */
-  table(head: string[], rows: (string | number)[][], options?: { flex?: number }): string;
+  table(head: string[], rows: (string | number)[][], options?: TableOptions): string;
   /** One `key  value` line per entry; long values wrap under themselves. Undefined values are skipped. */
   record(entries: [string, unknown][]): string;
   dim(s: string): string;
@@ -158,9 +206,11 @@ export interface TableKit {
 
 const require = createRequire(import.meta.url);
 const GAP = 2;
+/** The least a table's flexible column (content, a description) keeps before other columns go. */
+const MIN_FLEX = 40;
 
 /** Columns of a terminal we can't measure (a pipe with --format table): no cutting at all. */
-function tableKit(color: boolean, columns: number | undefined): TableKit {
+function tableKit(color: boolean, columns: number | undefined, wide = false): TableKit {
   const width = require("string-width") as (s: string) => number;
   const limit = columns && columns > 20 ? columns : Infinity;
   const dim = (s: string) => paint(s, 2, color, 22);
@@ -169,18 +219,40 @@ function tableKit(color: boolean, columns: number | undefined): TableKit {
   return {
     table(head, rows, options = {}) {
       const cells = rows.map((r) => r.map((c) => oneLine(String(c))));
-      const keep = head.map((_, i) => cells.some((r) => r[i] !== ""));
-      const cols = head.map((h, i) => ({ h, i })).filter((c) => keep[c.i]);
-      const natural = cols.map((c) => Math.max(width(c.h), ...cells.map((r) => width(r[c.i]))));
-      const flexIndex = options.flex !== undefined && keep[options.flex] ? cols.findIndex((c) => c.i === options.flex) : natural.indexOf(Math.max(...natural));
-      const others = natural.reduce((a, w, k) => (k === flexIndex ? a : a + w), 0) + GAP * (cols.length - 1);
-      const widths = natural.map((w, k) => (k === flexIndex ? Math.max(8, Math.min(w, limit - others)) : w));
+      const natural = head.map((h, i) => Math.max(width(h), ...cells.map((r) => width(r[i] ?? ""))));
+      let shown = head.map((_, i) => i).filter((i) => cells.some((r) => r[i] !== ""));
+      const flex = options.flex !== undefined && shown.includes(options.flex) ? options.flex : shown.reduce((a, i) => (natural[i] > natural[a] ? i : a), shown[0]);
+      const flexMin = Math.min(natural[flex], MIN_FLEX);
+      const fixed = (cols: number[]) => cols.reduce((a, i) => (i === flex ? a : a + natural[i]), 0) + GAP * (cols.length - 1);
+      const droppable = [...(wide ? [] : (options.ids ?? [])), ...(options.drop ?? [])].filter((i) => i !== flex);
+      const idsLeftOut: string[] = [];
+      for (const i of droppable) {
+        if (fixed(shown) + flexMin <= limit) break;
+        if (!shown.includes(i)) continue;
+        shown = shown.filter((c) => c !== i);
+        if (options.ids?.includes(i)) idsLeftOut.push(head[i]);
+      }
+      const widths = new Map(shown.map((i) => [i, natural[i]]));
+      // Still too wide: cut the other columns (never an id), the widest first, down to 6.
+      const cuttable = shown.filter((i) => i !== flex && !options.ids?.includes(i));
+      for (let over = fixed(shown) + flexMin - limit; over > 0; over--) {
+        const widest = cuttable.reduce((a, i) => (widths.get(i)! > widths.get(a)! ? i : a), cuttable[0]);
+        if (widest === undefined || widths.get(widest)! <= 6) break;
+        widths.set(widest, widths.get(widest)! - 1);
+      }
+      const others = shown.reduce((a, i) => (i === flex ? a : a + widths.get(i)!), 0) + GAP * (shown.length - 1);
+      widths.set(flex, Math.max(Math.min(flexMin, 8), Math.min(natural[flex], limit - others)));
       const line = (values: string[]) =>
         values
-          .map((v, k) => (k === values.length - 1 ? cut(v, widths[k], width) : pad(cut(v, widths[k], width), widths[k])))
+          .map((v, k) => {
+            const w = widths.get(shown[k])!;
+            return k === values.length - 1 ? cut(v, w, width) : pad(cut(v, w, width), w);
+          })
           .join(" ".repeat(GAP))
           .trimEnd();
-      return [bold(line(cols.map((c) => c.h))), ...cells.map((r) => line(cols.map((c) => r[c.i])))].join("\n");
+      const out = [bold(line(shown.map((i) => head[i]))), ...cells.map((r) => line(shown.map((i) => r[i] ?? "")))];
+      if (idsLeftOut.length) out.push(dim(cut(`${idsLeftOut.join(", ")} left out to fit; --wide or --format json shows ${idsLeftOut.length === 1 && idsLeftOut[0] === "id" ? "ids" : "them"}`, limit, width)));
+      return out.join("\n");
     },
     record(entries) {
       const shown = entries.filter(([, v]) => v !== undefined && v !== null && v !== "");
@@ -244,6 +316,11 @@ function wrap(text: string, w: number, width: (s: string) => number): string[] {
   return out;
 }
 
+/** A count as every message and table writes it: 6,000 (never 6000). */
+export function count(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
 /** Human sizes: 1.4 MiB, 512 B. */
 export function bytes(n: number): string {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -266,8 +343,8 @@ export function when(iso: string): string {
  * memories", "No memories.", or "Page 5 is past the end: 3 memories on 1 page."
  */
 export function pageLine(t: TableKit, p: { page: number; totalPages: number; total: number }, one: string, many: string, empty: boolean): string {
-  const count = `${p.total.toLocaleString("en-US")} ${p.total === 1 ? one : many}`;
+  const total = `${count(p.total)} ${p.total === 1 ? one : many}`;
   if (empty && p.total === 0) return `No ${many}.`;
-  if (empty) return `Page ${p.page} is past the end: ${count} on ${p.totalPages} page${p.totalPages === 1 ? "" : "s"}.`;
-  return t.dim(`page ${p.page} of ${p.totalPages} · ${count}`);
+  if (empty) return `Page ${p.page} is past the end: ${total} on ${p.totalPages} page${p.totalPages === 1 ? "" : "s"}.`;
+  return t.dim(`page ${p.page} of ${p.totalPages} · ${total}`);
 }

@@ -1,4 +1,5 @@
 import { createReadStream } from "node:fs";
+import { count } from "./output.js";
 
 export interface Progress {
   /** One more line done (added or failed). */
@@ -32,11 +33,11 @@ export function startProgress(stream: NodeJS.WritableStream, total: number | und
   const line = (now: number): string => {
     if (!done) return style.dim(`loading the model… ${seconds((now - started) / 1000)}`);
     const rate = done / Math.max(0.001, (now - firstAt) / 1000);
-    const count = total ? `${fmt(done)}/${fmt(total)} lines` : `${fmt(done)} lines`;
-    if (!total) return `adding ${count} · ${rate.toFixed(1)}/s`;
+    const lines = total ? `${count(done)}/${count(total)} lines` : `${count(done)} lines`;
+    if (!total) return `adding ${lines} · ${rate.toFixed(1)}/s`;
     const filled = Math.min(WIDTH, Math.round((done / total) * WIDTH));
     const eta = done < total ? ` · about ${seconds((total - done) / rate)} left` : "";
-    return `[${"█".repeat(filled)}${"░".repeat(WIDTH - filled)}] ${count} · ${rate.toFixed(1)}/s${eta}`;
+    return `[${"█".repeat(filled)}${"░".repeat(WIDTH - filled)}] ${lines} · ${rate.toFixed(1)}/s${eta}`;
   };
   const timer = setInterval(() => draw(), REDRAW_MS);
   timer.unref();
@@ -70,9 +71,6 @@ export async function countLines(path: string): Promise<number> {
   return lines + (last === 10 ? 0 : 1);
 }
 
-function fmt(n: number): string {
-  return n.toLocaleString("en-US");
-}
 
 function seconds(s: number): string {
   if (!Number.isFinite(s)) return "…";

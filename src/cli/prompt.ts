@@ -1,3 +1,4 @@
+import { MmError } from "../errors.js";
 import type { CliIO } from "./main.js";
 
 /** True when a person can answer a prompt: both stdin and stderr (where prompts draw) are terminals. */
@@ -33,10 +34,15 @@ export async function promptConfirm(io: CliIO, message: string): Promise<boolean
 }
 
 /**
- * Asks before a permanent delete, on a terminal only: scripts (no TTY) are never prompted, and
- * `--yes` skips the question. False when the person says no.
+ * Asks before a permanent delete, on a terminal; `--yes` skips the question. Where no one can be
+ * asked (a pipe, a script), the delete needs `--yes`, as `gh` does, instead of going ahead
+ * unasked. False when the person says no.
  */
-export async function confirmDelete(io: CliIO, yes: boolean | undefined, what: () => Promise<string>): Promise<boolean> {
-  if (yes || !canPrompt(io)) return true;
+export async function confirmDelete(io: CliIO, yes: boolean | undefined, what: () => Promise<string>, command: string): Promise<boolean> {
+  if (yes) return true;
+  if (!canPrompt(io)) {
+    const message = `\`${command}\` deletes for good and can't ask for confirmation without a terminal; add --yes to go ahead.`;
+    throw new MmError("VALIDATION_ERROR", message, { details: [{ field: "command", message }] });
+  }
   return promptConfirm(io, `Delete ${await what()}? This can't be undone.`);
 }

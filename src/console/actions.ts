@@ -1,7 +1,7 @@
 import type { Context } from "../core/context.js";
 import { getEntity, listEntityMemories, type Entity } from "../core/entities.js";
 import { exportGraph, neighbors } from "../core/graph.js";
-import type { Memory } from "../core/memories.js";
+import type { Memory, MemorySearchHit } from "../core/memories.js";
 import { ROUTES, type RouteInput } from "../http/routes.js";
 import type { Bucket } from "../limits/ledger.js";
 import type { EntityView } from "./pages.js";
@@ -26,10 +26,24 @@ function endpoint<T>(key: string): ConsoleAction<T> {
 }
 
 const getMemory = endpoint<Memory>("GET /v1/memories/:id");
+const search = endpoint<{ results: MemorySearchHit[] }>("POST /v1/memories/search");
 
 export const ACTIONS = {
   listMemories: endpoint("GET /v1/memories"),
-  searchMemories: endpoint("POST /v1/memories/search"),
+  /**
+   * A search, and when nothing passes the threshold, the closest miss (as `mm memories search`
+   * shows it), so the owner knows what threshold would show it: one search, as the endpoint.
+   */
+  searchMemories: {
+    mirrors: search.mirrors,
+    bucket: search.bucket,
+    async run(ctx, input): Promise<{ results: MemorySearchHit[]; closest?: MemorySearchHit }> {
+      const found = await search.run(ctx, input);
+      if (found.results.length) return found;
+      const [closest] = (await search.run(ctx, { ...input, body: { ...(input.body as object), threshold: 0, limit: 1 } })).results;
+      return { ...found, ...(closest ? { closest } : {}) };
+    },
+  } satisfies ConsoleAction<{ results: MemorySearchHit[]; closest?: MemorySearchHit }>,
   /** A memory and the names of the entities it links: one read, as GET /v1/memories/:id. */
   memory: {
     mirrors: getMemory.mirrors,

@@ -175,8 +175,8 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
           ...(query.tags?.trim() ? { tags: query.tags.split(",").map((t) => t.trim()).filter(Boolean) } : {}),
           ...nonEmpty({ mode: query.mode, threshold: numberOr(query.threshold), limit: numberOr(query.limit) }),
         };
-        const found = (await perform(c, ACTIONS.searchMemories, { body })) as { results: import("../core/memories.js").MemorySearchHit[] };
-        return page({ search: { results: found.results, mode: body.mode ?? "hybrid", threshold: (body.threshold as number | undefined) ?? 0.5 } });
+        const found = await perform(c, ACTIONS.searchMemories, { body });
+        return page({ search: { results: found.results, closest: found.closest, mode: body.mode ?? "hybrid", threshold: (body.threshold as number | undefined) ?? 0.5 } });
       }
       const list = await perform(c, ACTIONS.listMemories, { query: nonEmpty({ ...filters, tags: query.tags, page: query.page, limit: query.limit }) });
       return page({ list: list as import("../core/memories.js").Page<import("../core/memories.js").MemoryListItem> });

@@ -386,7 +386,7 @@ export const MemoriesPage: FC<{
   chrome: Chrome;
   query: MemoryQuery;
   list?: Page<MemoryListItem>;
-  search?: { results: MemorySearchHit[]; mode: string; threshold: number };
+  search?: { results: MemorySearchHit[]; closest?: MemorySearchHit; mode: string; threshold: number };
   error?: string;
 }> = ({ chrome, query, list, search, error }) => (
   <Layout chrome={chrome} title={query.q ? `Search: ${query.q}` : "Memories"}>
@@ -446,7 +446,13 @@ export const MemoriesPage: FC<{
             <MemoryCard memory={m} score={m.score} />
           ))}
         </ol>
-        {search.results.length === 0 && <p>Nothing scored at or above the threshold. A lower threshold, or the semantic mode, finds looser matches.</p>}
+        {search.results.length === 0 && !search.closest && <p>No memories to search.</p>}
+        {search.results.length === 0 && search.closest && (
+          <p data-testid="closest">
+            Nothing scored {search.threshold} or more. The closest scored {search.closest.score.toFixed(3)}: “{search.closest.content.length > 80 ? `${search.closest.content.slice(0, 79)}…` : search.closest.content}”. A threshold of{" "}
+            {Math.floor(search.closest.score * 100) / 100} shows it{search.mode === "hybrid" ? "; the semantic mode with 0.3 searches by meaning alone" : ""}.
+          </p>
+        )}
       </section>
     )}
     {list && (

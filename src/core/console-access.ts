@@ -1,4 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { renameSync, writeFileSync } from "node:fs";
+import { readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
 import { MmError, validationError } from "../errors.js";
 import { JsonFile } from "../storage/json-file.js";
 import { Store } from "../storage/store.js";
@@ -194,9 +197,52 @@ function unauthorized(message: string): MmError {
   return new MmError("UNAUTHORIZED", message);
 }
 
+/** Where a running `mm serve` records its address in the store, for `mm console` to find. */
+const RUNNING_SERVER = "serve.json";
+
 /**
- * The console's address for a sign-in link: `url` when given (its origin), else the host and port
- * of the store's `server` settings (config.json, what `mm serve` listens on by default), else
+ * Records that a server listens at `url` on this store (process `pid`), until the returned
+ * function removes the record (on shutdown; only if it is still this server's). Synchronous, so
+ * that it is written before the server answers its first request. (Written whole, then renamed.)
+ */
+export function recordRunningServer(storeDir: string, url: string, pid: number): () => Promise<void> {
+  const path = join(storeDir, RUNNING_SERVER);
+  writeFileSync(`${path}.${pid}.tmp`, JSON.stringify({ url, pid, startedAt: new Date().toISOString() }) + "\n", { mode: 0o600 });
+  renameSync(`${path}.${pid}.tmp`, path);
+  return async () => {
+    const now = await readRunning(storeDir);
+    if (now?.pid === pid) await rm(path, { force: true });
+  };
+}
+
+async function readRunning(storeDir: string): Promise<{ url: string; pid: number } | undefined> {
+  try {
+    const r = JSON.parse(await readFile(join(storeDir, RUNNING_SERVER), "utf8")) as { url?: unknown; pid?: unknown };
+    return typeof r.url === "string" && typeof r.pid === "number" ? { url: r.url, pid: r.pid } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The address of the `mm serve` running on this store, if its process is alive. */
+export async function runningServerOrigin(storeDir: string): Promise<string | undefined> {
+  const r = await readRunning(storeDir);
+  if (!r) return undefined;
+  try {
+    process.kill(r.pid, 0);
+  } catch (err) {
+    // EPERM: alive, but another user's; ESRCH: gone (a killed server leaves its record behind).
+    if ((err as NodeJS.ErrnoException).code !== "EPERM") return undefined;
+  }
+  const url = new URL(r.url);
+  if (url.hostname === "0.0.0.0" || url.hostname === "[::]") url.hostname = "127.0.0.1";
+  return url.origin;
+}
+
+/**
+ * The console's address for a sign-in link: `url` when given (its origin), else the address of
+ * the `mm serve` running on this store (it records it while it runs), else the host and port of
+ * the store's `server` settings (config.json, what `mm serve` listens on by default), else
  * http://127.0.0.1:8080. A wildcard host (0.0.0.0, ::) becomes 127.0.0.1: pass a URL to link to
  * an address other people can reach.
  */
@@ -211,6 +257,8 @@ export async function consoleOrigin(storeDir: string, url?: string): Promise<str
     if (!parsed || !/^https?:$/.test(parsed.protocol)) throw validationError("url", "must be an http:// or https:// URL, such as http://127.0.0.1:8080");
     return parsed.origin;
   }
+  const running = await runningServerOrigin(storeDir);
+  if (running) return running;
   const server = (await Store.configAt(storeDir))?.server ?? {};
   const host = !server.host || server.host === "0.0.0.0" || server.host === "::" ? "127.0.0.1" : server.host;
   return `http://${host.includes(":") ? `[${host}]` : host}:${server.port ?? 8080}`;

@@ -24,6 +24,12 @@ export interface Meter {
   /** Runs `commit`, which stores `count` operations, with the quota checked before it and charged right after it. */
   commit<T>(count: number, commit: () => Promise<T>): Promise<T>;
   /**
+   * Runs `commit` with the number of the `count` operations that fit (at least one, else
+   * QUOTA_EXCEEDED); it stores the first that many, which are charged right after it. `refusal`
+   * is the QUOTA_EXCEEDED of the ones left out: a batch stores exactly up to the limit.
+   */
+  commitUpTo<T>(count: number, commit: (admitted: number) => Promise<T>): Promise<{ result: T; admitted: number; refusal?: MmError }>;
+  /**
    * The same for one commit that stores several operations, one per meter (`meters`, this one
    * among them; group commit): `commit` is told which fit the quota, and those are charged right
    * after it; the others get their QUOTA_EXCEEDED in `refused`.
@@ -138,13 +144,23 @@ export async function openContext(options: ContextOptions): Promise<Context> {
  * only one commit be in that window at a time. The hooks are where crash tests kill the process.
  */
 export async function billedCommit<T>(ctx: Context, count: number, commit: () => Promise<T>): Promise<T> {
-  const run = async () => {
+  return ctx.meter ? ctx.meter.commit(count, hooked(ctx, commit)) : hooked(ctx, commit)();
+}
+
+/** billedCommit for a batch the quota may cut short: stores the first `admitted` of `count` (see Meter.commitUpTo). */
+export async function billedCommitUpTo<T>(ctx: Context, count: number, commit: (admitted: number) => Promise<T>): Promise<{ result: T; admitted: number; refusal?: MmError }> {
+  if (!ctx.meter) return { result: await hooked(ctx, () => commit(count))(), admitted: count };
+  return ctx.meter.commitUpTo(count, (admitted) => hooked(ctx, () => commit(admitted))());
+}
+
+/** A commit between the crash tests' two hooks. */
+function hooked<T>(ctx: Context, commit: () => Promise<T>): () => Promise<T> {
+  return async () => {
     await ctx.store.hooks?.("billed-commit:before");
     const result = await commit();
     await ctx.store.hooks?.("billed-commit:after");
     return result;
   };
-  return ctx.meter ? ctx.meter.commit(count, run) : run();
 }
 
 /**

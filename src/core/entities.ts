@@ -205,7 +205,16 @@ export async function resolveEntityRef(ctx: Context, ref: string): Promise<strin
 }
 
 export function entityNotFound(id: string): MmError {
-  return new MmError("ENTITY_NOT_FOUND", `Entity ${id} does not exist.`);
+  return new MmError("ENTITY_NOT_FOUND", `Entity ${id} does not exist.${notAnIdHint("this", id)}`);
+}
+
+/**
+ * For a value that isn't an entity id at all (an HTTP client sent a name): say an id was
+ * expected and how to look one up by name. Empty for a well-formed id.
+ */
+export function notAnIdHint(field: string, value: string): string {
+  if (ENTITY_ID.test(value)) return "";
+  return ` ${field === "this" ? "It" : field} takes an entity id (ent_…), not a name: GET /v1/entities?search=${encodeURIComponent(value)} finds "${value}" by name, and its id is in the answer.`;
 }
 
 function rank(nameKey: string, q: string): number {

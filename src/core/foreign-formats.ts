@@ -27,6 +27,12 @@ export async function importMcpMemory(
   const relations: { line: number; from: string; to: string; relationType: string }[] = [];
   const ids = new Map<string, string>();
   for await (const record of records) {
+    // mm's own export, given to the wrong reader: say so once, before anything is written.
+    const header = record.value as { format?: unknown } | undefined;
+    if (record.line === 1 && header && typeof header === "object" && header.format === EXPORT_FORMAT) {
+      const message = "This file is an mm export (its first line is the mm-export header), not the reference MCP memory server's memory.jsonl: import it without --from mcp-memory (`mm import <file>`).";
+      throw new MmError("VALIDATION_ERROR", message, { details: [{ field: "command", message }] });
+    }
     const result: ImportResult = { line: record.line, status: "failed" };
     results.set(record.line, result);
     try {

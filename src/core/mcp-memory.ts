@@ -137,9 +137,11 @@ export async function addObservationMemories(
   onResult?: (index: number, result: BatchLineResult | { skipped: true }) => void,
 ): Promise<MemoryRecord[] | void> {
   const existing = new Map<string, Set<string>>();
-  for (const m of await ctx.store.linkedMemories(scopeFilter(ctx, scope), [...new Set(items.map((i) => i.entityId))])) {
-    for (const id of m.entityIds) (existing.get(id) ?? existing.set(id, new Set()).get(id)!).add(m.content);
+  const entityIds = [...new Set(items.map((i) => i.entityId))];
+  for (const m of await ctx.store.linkedMemories(scopeFilter(ctx, scope), entityIds)) {
+    for (const id of m.entityIds) (existing.get(id) ?? existing.set(id, new Set()).get(id)!).add(observationText(m));
   }
+  const names = await ctx.store.getEntities(ctx.accountId, entityIds);
   const fresh: number[] = [];
   for (const [i, item] of items.entries()) {
     const seen = existing.get(item.entityId) ?? existing.set(item.entityId, new Set()).get(item.entityId)!;
@@ -152,7 +154,7 @@ export async function addObservationMemories(
   let failure: MmError | undefined;
   await addMemoriesFromLines(
     ctx,
-    fresh.map((i) => JSON.stringify({ content: items[i].content, ...scope, entityIds: [items[i].entityId] })),
+    fresh.map((i) => JSON.stringify({ ...withSubject(items[i].content, names.get(items[i].entityId)?.name), ...scope, entityIds: [items[i].entityId] })),
     {
       batchSize: 64,
       onResult: (r) => {
@@ -164,12 +166,39 @@ export async function addObservationMemories(
   if (failure && !onResult) throw failure;
 }
 
+/** The metadata key that marks a memory whose text starts with its entity's name (withSubject). */
+const SUBJECT = "observationOf";
+
+/**
+ * An observation as a memory: "HQ is in Phoenix" under Acme says nothing of Acme, so a search
+ * for "where is Acme headquartered?" would miss it. The memory's text names its subject
+ * ("Acme: HQ is in Phoenix"), marked in its metadata so the observation reads back as written.
+ * An observation that already names its entity, or would grow past the content limit, stays as is.
+ */
+function withSubject(content: string, name: string | undefined): { content: string; metadata?: Record<string, string> } {
+  if (!name || content.toLowerCase().includes(name.toLowerCase())) return { content };
+  const named = `${name}: ${content}`;
+  return named.length > 10_000 ? { content } : { content: named, metadata: { [SUBJECT]: name } };
+}
+
+/** The observation a memory holds: its text, without the subject withSubject put in front. */
+function observationText(m: MemoryRecord): string {
+  if (!m.metadata) return m.content;
+  let subject: unknown;
+  try {
+    subject = (JSON.parse(m.metadata) as Record<string, unknown>)[SUBJECT];
+  } catch {
+    return m.content;
+  }
+  return typeof subject === "string" && m.content.startsWith(`${subject}: `) ? m.content.slice(subject.length + 2) : m.content;
+}
+
 /** Observations (linked memories' contents, oldest first) of each entity, within the scope. */
 async function observationsOf(ctx: Context, scope: Scope, entityIds: string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>(entityIds.map((id) => [id, []]));
   if (!entityIds.length) return out;
   for (const m of await ctx.store.linkedMemories(scopeFilter(ctx, scope), entityIds)) {
-    for (const id of m.entityIds) out.get(id)?.push(m.content);
+    for (const id of m.entityIds) out.get(id)?.push(observationText(m));
   }
   return out;
 }
@@ -321,7 +350,7 @@ export async function deleteEntities(ctx: Context, scope: Scope, raw: unknown): 
 async function dropObservations(ctx: Context, scope: Scope, entityId: string, pick: (content: string) => boolean): Promise<number> {
   let n = 0;
   for (const m of await ctx.store.linkedMemories(scopeFilter(ctx, scope), [entityId])) {
-    if (!pick(m.content)) continue;
+    if (!pick(observationText(m))) continue;
     if (m.entityIds.length === 1) await deleteMemory(ctx, m.id);
     else await updateMemory(ctx, m.id, { entityIds: m.entityIds.filter((id) => id !== entityId) });
     n++;

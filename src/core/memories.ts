@@ -6,7 +6,7 @@ import {
   type CreateMemoryInput,
 } from "../schemas/memory.js";
 import type { MemoryRecord, MemoryRow } from "../storage/store.js";
-import { billedCommit, embedChecked, withSnapshot, type Context } from "./context.js";
+import { billedCommit, billedCommitUpTo, embedChecked, withSnapshot, type Context } from "./context.js";
 import { assertEntitiesExist, resolveMentions, type CreateEntityResult } from "./entities.js";
 import { newId } from "./ids.js";
 import { commitCreate } from "./group-commit.js";
@@ -103,7 +103,7 @@ async function withLiveLinks(ctx: Context, record: MemoryRecord): Promise<Memory
 export async function listMemories(ctx: Context, rawQuery: unknown): Promise<Page<MemoryListItem>> {
   const q = parseListMemories(rawQuery);
   const { records, total } = await withSnapshot(ctx, (store) =>
-    store.listMemories({ accountId: ctx.accountId, userId: q.userId, agentId: q.agentId, tags: q.tags }, { offset: (q.page - 1) * q.limit, limit: q.limit }),
+    store.listMemories({ accountId: ctx.accountId, userId: q.userId, agentId: q.agentId, tags: q.tags, entityId: q.entityId, metadata: q.metadata }, { offset: (q.page - 1) * q.limit, limit: q.limit }),
   );
   return page(records.map(toListItem), q, total);
 }
@@ -192,8 +192,9 @@ export async function addMemoriesFromLines(
     const valid = batch.filter((p) => p.input);
     if (!valid.length) return undefined;
     try {
-      // Refused before embedding when the quota can't take the batch; the commit checks again.
-      await ctx.meter?.check(valid.length);
+      // Refused before embedding when the quota has no room left at all; the commit checks again
+      // and stores as many of the batch's lines as fit.
+      await ctx.meter?.check(1);
       const vectors = await embedChecked(ctx, valid.map((p) => p.input!.content));
       const rows = valid.map((p, i) => newRow(ctx, p.input!, vectors[i]));
       const mentions = extractMentions ? await Promise.all(valid.map((p) => extractMentions(p.input!.content))) : undefined;
@@ -220,15 +221,17 @@ export async function addMemoriesFromLines(
             else keep.push(i);
           }
           if (!keep.length) return;
-          await billedCommit(ctx, keep.length, async () => {
-            for (const i of keep) {
+          // The quota may take only the first lines of this batch: exactly up to the limit.
+          const { admitted, refusal } = await billedCommitUpTo(ctx, keep.length, async (n) => {
+            for (const i of keep.slice(0, n)) {
               if (!mentions) continue;
               valid[i].extracted = await resolveMentions(ctx, w, mentions[i]);
               rows[i].entityIds = [...new Set([...rows[i].entityIds, ...valid[i].extracted!.map((f) => f.entity.id)])];
             }
-            await w.insertMemories(keep.map((i) => rows[i]));
+            await w.insertMemories(keep.slice(0, n).map((i) => rows[i]));
           });
-          for (const i of keep) valid[i].row = rows[i];
+          for (const i of keep.slice(0, admitted)) valid[i].row = rows[i];
+          for (const i of keep.slice(admitted)) valid[i].error = refusal;
         });
       } catch (err) {
         const error = toMmError(err);

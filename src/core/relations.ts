@@ -2,6 +2,7 @@ import { MmError } from "../errors.js";
 import { parseCreateRelation, parseListRelations, parseUpdateRelation } from "../schemas/relation.js";
 import type { EntityRecord, RelationRecord } from "../storage/store.js";
 import { billedCommit, withSnapshot, type Context } from "./context.js";
+import { notAnIdHint } from "./entities.js";
 import { newId } from "./ids.js";
 import { page, type Page } from "./memories.js";
 
@@ -38,8 +39,8 @@ export async function createRelation(ctx: Context, raw: unknown): Promise<Relati
   const input = parseCreateRelation(raw);
   return ctx.store.write(async (w) => {
     const ends = await w.store.getEntities(ctx.accountId, [input.sourceId, input.targetId]);
-    if (!ends.has(input.sourceId)) throw new MmError("SOURCE_ENTITY_NOT_FOUND", `Source entity ${input.sourceId} does not exist.`);
-    if (!ends.has(input.targetId)) throw new MmError("TARGET_ENTITY_NOT_FOUND", `Target entity ${input.targetId} does not exist.`);
+    if (!ends.has(input.sourceId)) throw new MmError("SOURCE_ENTITY_NOT_FOUND", `Source entity ${input.sourceId} does not exist.${notAnIdHint("sourceId", input.sourceId)}`);
+    if (!ends.has(input.targetId)) throw new MmError("TARGET_ENTITY_NOT_FOUND", `Target entity ${input.targetId} does not exist.${notAnIdHint("targetId", input.targetId)}`);
     const now = ctx.clock();
     const record: RelationRecord = {
       id: newId("rel", now.getTime()),

@@ -51,7 +51,7 @@ function best<T extends { record: MemoryRecord; score: number }>(scored: T[], th
 const COSINE_BATCH = 50;
 
 async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, options: { prune: boolean }): Promise<Candidate[]> {
-  const filter: MemoryFilter = { accountId: ctx.accountId, userId: input.userId, agentId: input.agentId, tags: input.tags };
+  const filter: MemoryFilter = { accountId: ctx.accountId, userId: input.userId, agentId: input.agentId, tags: input.tags, entityId: input.entityId, metadata: input.metadata };
   if (input.mode === "semantic") {
     return (await ctx.store.searchMemories(embedQuery(ctx, input.query), filter, input.limit)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
   }

@@ -104,6 +104,13 @@ export async function describeStore(loc: StoreLocation): Promise<StoreSetup & { 
 }
 
 /** Creates a missing store with the default model (account and key commands on a fresh machine). */
-export async function ensureStore(loc: StoreLocation): Promise<void> {
-  if ((await storeStatus(loc)) === "missing") (await Store.open(loc.dir, { create: DEFAULT_EMBEDDER })).close();
+export async function ensureStore(loc: StoreLocation): Promise<boolean> {
+  if ((await storeStatus(loc)) !== "missing") return false;
+  (await Store.open(loc.dir, { create: DEFAULT_EMBEDDER })).close();
+  return true;
+}
+
+/** What the first command that creates a store says on stderr, as `git init` does: a mistyped path shows at once. */
+export function createdStoreNote(loc: StoreLocation): string {
+  return `mm: created a new store at ${loc.dir}${loc.source === "default" ? "" : ` (from ${loc.source})`}`;
 }

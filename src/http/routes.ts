@@ -33,40 +33,42 @@ export interface Route {
   status: 200 | 201;
   /** Beyond the spec (documented as an extension). */
   extension?: boolean;
+  /** The `mm` command that does the same (test/cli/route-parity.test.ts checks each exists, in the same bucket). */
+  cli: string;
   run(ctx: Context, input: RouteInput): Promise<unknown | { status: number; body: unknown }>;
 }
 
 export const ROUTES: Route[] = [
   {
-    method: "POST", path: "/v1/memories", bucket: "write", status: 201, summary: "Create a memory (embedded on creation)",
+    method: "POST", path: "/v1/memories", cli: "memories add", bucket: "write", status: 201, summary: "Create a memory (embedded on creation)",
     body: CreateMemoryInput, response: R.Memory,
     run: (ctx, { body }) => memories.createMemory(ctx, body),
   },
   {
-    method: "POST", path: "/v1/memories/search", bucket: "search", status: 200, summary: "Search memories by meaning",
+    method: "POST", path: "/v1/memories/search", cli: "memories search", bucket: "search", status: 200, summary: "Search memories by meaning",
     body: SearchMemoriesInput, response: R.SearchResults,
     run: (ctx, { body }) => memories.searchMemories(ctx, body),
   },
   {
-    method: "GET", path: "/v1/memories", bucket: "read", status: 200, summary: "List memories, newest first",
+    method: "GET", path: "/v1/memories", cli: "memories list", bucket: "read", status: 200, summary: "List memories, newest first",
     query: ListMemoriesQuery, response: R.page(R.MemoryListItem),
     run: (ctx, { query }) => memories.listMemories(ctx, query),
   },
   {
-    method: "GET", path: "/v1/memories/:id", bucket: "read", status: 200, summary: "Get a memory", response: R.Memory,
+    method: "GET", path: "/v1/memories/:id", cli: "memories get", bucket: "read", status: 200, summary: "Get a memory", response: R.Memory,
     run: (ctx, { params }) => memories.getMemory(ctx, params.id),
   },
   {
-    method: "PATCH", path: "/v1/memories/:id", bucket: "write", status: 200, summary: "Update a memory (re-embeds when content changes)",
+    method: "PATCH", path: "/v1/memories/:id", cli: "memories update", bucket: "write", status: 200, summary: "Update a memory (re-embeds when content changes)",
     body: UpdateMemoryInput, response: R.Memory, extension: true,
     run: (ctx, { params, body }) => memories.updateMemory(ctx, params.id, body),
   },
   {
-    method: "DELETE", path: "/v1/memories/:id", bucket: "write", status: 200, summary: "Delete a memory permanently", response: R.Deleted,
+    method: "DELETE", path: "/v1/memories/:id", cli: "memories delete", bucket: "write", status: 200, summary: "Delete a memory permanently", response: R.Deleted,
     run: (ctx, { params }) => memories.deleteMemory(ctx, params.id),
   },
   {
-    method: "POST", path: "/v1/entities", bucket: "write", status: 201,
+    method: "POST", path: "/v1/entities", cli: "entities create", bucket: "write", status: 201,
     summary: "Create an entity; an existing one with the same folded name and type is returned with 200 instead",
     body: CreateEntityInput, response: R.Entity,
     run: async (ctx, { body }) => {
@@ -75,65 +77,65 @@ export const ROUTES: Route[] = [
     },
   },
   {
-    method: "GET", path: "/v1/entities", bucket: "read", status: 200, summary: "List entities; `search` matches names ignoring case and accents",
+    method: "GET", path: "/v1/entities", cli: "entities list", bucket: "read", status: 200, summary: "List entities; `search` matches names ignoring case and accents",
     query: ListEntitiesQuery, response: R.page(R.EntityListItem),
     run: (ctx, { query }) => entities.listEntities(ctx, query),
   },
   {
-    method: "GET", path: "/v1/entities/:id", bucket: "read", status: 200, summary: "Get an entity", response: R.Entity,
+    method: "GET", path: "/v1/entities/:id", cli: "entities get", bucket: "read", status: 200, summary: "Get an entity", response: R.Entity,
     run: (ctx, { params }) => entities.getEntity(ctx, params.id),
   },
   {
-    method: "PATCH", path: "/v1/entities/:id", bucket: "write", status: 200, summary: "Update an entity", body: UpdateEntityInput,
+    method: "PATCH", path: "/v1/entities/:id", cli: "entities update", bucket: "write", status: 200, summary: "Update an entity", body: UpdateEntityInput,
     response: R.Entity, extension: true,
     run: (ctx, { params, body }) => entities.updateEntity(ctx, params.id, body),
   },
   {
-    method: "DELETE", path: "/v1/entities/:id", bucket: "write", status: 200, summary: "Delete an entity and, in the same operation, its relations",
+    method: "DELETE", path: "/v1/entities/:id", cli: "entities delete", bucket: "write", status: 200, summary: "Delete an entity and, in the same operation, its relations",
     response: R.EntityDeleted,
     run: (ctx, { params }) => entities.deleteEntity(ctx, params.id),
   },
   {
-    method: "GET", path: "/v1/entities/:id/memories", bucket: "read", status: 200, summary: "List the memories linked to an entity",
+    method: "GET", path: "/v1/entities/:id/memories", cli: "entities memories", bucket: "read", status: 200, summary: "List the memories linked to an entity",
     query: EntityMemoriesQuery, response: R.page(R.MemoryListItem), extension: true,
     run: (ctx, { params, query }) => entities.listEntityMemories(ctx, params.id, query),
   },
   {
-    method: "POST", path: "/v1/relations", bucket: "write", status: 201, summary: "Create a relation between two existing entities",
+    method: "POST", path: "/v1/relations", cli: "relations create", bucket: "write", status: 201, summary: "Create a relation between two existing entities",
     body: CreateRelationInput, response: R.Relation,
     run: (ctx, { body }) => relations.createRelation(ctx, body),
   },
   {
-    method: "GET", path: "/v1/relations", bucket: "read", status: 200, summary: "List relations with source and target summaries",
+    method: "GET", path: "/v1/relations", cli: "relations list", bucket: "read", status: 200, summary: "List relations with source and target summaries",
     query: ListRelationsQuery, response: R.page(R.RelationListItem),
     run: (ctx, { query }) => relations.listRelations(ctx, query),
   },
   {
-    method: "GET", path: "/v1/relations/:id", bucket: "read", status: 200, summary: "Get a relation with its endpoints and metadata",
+    method: "GET", path: "/v1/relations/:id", cli: "relations get", bucket: "read", status: 200, summary: "Get a relation with its endpoints and metadata",
     response: R.RelationWithEnds,
     run: (ctx, { params }) => relations.getRelation(ctx, params.id),
   },
   {
-    method: "PATCH", path: "/v1/relations/:id", bucket: "write", status: 200, summary: "Update a relation's type or metadata",
+    method: "PATCH", path: "/v1/relations/:id", cli: "relations update", bucket: "write", status: 200, summary: "Update a relation's type or metadata",
     body: UpdateRelationInput, response: R.RelationWithEnds, extension: true,
     run: (ctx, { params, body }) => relations.updateRelation(ctx, params.id, body),
   },
   {
-    method: "DELETE", path: "/v1/relations/:id", bucket: "write", status: 200, summary: "Delete a relation permanently", response: R.Deleted,
+    method: "DELETE", path: "/v1/relations/:id", cli: "relations delete", bucket: "write", status: 200, summary: "Delete a relation permanently", response: R.Deleted,
     run: (ctx, { params }) => relations.deleteRelation(ctx, params.id),
   },
   {
-    method: "GET", path: "/v1/entities/:id/neighbors", bucket: "read", status: 200,
+    method: "GET", path: "/v1/entities/:id/neighbors", cli: "graph neighbors", bucket: "read", status: 200,
     summary: "Entities within `depth` hops of an entity, with the relations crossed", query: NeighborsQuery, response: R.Neighbors, extension: true,
     run: (ctx, { params, query }) => graph.neighbors(ctx, params.id, query),
   },
   {
-    method: "GET", path: "/v1/graph/path", bucket: "read", status: 200,
+    method: "GET", path: "/v1/graph/path", cli: "graph path", bucket: "read", status: 200,
     summary: "The shortest chain of relations between two entities (`from`, `to`)", query: PathBetweenQuery, response: R.Path, extension: true,
     run: (ctx, { query }) => graph.pathBetween(ctx, query),
   },
   {
-    method: "GET", path: "/v1/graph/export", bucket: "read", status: 200,
+    method: "GET", path: "/v1/graph/export", cli: "graph export", bucket: "read", status: 200,
     summary: "The whole graph, or the part within `depth` hops of `root`, as JSON", query: ExportQuery, response: R.GraphExport, extension: true,
     run: (ctx, { query }) => graph.exportGraph(ctx, query),
   },

@@ -36,6 +36,11 @@ export interface ServerOptions {
   timeouts?: Partial<ServerTimeouts>;
   /** Load the model before listening, so the first search doesn't pay for it (default true). */
   warm?: boolean;
+  /**
+   * Called with the server's URL as soon as it is bound, before the model loads and before any
+   * request is answered (it runs synchronously): `mm serve` records its address there.
+   */
+  onBound?: (url: string) => void;
   /** Tests: an embedder in place of the store's model, and one clock for data, quota and rate windows. */
   embedder?: Embedder;
   clock?: () => Date;
@@ -152,6 +157,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await ctx.close();
     throw listenError(err as NodeJS.ErrnoException, host, port);
   }
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${(server.address() as AddressInfo).port}`;
+  options.onBound?.(url);
   if (options.warm !== false) {
     const embedder = await ctx.embedder();
     await (embedder.serve ? embedder.serve() : embedder.embed(["warm up"]));
@@ -170,7 +177,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const boundPort = (server.address() as AddressInfo).port;
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${boundPort}`,
+    url,
     port: boundPort,
     timeouts,
     async accounts() {

@@ -89,6 +89,36 @@ export class QuotaLedger {
   }
 
   /**
+   * Check, commit, charge for a batch that may be cut short: under the lock, `commit` is told how
+   * many of the `count` operations fit what is left (at least one, else QUOTA_EXCEEDED and no
+   * commit) and stores that many, the first ones; they are charged after it. `refusal` is the
+   * QUOTA_EXCEEDED for the ones left out. So a batch stores exactly up to the limit.
+   */
+  async chargeUpTo<T>(
+    accountId: string,
+    limit: number | null,
+    bucket: Bucket,
+    count: number,
+    commit: (admitted: number) => Promise<T>,
+  ): Promise<{ result: T; admitted: number; usage: Usage; refusal?: MmError }> {
+    const accountDir = join(this.dir, safe(accountId));
+    if (!existsSync(accountDir)) mkdirSync(accountDir, { recursive: true, mode: 0o700 });
+    if (limit === null) {
+      const result = await commit(count);
+      return { result, admitted: count, usage: this.append(accountId, null, bucket, count) };
+    }
+    return withLock(join(accountDir, ".lock"), async () => {
+      const now = this.clock();
+      const used = this.count(accountId, now);
+      const admitted = Math.min(count, limit - used);
+      if (admitted < 1) throw quotaExceeded({ accountId, period: period(now), used, limit, resetAt: nextMonth(now).toISOString() });
+      const result = await commit(admitted);
+      const usage = this.append(accountId, limit, bucket, admitted);
+      return { result, admitted, usage, ...(admitted < count ? { refusal: quotaExceeded(usage) } : {}) };
+    });
+  }
+
+  /**
    * Check, commit, charge for operations that one commit stores together (group commit,
    * core/group-commit.ts): each meter's operation (one each) is checked before `commit` and
    * charged right after it, as `chargeCommitted` does for one. A meter whose account has no room
@@ -220,6 +250,12 @@ export class OperationMeter implements Meter {
     const { result, usage } = await this.ledger.chargeCommitted(this.accountId, this.limit, this.bucket, count, commit);
     this.usage = usage;
     return result;
+  }
+
+  async commitUpTo<T>(count: number, commit: (admitted: number) => Promise<T>): Promise<{ result: T; admitted: number; refusal?: MmError }> {
+    const { result, admitted, usage, refusal } = await this.ledger.chargeUpTo(this.accountId, this.limit, this.bucket, count, commit);
+    this.usage = usage;
+    return { result, admitted, ...(refusal ? { refusal } : {}) };
   }
 
   /**

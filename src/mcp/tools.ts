@@ -1,5 +1,6 @@
 import type { core } from "zod/mini";
 import type { Context } from "../core/context.js";
+import { resolveEntityRef } from "../core/entities.js";
 import * as ref from "../core/mcp-memory.js";
 import { listEntityMemories } from "../core/entities.js";
 import { notFound as memoryNotFound } from "../core/memories.js";
@@ -94,7 +95,7 @@ function fromRoute(spec: (typeof MM_TOOLS)[number]): McpTool {
   const fields = route.body ?? route.query;
   const schema = fields ? jsonSchema(fields) : { type: "object", properties: {}, additionalProperties: false };
   const resource = { memories: "memory", entities: "entity", relations: "relation" }[path.split("/")[2]] ?? "resource";
-  const properties = { ...Object.fromEntries(params.map((p) => [p, { type: "string", description: `the ${resource}'s id` }])), ...(schema.properties as object) };
+  const properties = { ...Object.fromEntries(params.map((p) => [p, { type: "string", description: resource === "entity" ? "the entity's id (ent_…) or its name" : `the ${resource}'s id` }])), ...(schema.properties as object) };
   const required = [...params, ...((schema.required as string[]) ?? [])];
   return {
     name: spec.name,
@@ -122,15 +123,26 @@ function fromRoute(spec: (typeof MM_TOOLS)[number]): McpTool {
   };
 }
 
+/** Arguments that name an entity: an agent may give its name wherever the CLI takes one. */
+const ENTITY_FIELDS = ["sourceId", "targetId", "from", "to", "root"];
+
 async function runRoute(route: Route, params: string[], args: Record<string, unknown>, ctx: Context): Promise<unknown> {
   const rest = { ...args };
   const values: Record<string, string> = {};
+  const byName = (v: string) =>
+    resolveEntityRef(ctx, v).catch((err: unknown) => {
+      if (err instanceof MmError && err.code === "ENTITY_NOT_FOUND") throw new MmError("ENTITY_NOT_FOUND", `No entity is named "${v}". The entities_list tool with search "${v}" finds names that contain it.`);
+      throw err;
+    });
   for (const p of params) {
     const v = rest[p];
     if (typeof v !== "string" || v === "") throw validationError(p, "is required: an id");
-    values[p] = v;
+    // /v1/entities/:id and its neighbours and memories: "Sam Rivera" works as well as ent_….
+    values[p] = route.path.startsWith("/v1/entities/:id") ? await byName(v) : v;
     delete rest[p];
   }
+  for (const field of ENTITY_FIELDS) if (typeof rest[field] === "string" && rest[field] !== "") rest[field] = await byName(rest[field] as string);
+  if (Array.isArray(rest.entityIds)) rest.entityIds = await Promise.all(rest.entityIds.map((v) => (typeof v === "string" && v !== "" ? byName(v) : v)));
   const input = route.body ? { params: values, query: {}, body: rest } : { params: values, query: rest, body: undefined };
   const result = await route.run(ctx, input);
   return result && typeof result === "object" && "status" in result && "body" in result ? (result as { body: unknown }).body : result;

@@ -45,11 +45,24 @@ export type SearchMode = (typeof SEARCH_MODES)[number];
 /** The default mode: the best measured on the LoCoMo development split (see README, "Search quality"). */
 export const DEFAULT_SEARCH_MODE: SearchMode = "hybrid";
 
+/**
+ * A metadata filter: every key must hold its value, at any depth of the memory's metadata. A
+ * value is compared as text: "1843" matches the number 1843 and the string "1843".
+ */
+const metadataFilter = z.pipe(
+  z
+    .record(z.string().check(z.minLength(1, "keys must not be empty")), z.union([z.string(), z.number(), z.boolean()], { error: "values must be strings, numbers or booleans" }))
+    .check(z.refine((v) => Object.keys(v).length <= 20, "at most 20 keys")),
+  z.transform((v: Record<string, string | number | boolean>) => Object.fromEntries(Object.entries(v).map(([k, x]) => [k, String(x)]))),
+);
+
 export const SearchMemoriesInput = z.strictObject({
   query: text({ max: MAX_QUERY_LENGTH }),
   userId: z.optional(identifier),
   agentId: z.optional(identifier),
   tags: z.optional(tagList),
+  metadata: z.optional(metadataFilter),
+  entityId: z.optional(reference),
   limit: z._default(clampedLimitNumber(MAX_PAGE_LIMIT), DEFAULT_SEARCH_LIMIT),
   threshold: z._default(z.number().check(z.gte(0, "must be between 0 and 1"), z.lte(1, "must be between 0 and 1")), DEFAULT_THRESHOLD),
   mode: z._default(z.enum(SEARCH_MODES, { error: "must be semantic, keyword or hybrid" }), DEFAULT_SEARCH_MODE),
@@ -72,6 +85,8 @@ export const ListMemoriesQuery = z.strictObject({
       z.transform((v: string | string[]) => (Array.isArray(v) ? v : v.split(",")).map((t) => t.trim()).filter(Boolean)),
     ),
   ),
+  metadata: z.optional(metadataFilter),
+  entityId: z.optional(reference),
   ...pageQuery,
 });
 export type ListMemoriesQuery = z.output<typeof ListMemoriesQuery>;
@@ -106,8 +121,18 @@ export function parseSearchMemories(raw: unknown): SearchMemoriesInput {
   return parseWith(SearchMemoriesInput, requireObject(raw), "search");
 }
 
+/** GET /v1/memories?metadata.source=notes&metadata.year=1843: `metadata.KEY` parameters become the metadata filter. */
 export function parseListMemories(raw: unknown): ListMemoriesQuery {
-  return parseWith(ListMemoriesQuery, requireObject(raw, "query"), "list query");
+  const query = { ...requireObject(raw, "query") };
+  const metadata: Record<string, unknown> = typeof query.metadata === "object" && query.metadata !== null ? { ...(query.metadata as object) } : {};
+  for (const key of Object.keys(query)) {
+    if (!key.startsWith("metadata.")) continue;
+    const value = query[key];
+    metadata[key.slice("metadata.".length)] = Array.isArray(value) ? value[value.length - 1] : value;
+    delete query[key];
+  }
+  if (Object.keys(metadata).length) query.metadata = metadata;
+  return parseWith(ListMemoriesQuery, query, "list query");
 }
 
 function checkContentLength(value: unknown): void {

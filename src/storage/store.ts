@@ -81,6 +81,8 @@ export interface MemoryFilter {
   tags?: string[];
   /** Only memories linked to this entity. */
   entityId?: string;
+  /** Every key holds its value (compared as text), at any depth of the metadata. */
+  metadata?: Record<string, string>;
 }
 
 export interface EntityRecord {
@@ -152,7 +154,7 @@ export type SearchPlan = { exact: true } | { exact: false; nprobes: number };
 
 /**
  * The sizes at which the store changes strategy. The defaults come from measurements on a 2-core
- * machine (README, "Speed, memory and scale"); tests shrink them to exercise the same code paths
+ * machine (docs/performance.md, "Speed, memory and scale"); tests shrink them to exercise the same code paths
  * on small tables.
  */
 export interface StoreTuning {
@@ -996,7 +998,30 @@ function memoryWhere(filter: MemoryFilter): string {
   if (filter.agentId !== undefined) parts.push(`agentId = ${sqlString(filter.agentId)}`);
   if (filter.tags && filter.tags.length) parts.push(`array_has_all(tags, ${sqlStringList(filter.tags)})`);
   if (filter.entityId !== undefined) parts.push(`array_has(entityIds, ${sqlString(filter.entityId)})`);
+  for (const [key, value] of Object.entries(filter.metadata ?? {})) parts.push(metadataMatch(key, value));
   return parts.join(" AND ");
+}
+
+/**
+ * `"key":value` in the metadata's JSON text (stored as JSON.stringify writes it): the string
+ * `value`, or, when `value` reads as a JSON number, boolean or null, that literal ended by `,` or
+ * `}` (so 18 doesn't match 1843). LIKE's wildcards and escape in the text are escaped.
+ */
+function metadataMatch(key: string, value: string): string {
+  const like = (s: string) => sqlString(`%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  const pair = (text: string) => `${JSON.stringify(key)}:${text}`;
+  const options = [`metadata LIKE ${like(pair(JSON.stringify(value)))}`];
+  let literal: unknown;
+  try {
+    literal = JSON.parse(value);
+  } catch {
+    literal = undefined;
+  }
+  if (literal !== undefined && typeof literal !== "string" && typeof literal !== "object") {
+    const text = JSON.stringify(literal);
+    options.push(`metadata LIKE ${like(`${pair(text)},`)}`, `metadata LIKE ${like(`${pair(text)}}`)}`);
+  }
+  return `(${options.join(" OR ")})`;
 }
 
 const NEWEST_FIRST = [

@@ -133,8 +133,8 @@ describe("mm memories (in-process)", () => {
   it("deletes, then answers not found with exit 3", async () => {
     const store = await tempDir();
     const m = parse(await mm(store, ["memories", "add", "x", "-u", "u"]));
-    expect(parse(await mm(store, ["memories", "delete", m.id]))).toEqual({ success: true, id: m.id });
-    const again = await mm(store, ["memories", "rm", m.id]);
+    expect(parse(await mm(store, ["memories", "delete", m.id, "--yes"]))).toEqual({ success: true, id: m.id });
+    const again = await mm(store, ["memories", "rm", m.id, "--yes"]);
     expect(again.code).toBe(3);
   });
 });

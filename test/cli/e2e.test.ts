@@ -42,7 +42,7 @@ describe("mm as a spawned process", () => {
     expect(updated).toMatchObject({ id: mem.id, content: mem.content, metadata: { src: "edited" }, createdAt: mem.createdAt });
     expect(updated).not.toHaveProperty("tags");
 
-    expect(json(await runMm(["memories", "delete", mem.id], { store }))).toEqual({ success: true, id: mem.id });
+    expect(json(await runMm(["memories", "delete", mem.id, "--yes"], { store }))).toEqual({ success: true, id: mem.id });
     const gone = await runMm(["memories", "get", mem.id], { store });
     expect(gone.code).toBe(3);
     expect(JSON.parse(gone.stderr)).toEqual({ error: { code: "MEMORY_NOT_FOUND", message: `Memory ${mem.id} does not exist.` } });
@@ -67,7 +67,7 @@ describe("mm as a spawned process", () => {
     expect(unknownCommand.code).toBe(2);
     expect(JSON.parse(unknownCommand.stderr).error.code).toBe("VALIDATION_ERROR");
 
-    const missing = await runMm(["memories", "delete", "mem_00000000000000000000000000"], { store });
+    const missing = await runMm(["memories", "delete", "mem_00000000000000000000000000", "--yes"], { store });
     expect(missing.code).toBe(3);
   });
 

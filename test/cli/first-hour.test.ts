@@ -229,7 +229,7 @@ describe("errors a user makes, on a terminal", () => {
     const yes = await runInTerminal(["memories", "delete", ids[1], "--yes"], { store });
     expect(yes.code, yes.raw).toBe(0);
     expect(yes.raw).not.toContain("can't be undone");
-    expect((await runMm(["memories", "delete", ids[2]], { store })).code).toBe(0);
+    expect((await runMm(["memories", "delete", ids[2], "--yes"], { store })).code).toBe(0);
     const left = json(await runMm(["memories", "list"], { store })).items.map((m: { id: string }) => m.id);
     expect(left).toEqual([ids[0]]);
     const ent = JSON.parse((await runCli(store, ["entities", "create", "Ada", "--type", "PERSON"])).stdout).id;

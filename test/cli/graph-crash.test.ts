@@ -16,7 +16,7 @@ describe("entity delete is crash-safe", () => {
     const kept = json(await mm(["relations", "create", "--source", bob, "--target", bob, "--type", "RELATED_TO"])).id;
     const memory = json(await mm(["memories", "add", "Ada and Bob met", "--user", "u", "--entity", ada, "--entity", bob])).id;
 
-    const crashed = await mm(["entities", "delete", ada], { MM_TEST_CRASH_AT: "entity-delete:after-graph-commit" });
+    const crashed = await mm(["entities", "delete", ada, "--yes"], { MM_TEST_CRASH_AT: "entity-delete:after-graph-commit" });
     expect(crashed.signal).toBe("SIGKILL");
     expect(crashed.stdout).toBe("");
 
@@ -27,7 +27,7 @@ describe("entity delete is crash-safe", () => {
     expect(json(await mm(["memories", "get", memory])).entityIds).toEqual([bob]);
     expect((await mm(["entities", "memories", ada])).code).toBe(3);
     // The store still takes writes (the dead process's lock is taken over).
-    expect((await mm(["entities", "delete", bob])).code).toBe(0);
+    expect((await mm(["entities", "delete", bob, "--yes"])).code).toBe(0);
     expect(json(await mm(["memories", "get", memory]))).not.toHaveProperty("entityIds");
   });
 });

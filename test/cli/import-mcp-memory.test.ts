@@ -13,7 +13,17 @@ import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
 
-function referenceFile(graph: { entities: { name: string; entityType: string; observations: string[] }[]; relations: { from: string; to: string; relationType: string }[] }): string {
+type Graph = { entities: { name: string; entityType: string; observations: string[] }[]; relations: { from: string; to: string; relationType: string }[] };
+
+/** A new store's path and a memory.jsonl holding `graph`, in a temp directory. */
+async function storeAndFile(graph: Graph): Promise<{ store: string; file: string }> {
+  const dir = await tempDir();
+  const file = join(dir, "memory.jsonl");
+  await writeFile(file, referenceFile(graph));
+  return { store: join(dir, "store"), file };
+}
+
+function referenceFile(graph: Graph): string {
   const lines = [
     ...graph.entities.map((e) => JSON.stringify({ type: "entity", name: e.name, entityType: e.entityType, observations: e.observations })),
     ...graph.relations.map((r) => JSON.stringify({ type: "relation", from: r.from, to: r.to, relationType: r.relationType })),
@@ -23,24 +33,18 @@ function referenceFile(graph: { entities: { name: string; entityType: string; ob
 
 describe("mm import --from mcp-memory", () => {
   it("imports entities, observations and relations, finds an observation by meaning, and adds nothing on a second run", async () => {
-    const dir = await tempDir();
-    const store = join(dir, "store");
-    const file = join(dir, "memory.jsonl");
-    await writeFile(
-      file,
-      referenceFile({
-        entities: [
-          { name: "John_Smith", entityType: "person", observations: ["Speaks fluent Spanish", "Graduated in 2019", "Allergic to shellfish"] },
-          { name: "Anthropic", entityType: "organization", observations: ["AI safety company"] },
-          { name: "Lisbon", entityType: "city", observations: [] },
-        ],
-        relations: [
-          { from: "John_Smith", to: "Anthropic", relationType: "works_at" },
-          { from: "John_Smith", to: "Lisbon", relationType: "lives in" },
-          { from: "John_Smith", to: "Nobody", relationType: "knows" },
-        ],
-      }),
-    );
+    const { store, file } = await storeAndFile({
+      entities: [
+        { name: "John_Smith", entityType: "person", observations: ["Speaks fluent Spanish", "Graduated in 2019", "Allergic to shellfish"] },
+        { name: "Anthropic", entityType: "organization", observations: ["AI safety company"] },
+        { name: "Lisbon", entityType: "city", observations: [] },
+      ],
+      relations: [
+        { from: "John_Smith", to: "Anthropic", relationType: "works_at" },
+        { from: "John_Smith", to: "Lisbon", relationType: "lives in" },
+        { from: "John_Smith", to: "Nobody", relationType: "knows" },
+      ],
+    });
     const r = await runMm(["import", "--from", "mcp-memory", file, "--user", "me"], { store });
     expect(r.code).toBe(3); // the relation to a missing entity fails alone
     const results = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
@@ -61,7 +65,7 @@ describe("mm import --from mcp-memory", () => {
 
     // By meaning: the query shares no word with the observation.
     const found = json(await runMm(["memories", "search", "Which languages can he talk in?", "--user", "me", "--mode", "semantic", "--threshold", "0.3"], { store }));
-    expect(found.results[0].content).toBe("Speaks fluent Spanish");
+    expect(found.results[0].content).toBe("John_Smith: Speaks fluent Spanish"); // its subject in front (see below)
     const john = entities.find((e: { name: string }) => e.name === "John_Smith");
     expect(json(await runMm(["entities", "memories", john.id], { store })).pagination.total).toBe(3);
 
@@ -69,5 +73,52 @@ describe("mm import --from mcp-memory", () => {
     const second = again.stdout.trim().split("\n").map((l) => JSON.parse(l));
     expect(second.slice(0, 5).map((x) => x.status)).toEqual(["skipped", "skipped", "skipped", "skipped", "skipped"]);
     expect(json(await runMm(["memories", "list"], { store })).pagination.total).toBe(4);
+  });
+});
+
+describe("mm import --from mcp-memory: an observation keeps its subject (issue 26)", () => {
+  it("\"HQ is in Phoenix\" under Acme is found by \"where is Acme headquartered?\", and reads back as written", async () => {
+    const { store, file } = await storeAndFile({
+      entities: [
+        { name: "Acme", entityType: "organization", observations: ["HQ is in Phoenix", "Founded by Acme's two engineers in 2011"] },
+        { name: "Globex", entityType: "organization", observations: ["HQ is in Springfield"] },
+      ],
+      relations: [],
+    });
+    const r = await runMm(["import", "--from", "mcp-memory", file, "--user", "me"], { store });
+    expect(r.code, r.stderr).toBe(0);
+    const found = json(await runMm(["memories", "search", "where is Acme headquartered?", "--user", "me"], { store }));
+    expect(found.results[0]?.content).toBe("Acme: HQ is in Phoenix");
+    // An observation that names its entity already is stored as written.
+    const founded = json(await runMm(["memories", "search", "Founded by Acme's two engineers", "--user", "me"], { store }));
+    expect(founded.results[0]?.content).toBe("Founded by Acme's two engineers in 2011");
+    // The reference tools read the observations back exactly as they were written.
+    const { stdioClient, ok } = await import("../helpers/mcp-client.js");
+    const { client } = await stdioClient(["--user", "me"], { MM_STORE: store });
+    const graph = await ok(client, "open_nodes", { names: ["Acme"] });
+    expect(graph.entities[0].observations).toEqual(["HQ is in Phoenix", "Founded by Acme's two engineers in 2011"]);
+    await client.close();
+    // A second run adds nothing.
+    const again = await runMm(["import", "--from", "mcp-memory", file, "--user", "me"], { store });
+    expect(again.stdout.trim().split("\n").map((l) => JSON.parse(l).status)).toEqual(["skipped", "skipped"]);
+    expect(json(await runMm(["memories", "list", "--user", "me"], { store })).pagination.total).toBe(3);
+  });
+});
+
+describe("mm import --from mcp-memory on an mm export (issue 26)", () => {
+  it("recognises the file, writes nothing, and says how to import it", async () => {
+    const dir = await tempDir();
+    const from = join(dir, "from");
+    expect((await runMm(["memories", "add", "Ada wrote the first program", "--user", "me"], { store: from })).code).toBe(0);
+    expect((await runMm(["entities", "create", "Ada Lovelace", "--type", "PERSON"], { store: from })).code).toBe(0);
+    const file = join(dir, "backup.jsonl");
+    expect((await runMm(["export", "-o", file], { store: from })).code).toBe(0);
+    const store = join(dir, "store");
+    const r = await runMm(["import", "--from", "mcp-memory", file, "--format", "table"], { store });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("This file is an mm export (its first line is the mm-export header), not the reference MCP memory server's memory.jsonl: import it without --from mcp-memory (`mm import <file>`).");
+    expect(r.stderr).not.toMatch(/line \d+:/);
+    expect(json(await runMm(["entities", "list"], { store })).pagination.total).toBe(0);
+    expect((await runMm(["import", file], { store })).code).toBe(0);
   });
 });

@@ -33,7 +33,7 @@ describe("lazy loading", () => {
       ["store", "stats"],
       ["memories", "search", "greetings", "--mode", "keyword", "--threshold", "0"],
       ["memories", "update", id, "--tag", "x"],
-      ["memories", "delete", id],
+      ["memories", "delete", id, "--yes"],
     ];
     for (const args of lean) {
       const loaded = await importsOf(store, args);

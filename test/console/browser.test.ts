@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConsoleAccess, signInUrl } from "../../src/core/console-access.js";
-import { checkScreen, launchBrowser, watchPage } from "../helpers/browser.js";
+import { browserGate, checkScreen, launchBrowser, watchPage } from "../helpers/browser.js";
 import { client, startTestServer, type TestAccount, type TestServer } from "../helpers/http-server.js";
 
 /**
@@ -71,7 +71,11 @@ async function seed(): Promise<void> {
   ids.globexKey = globex.keyId;
 }
 
+const gate = browserGate();
+if (!gate.run) process.stderr.write(`${gate.reason}\n`);
+
 beforeAll(async () => {
+  if (!gate.run) return;
   server = await startTestServer({ rateLimits: {} }); // the spec's 100 / 50 / 30 a minute
   access = new ConsoleAccess(server.storeDir, server.clock);
   await seed();
@@ -87,7 +91,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-describe("the management console in a browser", () => {
+describe.runIf(gate.run)("the management console in a browser", () => {
   it("signs in with a one-time link: HttpOnly, SameSite=Strict cookie; the link can't be used again", async () => {
     const url = await link("acme");
     await page.goto(`${server.url}/console/`);

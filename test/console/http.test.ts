@@ -201,3 +201,16 @@ describe("the console over HTTP", () => {
     for (const path of ["/v1/nowhere", "/"]) expect((await page(path)).headers.get("content-type")).toMatch(/^application\/json/);
   });
 });
+
+describe("an empty search in the console (issue 26)", () => {
+  it("shows the closest score and the threshold that would show it, as the CLI does", async () => {
+    const { key } = await server.account("closest");
+    const api = client(server.url, key);
+    await api.post("/v1/memories", { body: { content: "Bob prefers green tea in the morning", userId: "bob" } });
+    const { cookie } = await signIn("closest");
+    const res = await page("/console/memories?q=green+coffee+evening&mode=semantic&threshold=0.99", cookie);
+    expect(res.status).toBe(200);
+    const closest = /data-testid="closest">([\s\S]*?)<\/p>/.exec(res.text)?.[1].replace(/\s+/g, " ").replace(/&quot;|&#x27;/g, "'");
+    expect(closest).toMatch(/^Nothing scored 0\.99 or more\. The closest scored 0\.\d{3}: “Bob prefers green tea in the morning”\. A threshold of 0\.\d+ shows it\.$/);
+  });
+});

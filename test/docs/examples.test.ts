@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { documentedFiles, runShell, shellBlocks, showsOutput, type ShellBlock } from "../helpers/doc-examples.js";
 import { useTempDirs } from "../helpers/temp.js";
@@ -25,7 +26,8 @@ describe("documented shell examples", () => {
     const r = await runShell(block.code, await tempDir());
     expect(r.code, `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`).toBe(0);
     if (block.output !== undefined) {
-      const shown = showsOutput(r.stdout, block.output);
+      // runShell serves on a free port in place of 8080; what the reader sees says 8080.
+      const shown = showsOutput(r.stdout.replace(/127\.0\.0\.1:\d+/g, "127.0.0.1:8080"), block.output);
       expect(shown.ok, `missing line: ${shown.missing}\n--- stdout\n${r.stdout}`).toBe(true);
     }
   });
@@ -54,9 +56,9 @@ describe("the README's console commands", () => {
     const block = blocks.find((b) => b.file === "README.md" && /^mm console$/m.test(b.code) && /mm serve/.test(b.code));
     expect(block, "a README block with mm serve and mm console").toBeDefined();
     const added = block!.code.match(/mm memories add "([^"]+)"/)![1];
-    // The block's mm serve listens on a free port in place of 8080 (runShell), so the link names it
-    // too: --url says what mm console's default (the store's server port, 8080) says outside tests.
-    const code = block!.code.replace(/^mm console$/m, "LINK=$(mm console --url http://127.0.0.1:8080)");
+    // The block's mm serve listens on a free port in place of 8080 (runShell): mm console finds
+    // that port itself, from the record the running server keeps in the store.
+    const code = block!.code.replace(/^mm console$/m, "LINK=$(mm console)");
     const r = await runShell(
       `${code}
 curl -s -c cookies.txt -o /dev/null -w '%{http_code}\\n' "$LINK"
@@ -73,7 +75,6 @@ curl -s -b cookies.txt http://127.0.0.1:8080/console/memories`,
 describe("documentation links", () => {
   it("every relative link points at a file of the repository, and nothing points outside it", async () => {
     const { readFile } = await import("node:fs/promises");
-    const { existsSync } = await import("node:fs");
     const { dirname, join, normalize } = await import("node:path");
     const { ROOT } = await import("../helpers/doc-examples.js");
     for (const file of files) {
@@ -88,5 +89,76 @@ describe("documentation links", () => {
         expect(existsSync(resolved), `${file} → ${target}`).toBe(true);
       }
     }
+  });
+
+  it("every anchor names a heading of its file, and every (FILE, \"Section\") reference a section that exists", async () => {
+    const { readFile, readdir } = await import("node:fs/promises");
+    const { dirname, join, normalize, relative } = await import("node:path");
+    const { ROOT } = await import("../helpers/doc-examples.js");
+    const anchorsOf = async (path: string) => {
+      const text = (await readFile(path, "utf8")).replace(/```[\s\S]*?```/g, "");
+      return new Set([...text.matchAll(/^#{1,6} (.+)$/gm)].map((m) => githubSlug(m[1])));
+    };
+    const titlesOf = async (path: string) => {
+      const text = (await readFile(path, "utf8")).replace(/```[\s\S]*?```/g, "");
+      return [...text.matchAll(/^#{1,6} (.+)$/gm)].map((m) => m[1].replace(/`/g, "").trim());
+    };
+    const bad: string[] = [];
+    for (const file of files) {
+      const text = await readFile(join(ROOT, file), "utf8");
+      const prose = text.replace(/```[\s\S]*?```/g, "").replace(/`[^`\n]*`/g, "");
+      for (const [, target, anchor] of prose.matchAll(/\]\(([^)#\s]*)#([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(target)) continue;
+        const path = target ? normalize(join(dirname(join(ROOT, file)), target)) : join(ROOT, file);
+        if (!(await anchorsOf(path)).has(anchor)) bad.push(`${file} → ${target}#${anchor}`);
+      }
+    }
+    // Cross-references in words, in the docs and in the code's comments: (README, "Cold start").
+    const sources = (await readdir(join(ROOT, "src"), { recursive: true })).filter((f) => f.endsWith(".ts") || f.endsWith(".tsx")).map((f) => `src/${f}`);
+    for (const file of [...files, ...sources]) {
+      const text = await readFile(join(ROOT, file), "utf8");
+      for (const [, ref, section] of text.matchAll(/\((README|CONTRIBUTING|(?:docs\/)?[\w-]+\.md), "([^"]+)"\)/g)) {
+        const name = ref === "README" || ref === "CONTRIBUTING" ? `${ref}.md` : ref;
+        const path = [join(ROOT, name), join(ROOT, "docs", name)].find((p) => existsSync(p));
+        const titles = path ? await titlesOf(path) : [];
+        if (!titles.some((t) => t === section || t.replace(/^`?mm /, "") === section)) bad.push(`${file}: (${ref}, "${section}") → ${path ? relative(ROOT, path) : "no such file"}`);
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+});
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+function githubSlug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+    .replace(/ /g, "-");
+}
+
+describe("examples with mm serve", () => {
+  it("say that the commands after a foreground mm serve go in a second terminal", () => {
+    const missing: string[] = [];
+    for (const b of blocks) {
+      const lines = b.code.split("\n");
+      lines.forEach((line, i) => {
+        if (!/^\s*mm serve\b/.test(line) || /&\s*$/.test(line) || i === lines.length - 1) return;
+        if (!/^# .*second (one|terminal)/.test(lines[i + 1])) missing.push(`${b.file}:${b.line + i}`);
+      });
+    }
+    expect(missing).toEqual([]);
+  });
+});
+
+describe("docs/http-api.md", () => {
+  it("its endpoint table lists every route the server has", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const { join } = await import("node:path");
+    const { ROOT } = await import("../helpers/doc-examples.js");
+    const { ROUTES } = await import("../../src/http/routes.js");
+    const text = await readFile(join(ROOT, "docs", "http-api.md"), "utf8");
+    const rows = new Set([...text.matchAll(/^\| (GET|POST|PATCH|DELETE)(?: †)? \| (\/v1\/[^ |]+) \|/gm)].map((m) => `${m[1]} ${m[2]}`));
+    expect(ROUTES.map((r) => `${r.method} ${r.path}`).filter((r) => !rows.has(r))).toEqual([]);
   });
 });

@@ -15,6 +15,18 @@ let axeText: Promise<string> | undefined;
 const axeSource = () => (axeText ??= readFile(AXE, "utf8"));
 
 /**
+ * Whether the browser tests can run: on a machine without chromium they are skipped with one
+ * line saying why, so `npm test` passes on a fresh clone; in CI (CI set to anything but "false"
+ * or "0") a missing browser is a failure instead, so CI never skips them quietly.
+ */
+export function browserGate(env: Record<string, string | undefined> = process.env, path = CHROMIUM): { run: true } | { run: false; reason: string } {
+  if (existsSync(path)) return { run: true };
+  const ci = env.CI !== undefined && env.CI !== "" && env.CI !== "false" && env.CI !== "0";
+  if (ci) return { run: true }; // launchBrowser() fails with what to install
+  return { run: false, reason: `skipping the console's browser tests: no browser at ${path} (apt-get install -y chromium runs them; with CI=true a missing browser fails)` };
+}
+
+/**
  * Debian's chromium, driven by playwright-core: no browser download. The flags keep it off the
  * network, which this machine's closed network would refuse noisily.
  */

@@ -219,3 +219,39 @@ describe("/mcp over Streamable HTTP", () => {
     expect(usage.used).toBe(4); // the entity and its observation, the search, the list
   });
 });
+
+describe("entity names in mm's own tools (issue 26)", () => {
+  it("take a name wherever the CLI does; an unknown name says how to find one", async () => {
+    const server = await serve();
+    const mcp = await httpClient(server.url, (await server.account("acme")).key);
+    const sam = await ok(mcp, "entities_create", { name: "Sam Rivera", type: "PERSON" });
+    const acme = await ok(mcp, "entities_create", { name: "Acme", type: "ORGANIZATION" });
+    const rel = await ok(mcp, "relations_create", { sourceId: "Sam Rivera", targetId: "Acme", type: "WORKS_FOR" });
+    expect([rel.sourceId, rel.targetId]).toEqual([sam.id, acme.id]);
+    const around = await ok(mcp, "graph_neighbors", { id: "Sam Rivera" });
+    expect(around.root.id).toBe(sam.id);
+    expect(around.nodes.map((n: { name: string }) => n.name)).toEqual(["Acme"]);
+    expect((await ok(mcp, "entities_get", { id: "sam rivera" })).id).toBe(sam.id);
+    expect((await ok(mcp, "graph_path", { from: "Sam Rivera", to: "Acme" })).found).toBe(true);
+    expect((await ok(mcp, "relations_list", { sourceId: "Sam Rivera" })).items.map((r: { id: string }) => r.id)).toEqual([rel.id]);
+    const linked = await ok(mcp, "memories_add", { content: "Sam leads the Phoenix office", userId: "u", entityIds: ["Sam Rivera"] });
+    expect(linked.entityIds).toEqual([sam.id]);
+    const missing = await call(mcp, "graph_neighbors", { id: "Nobody Here" });
+    expect(missing.isError).toBe(true);
+    expect(missing.content[0].text).toContain('No entity is named "Nobody Here". The entities_list tool with search "Nobody Here" finds names that contain it.');
+    await mcp.close();
+  });
+
+  it("over HTTP, a name where an id goes says an id was expected and how to look one up", async () => {
+    const server = await serve();
+    const { key } = await server.account("acme");
+    const http = client(server.url, key);
+    const acme = (await http.post("/v1/entities", { body: { name: "Acme", type: "ORGANIZATION" } })).body;
+    const res = await http.post("/v1/relations", { body: { sourceId: "Sam", targetId: acme.id, type: "WORKS_FOR" } });
+    expectError(res, 404, "SOURCE_ENTITY_NOT_FOUND");
+    expect(res.body.error.message).toBe("Source entity Sam does not exist. sourceId takes an entity id (ent_…), not a name: GET /v1/entities?search=Sam finds \"Sam\" by name, and its id is in the answer.");
+    const get = await http.get("/v1/entities/Sam%20Rivera");
+    expectError(get, 404, "ENTITY_NOT_FOUND");
+    expect(get.body.error.message).toContain("It takes an entity id (ent_…), not a name: GET /v1/entities?search=Sam%20Rivera");
+  });
+});

@@ -173,9 +173,9 @@ describe("success parity, every endpoint", () => {
   });
 
   it("deletes: relations delete, memories delete, entities delete (cascade)", async () => {
-    await both("relations delete", (id) => http.delete(`/v1/relations/${id("r3")}`), ["relations", "delete", "{r3}"], 200);
-    await both("memories delete", (id) => http.delete(`/v1/memories/${id("m2")}`), ["memories", "delete", "{m2}"], 200);
-    const del = await both("entities delete", (id) => http.delete(`/v1/entities/${id("e2")}`), ["entities", "delete", "{e2}"], 200);
+    await both("relations delete", (id) => http.delete(`/v1/relations/${id("r3")}`), ["relations", "delete", "{r3}", "--yes"], 200);
+    await both("memories delete", (id) => http.delete(`/v1/memories/${id("m2")}`), ["memories", "delete", "{m2}", "--yes"], 200);
+    const del = await both("entities delete", (id) => http.delete(`/v1/entities/${id("e2")}`), ["entities", "delete", "{e2}", "--yes"], 200);
     expect(del.h.deletedRelations).toBe(2);
     await both("list after deletes", () => http.get("/v1/relations"), ["relations", "list"], 200);
     await both("m4 after cascade", (id) => http.get(`/v1/memories/${id("m4")}`), ["memories", "get", "{m4}"], 200);
@@ -235,16 +235,16 @@ describe("error parity: the same bad input gives the same envelope", () => {
     ["relation target", (id) => http.post("/v1/relations", { body: { sourceId: id("e1"), targetId: "ent_missing", type: "KNOWS" } }), ["relations", "create", "--source", "{e1}", "--target", "ent_missing", "--type", "KNOWS"], 404],
     ["memory get", () => http.get("/v1/memories/mem_missing"), ["memories", "get", "mem_missing"], 404],
     ["memory update", () => http.patch("/v1/memories/mem_missing", { body: { content: "x" } }), ["memories", "update", "mem_missing", "x"], 404],
-    ["memory delete", () => http.delete("/v1/memories/mem_missing"), ["memories", "delete", "mem_missing"], 404],
+    ["memory delete", () => http.delete("/v1/memories/mem_missing"), ["memories", "delete", "mem_missing", "--yes"], 404],
     ["memory update empty", (id) => http.patch(`/v1/memories/${id("m1")}`, { body: {} }), ["memories", "update", "{m1}"], 400],
     ["memory update metadata", (id) => http.patch(`/v1/memories/${id("m1")}`, { body: { metadata: [1] } }), ["memories", "update", "{m1}", "--metadata", "[1]"], 400],
     ["entity get", () => http.get("/v1/entities/ent_missing"), ["entities", "get", "ent_missing"], 404],
     ["entity update", () => http.patch("/v1/entities/ent_missing", { body: { name: "n" } }), ["entities", "update", "ent_missing", "--name", "n"], 404],
     ["entity update type", (id) => http.patch(`/v1/entities/${id("e1")}`, { body: { type: "robot" } }), ["entities", "update", "{e1}", "--type", "robot"], 400],
-    ["entity delete", () => http.delete("/v1/entities/ent_missing"), ["entities", "delete", "ent_missing"], 404],
+    ["entity delete", () => http.delete("/v1/entities/ent_missing"), ["entities", "delete", "ent_missing", "--yes"], 404],
     ["entity memories", () => http.get("/v1/entities/ent_missing/memories"), ["entities", "memories", "ent_missing"], 404],
     ["relation get", () => http.get("/v1/relations/rel_missing"), ["relations", "get", "rel_missing"], 404],
-    ["relation delete", () => http.delete("/v1/relations/rel_missing"), ["relations", "delete", "rel_missing"], 404],
+    ["relation delete", () => http.delete("/v1/relations/rel_missing"), ["relations", "delete", "rel_missing", "--yes"], 404],
     ["search limit 0", () => http.post("/v1/memories/search", { body: { query: "x", limit: 0 } }), ["memories", "search", "x", "--limit", "0"], 400],
     ["search limit 1.5", () => http.post("/v1/memories/search", { body: { query: "x", limit: 1.5 } }), ["memories", "search", "x", "--limit", "1.5"], 400],
     ["search limit word", () => http.post("/v1/memories/search", { body: { query: "x", limit: "ten" } }), ["memories", "search", "x", "--limit", "ten"], 400],

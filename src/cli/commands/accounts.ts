@@ -3,9 +3,9 @@ import type { Command } from "commander";
 import { Accounts, KEY_SHOWN_ONCE, type Account, type KeyInfo } from "../../core/accounts.js";
 import { QuotaLedger } from "../../limits/ledger.js";
 import { PLANS } from "../../schemas/enums.js";
-import { ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
+import { createdStoreNote, ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
-import { when, type TableKit } from "../output.js";
+import { count, when, type TableKit } from "../output.js";
 
 /**
  * The store of an account command: created by the commands that create an account or a key (the
@@ -13,8 +13,9 @@ import { when, type TableKit } from "../output.js";
  */
 async function storeOf(app: CliApp, cmd: Command, options: { create?: boolean } = {}): Promise<string> {
   const location = locateStore((cmd.optsWithGlobals() as { store?: string }).store, app.io.env);
-  if (options.create) await ensureStore(location);
-  else if ((await storeStatus(location)) === "missing") throw missingStore(location);
+  if (options.create) {
+    if (await ensureStore(location)) app.output.personNote(createdStoreNote(location));
+  } else if ((await storeStatus(location)) === "missing") throw missingStore(location);
   return location.dir;
 }
 
@@ -99,8 +100,8 @@ export function registerAccounts(program: Command, app: CliApp): void {
           ["account", `${account.name} (${account.id})`],
           ["plan", account.plan],
           ["period", usage.period],
-          ["used", usage.used],
-          ["limit", usage.limit ?? "unlimited"],
+          ["used", count(usage.used)],
+          ["limit", usage.limit === null ? "unlimited" : count(usage.limit)],
           ["resets at", usage.resetAt],
         ]),
       );
@@ -108,7 +109,7 @@ export function registerAccounts(program: Command, app: CliApp): void {
 }
 
 function renderAccounts(t: TableKit, items: Account[]): string {
-  return t.table(["id", "name", "plan", "monthly quota", "created"], items.map((a) => [a.id, a.name, a.plan, a.quota ?? "unlimited", when(a.createdAt)]));
+  return t.table(["id", "name", "plan", "monthly quota", "created"], items.map((a) => [a.id, a.name, a.plan, a.quota === null || a.quota === undefined ? "unlimited" : count(a.quota), when(a.createdAt)]), { flex: 1, ids: [0] });
 }
 
 function renderKeys(t: TableKit, items: KeyInfo[]): string {
@@ -116,5 +117,6 @@ function renderKeys(t: TableKit, items: KeyInfo[]): string {
   return t.table(
     ["id", "name", "prefix", "account", "created", "last used", "revoked"],
     items.map((k) => [k.id, k.name, k.prefix + "…", k.accountId, when(k.createdAt), k.lastUsedAt ? when(k.lastUsedAt) : "never", k.revokedAt ? when(k.revokedAt) : "no"]),
+    { flex: 1, ids: [0, 3] },
   );
 }

@@ -99,7 +99,7 @@ export function registerEntities(program: Command, app: CliApp): void {
     .alias("rm")
     .description("delete an entity and every relation that starts or ends at it")
     .argument("<id>", "entity id (ent_…) or name")
-    .option("-y, --yes", "don't ask for confirmation (scripts are never asked)")
+    .option("-y, --yes", "don't ask for confirmation (required without a terminal, e.g. in scripts)")
     .action((ref: string, opts: { yes?: boolean }, cmd: Command) =>
       confirmedDelete(
         app,
@@ -148,7 +148,7 @@ function renderList(t: TableKit, page: Page<EntityListItem>): string {
   return `${t.table(
     ["id", "name", "type", "description", "created"],
     page.items.map((e) => [e.id, e.name, e.type, e.description ?? "", when(e.createdAt)]),
-    { flex: 3 },
+    { flex: 3, ids: [0], drop: [4] },
   )}\n${line}`;
 }
 
@@ -156,5 +156,5 @@ function renderMemories(t: TableKit, page: Page<MemoryListItem>): string {
   if (!page.items.length && page.pagination.total === 0) return "No memories are linked to this entity.";
   const line = pageLine(t, page.pagination, "memory", "memories", !page.items.length);
   if (!page.items.length) return line;
-  return `${t.table(["id", "content", "user", "created"], page.items.map((m) => [m.id, m.content, m.userId, when(m.createdAt)]), { flex: 1 })}\n${line}`;
+  return `${t.table(["id", "content", "user", "created"], page.items.map((m) => [m.id, m.content, m.userId, when(m.createdAt)]), { flex: 1, ids: [0] })}\n${line}`;
 }

@@ -1,8 +1,11 @@
-import { createWriteStream } from "node:fs";
+import { open } from "node:fs/promises";
+import { dirname } from "node:path";
 import type { Writable } from "node:stream";
 import type { Command } from "commander";
+import { MmError } from "../../errors.js";
 import { withContext } from "../context.js";
 import type { CliApp } from "../main.js";
+import { count } from "../output.js";
 
 const transfer = () => import("../../core/transfer.js");
 
@@ -18,15 +21,47 @@ export function registerExport(program: Command, app: CliApp): void {
     .addHelpText("after", "\nExamples:\n  mm export > backup.jsonl\n  mm export --user alice --vectors -o alice.jsonl\n  mm export --all-accounts -o store.jsonl")
     .action((opts: { user?: string; allAccounts?: boolean; vectors?: boolean; output?: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
-        const out: Writable = opts.output ? createWriteStream(opts.output) : app.io.stdout;
+        const out: Writable = opts.output ? await outputFile(opts.output) : app.io.stdout;
         const sink = bufferedLines(out);
-        const counts = await (await transfer()).exportStore(ctx, { userId: opts.user, allAccounts: opts.allAccounts, vectors: opts.vectors }, sink.write);
-        await sink.end(Boolean(opts.output));
+        let counts: Awaited<ReturnType<Awaited<ReturnType<typeof transfer>>["exportStore"]>>;
+        try {
+          counts = await (await transfer()).exportStore(ctx, { userId: opts.user, allAccounts: opts.allAccounts, vectors: opts.vectors }, sink.write);
+          await sink.end(Boolean(opts.output));
+        } catch (err) {
+          // `mm export | head`: the reader has all it wants; stop quietly, as `git log | head` does.
+          if ((err as NodeJS.ErrnoException).code === "EPIPE") return;
+          throw err;
+        }
         app.output.note(
-          `Exported ${counts.memories} memories, ${counts.entities} entities, ${counts.relations} relations${opts.allAccounts ? ` of ${counts.accounts} accounts` : ""}${opts.output ? ` to ${opts.output}` : ""}.`,
+          `Exported ${count(counts.memories)} memories, ${count(counts.entities)} entities, ${count(counts.relations)} relations${opts.allAccounts ? ` of ${count(counts.accounts)} accounts` : ""}${opts.output ? ` to ${opts.output}` : ""}.`,
         );
       }),
     );
+}
+
+/**
+ * The file `--output` names, opened before anything is exported, so a directory or a missing
+ * folder is a message about the flag instead of a stream's crash.
+ */
+async function outputFile(path: string): Promise<Writable> {
+  try {
+    // The stream owns the handle and closes it once.
+    return (await open(path, "w")).createWriteStream();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === "EISDIR"
+        ? "it is a directory; name a file in it, e.g. " + `${path.replace(/\/+$/, "")}/export.jsonl`
+        : code === "ENOENT"
+          ? `there is no directory ${dirname(path)}`
+          : code === "ENOTDIR"
+            ? "part of that path is a file, not a directory"
+            : code === "EACCES" || code === "EPERM"
+              ? "permission denied"
+              : undefined;
+    if (!why) throw err;
+    throw new MmError("VALIDATION_ERROR", `--output ${path} can't be written: ${why}.`, { details: [{ field: "output", message: `${path} can't be written: ${why}` }] });
+  }
 }
 
 /** Lines gathered into ~64 KB writes that wait when the stream is full, so exports of any size stream. */

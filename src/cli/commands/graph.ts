@@ -88,10 +88,12 @@ function renderNeighbors(t: TableKit, r: NeighborsResult): string {
   const nodes = t.table(
     ["depth", "name", "type", "id"],
     r.nodes.map((n) => [n.depth, n.name, n.type, n.id]),
+    { flex: 1, ids: [3] },
   );
   const edges = t.table(
     ["source", "type", "target", "id"],
     r.edges.map((e) => [names.get(e.sourceId) ?? e.sourceId, e.type, names.get(e.targetId) ?? e.targetId, e.id]),
+    { flex: 0, ids: [3] },
   );
   return `${nodes}\n${edges}\n${footer}`;
 }

@@ -3,6 +3,7 @@ import { toMmError } from "../../errors.js";
 import { describeEmbedder, loadProvider, PROVIDERS, type EmbedderConfig, type ProviderName } from "../../embedder/index.js";
 import { describeStore, initStore, locateStore, storeStatus } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
+import { count } from "../output.js";
 import { canPrompt, promptSelect, promptText } from "../prompt.js";
 
 interface InitFlags {
@@ -43,7 +44,7 @@ export function registerInit(program: Command, app: CliApp): void {
         const current = await describeStore(location);
         return output.result(current, (t) =>
           [
-            `The store at ${current.store} uses ${t.bold(describeEmbedder(current.embedder))} and holds ${current.memories} memor${current.memories === 1 ? "y" : "ies"}.`,
+            `The store at ${current.store} uses ${t.bold(describeEmbedder(current.embedder))} and holds ${count(current.memories)} memor${current.memories === 1 ? "y" : "ies"}.`,
             t.dim(
               current.memories
                 ? "Another model needs another store: mm init --store <new directory> --provider …"

@@ -8,7 +8,7 @@ import { collect, confirmedDelete, entityRef, withContext } from "../context.js"
 import type { Context } from "../../core/context.js";
 import { defined, jsonFlag, numberFlag, readStdin } from "../flags.js";
 import type { CliApp } from "../main.js";
-import { pageLine, when, type TableKit } from "../output.js";
+import { count, pageLine, when, type TableKit } from "../output.js";
 import { canPrompt, promptText } from "../prompt.js";
 import { countLines, startProgress } from "../progress.js";
 import { humanMessage } from "../messages.js";
@@ -75,8 +75,10 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-l, --limit <n>", "maximum results (default 10, at most 100)")
     .option("--threshold <score>", "minimum score, 0 to 1 (default 0.5)")
     .option("--mode <mode>", "hybrid (default: keywords + meaning + conversational context), semantic or keyword")
-    .action(async (query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string }, cmd: Command) => {
-      const raw = defined({
+    .option("--meta <key=value>", "only memories whose metadata has this key and value (repeatable; all must match)", collect)
+    .option("-e, --entity <entity>", "only memories linked to this entity (id or name)")
+    .action(async (query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string; meta?: string[]; entity?: string }, cmd: Command) => {
+      const given = defined({
         query,
         userId: opts.user,
         agentId: opts.agent,
@@ -84,12 +86,14 @@ export function registerMemories(program: Command, app: CliApp): void {
         limit: numberFlag(opts.limit),
         threshold: numberFlag(opts.threshold),
         mode: opts.mode,
+        metadata: metaFlags(opts.meta),
       });
-      const valid = passes((await schemas()).parseSearchMemories, raw);
+      const valid = passes((await schemas()).parseSearchMemories, given);
       await withContext(
         app,
         cmd,
         async (ctx) => {
+          const raw = defined({ ...given, entityId: await entityRef(ctx, opts.entity) });
           const api = await core();
           const body = await api.searchMemories(ctx, raw);
           await app.output.result(body, async (t) => {
@@ -117,11 +121,21 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-t, --tag <tag>", "only memories with this tag (repeatable; all must match)", collect)
     .option("-p, --page <n>", "page number (default 1)")
     .option("-l, --limit <n>", "page size (default 20, at most 100)")
-    .action((opts: FieldFlags & { page?: string; limit?: string }, cmd: Command) =>
+    .option("--meta <key=value>", "only memories whose metadata has this key and value (repeatable; all must match)", collect)
+    .option("-e, --entity <entity>", "only memories linked to this entity (id or name)")
+    .action((opts: FieldFlags & { page?: string; limit?: string; meta?: string[]; entity?: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
         const body = await (await core()).listMemories(
           ctx,
-          defined({ userId: opts.user, agentId: opts.agent, tags: opts.tag, page: opts.page, limit: opts.limit }),
+          defined({
+            userId: opts.user,
+            agentId: opts.agent,
+            tags: opts.tag,
+            metadata: metaFlags(opts.meta),
+            entityId: await entityRef(ctx, opts.entity),
+            page: opts.page,
+            limit: opts.limit,
+          }),
         );
         await app.output.result(body, (t) => renderList(t, body));
       }),
@@ -176,7 +190,7 @@ export function registerMemories(program: Command, app: CliApp): void {
     .alias("rm")
     .description("delete a memory permanently")
     .argument("<id>", "memory id (mem_…)")
-    .option("-y, --yes", "don't ask for confirmation (scripts are never asked)")
+    .option("-y, --yes", "don't ask for confirmation (required without a terminal, e.g. in scripts)")
     .action((id: string, opts: { yes?: boolean }, cmd: Command) =>
       confirmedDelete(
         app,
@@ -314,7 +328,7 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
     release?.();
     progress?.stop();
   });
-  const text = `Added ${summary.added} memor${summary.added === 1 ? "y" : "ies"}${summary.failed ? `; ${summary.failed} line${summary.failed === 1 ? "" : "s"} failed` : ""}${summary.stopped ? " (stopped by interrupt)" : ""}.`;
+  const text = `Added ${count(summary.added)} memor${summary.added === 1 ? "y" : "ies"}${summary.failed ? `; ${count(summary.failed)} line${summary.failed === 1 ? "" : "s"} failed` : ""}${summary.stopped ? " (stopped by interrupt)" : ""}.`;
   if (output.isTable) output.out(text);
   else output.note(text);
   if (summary.stopped) {
@@ -326,8 +340,17 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
       resumeAfterLine: lastLine,
     });
   }
+  if (firstError?.code === "QUOTA_EXCEEDED") {
+    const { currentUsage, limit, resetAt } = firstError.extra as { currentUsage: number; limit: number; resetAt: string };
+    const n = count;
+    throw new MmError(
+      "QUOTA_EXCEEDED",
+      `The monthly quota of ${n(limit)} operations is used up (${n(currentUsage)} of ${n(limit)}): ${n(summary.added)} memor${summary.added === 1 ? "y was" : "ies were"} added, up to the limit, and ${n(summary.failed)} line${summary.failed === 1 ? " was" : "s were"} not stored. The quota resets at ${resetAt}.`,
+      { ...firstError.extra, added: summary.added, failed: summary.failed },
+    );
+  }
   if (firstError) {
-    throw new MmError(firstError.code, `${summary.failed} line${summary.failed === 1 ? "" : "s"} failed (the other lines were added); first failure: ${firstError.message}`, {
+    throw new MmError(firstError.code, `${count(summary.failed)} line${summary.failed === 1 ? "" : "s"} failed (the other lines were added); first failure: ${firstError.message}`, {
       added: summary.added,
       failed: summary.failed,
     });
@@ -366,13 +389,25 @@ function renderList(t: TableKit, page: Page<MemoryListItem>): string {
   const line = pageLine(t, page.pagination, "memory", "memories", !page.items.length);
   if (!page.items.length) return line;
   const rows = page.items.map((m) => [m.id, m.content, m.userId, m.agentId ?? "", (m.tags ?? []).join(", "), when(m.createdAt)]);
-  return `${t.table(["id", "content", "user", "agent", "tags", "created"], rows, { flex: 1 })}\n${line}`;
+  return `${t.table(["id", "content", "user", "agent", "tags", "created"], rows, { flex: 1, ids: [0], drop: [3, 4] })}\n${line}`;
 }
 
 function renderHits(t: TableKit, hits: MemorySearchHit[]): string {
   return t.table(
     ["score", "content", "user", "tags", "id"],
     hits.map((h) => [h.score.toFixed(3), h.content, h.userId, (h.tags ?? []).join(", "), h.id]),
-    { flex: 1 },
+    { flex: 1, ids: [4], drop: [3] },
   );
+}
+
+/** `--meta source=notes --meta year=1843` → the metadata filter `{source: "notes", year: "1843"}`. */
+function metaFlags(values: string[] | undefined): Record<string, string> | undefined {
+  if (!values) return undefined;
+  const out: Record<string, string> = {};
+  for (const v of values) {
+    const at = v.indexOf("=");
+    if (at < 1) throw new MmError("VALIDATION_ERROR", `--meta must be key=value, e.g. --meta source=notes (got "${v}").`, { details: [{ field: "meta", message: `must be key=value, e.g. --meta source=notes (got "${v}")` }] });
+    out[v.slice(0, at)] = v.slice(at + 1);
+  }
+  return out;
 }

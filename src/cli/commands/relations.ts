@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import type { Page } from "../../core/memories.js";
 import type { Relation, RelationListItem, RelationWithEnds } from "../../core/relations.js";
 import { confirmedDelete, entityRef, withContext } from "../context.js";
@@ -60,11 +60,27 @@ export function registerRelations(program: Command, app: CliApp): void {
     );
 
   relations
+    .command("update")
+    .description("change a relation's type or metadata (its ends can't change: create a new relation instead)")
+    .argument("<id>", "relation id (rel_…)")
+    .option("--type <TYPE>", "new type, upper snake case")
+    .option("-m, --metadata <json>", "replace the metadata with this JSON object")
+    .addOption(new Option("--clear-metadata", "remove the metadata").conflicts("metadata"))
+    .addHelpText("after", "\nExample:\n  mm relations update rel_… --type MANAGES --metadata '{\"since\":2024}'")
+    .action((id: string, opts: { type?: string; metadata?: string; clearMetadata?: boolean }, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const patch = defined({ type: opts.type, metadata: opts.clearMetadata ? null : jsonFlag("metadata", opts.metadata) });
+        const body = await (await core()).updateRelation(ctx, id, patch);
+        await app.output.result(body, (t) => renderRelation(t, body));
+      }),
+    );
+
+  relations
     .command("delete")
     .alias("rm")
     .description("delete a relation permanently")
     .argument("<id>", "relation id (rel_…)")
-    .option("-y, --yes", "don't ask for confirmation (scripts are never asked)")
+    .option("-y, --yes", "don't ask for confirmation (required without a terminal, e.g. in scripts)")
     .action((id: string, opts: { yes?: boolean }, cmd: Command) =>
       confirmedDelete(
         app,
@@ -98,5 +114,6 @@ function renderList(t: TableKit, page: Page<RelationListItem>): string {
   return `${t.table(
     ["id", "source", "type", "target", "created"],
     page.items.map((r) => [r.id, `${r.source.name} (${r.source.type})`, r.type, `${r.target.name} (${r.target.type})`, when(r.createdAt)]),
+    { flex: 1, ids: [0], drop: [4] },
   )}\n${line}`;
 }

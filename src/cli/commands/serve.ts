@@ -3,6 +3,7 @@ import { stopCodeCache } from "../../code-cache.js";
 import { MmError } from "../../errors.js";
 import { locateStore, missingStore, storeStatus } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
+import { count } from "../output.js";
 
 interface ServeFlags {
   host?: string;
@@ -53,9 +54,18 @@ export function registerServe(program: Command, app: CliApp): void {
           ] as const
         ).filter(([, v]) => v !== undefined),
       );
-      const log = (entry: Record<string, unknown>) => io.stderr.write(JSON.stringify(entry) + "\n");
+      // On a terminal, a person reads the log: one readable line an event. Piped, JSON lines.
+      const human = output.isTable && Boolean(io.stderr.isTTY);
+      const log = (entry: Record<string, unknown>) => {
+        const line = human ? readableLog(entry) : JSON.stringify(entry);
+        if (line !== undefined) io.stderr.write(line + "\n");
+      };
       const { startServer } = await import("../../http/server.js");
+      const { recordRunningServer } = await import("../../core/console-access.js");
+      // `mm console` finds this server's address (its port) in the store while it runs.
+      let forget: (() => Promise<void>) | undefined;
       const server = await startServer({
+        onBound: (url) => void (forget = recordRunningServer(storeDir, url, process.pid)),
         storeDir,
         host: flags.host,
         port,
@@ -70,6 +80,7 @@ export function registerServe(program: Command, app: CliApp): void {
       const stopped = new Promise<void>((resolve) => {
         const release = io.onShutdown?.(async (signal) => {
           log({ time: new Date().toISOString(), event: "shutdown", signal });
+          await forget?.();
           await server.close();
           release?.();
           resolve();
@@ -84,10 +95,23 @@ export function registerServe(program: Command, app: CliApp): void {
         output.note("Each API key sees only its own account's data:");
         for (const a of accounts) {
           const keys = a.keys ? `${a.keys} key${a.keys === 1 ? "" : "s"}` : "no key yet: mm keys create --account " + a.name + " --name …";
-          output.note(`  ${a.name.padEnd(12)} ${dim(`${a.memories} memor${a.memories === 1 ? "y" : "ies"}, ${keys}`)}`);
+          output.note(`  ${a.name.padEnd(12)} ${dim(`${count(a.memories)} memor${a.memories === 1 ? "y" : "ies"}, ${keys}`)}`);
         }
         output.note(dim("Ctrl-C stops."));
       }
       await stopped;
     });
+}
+
+/** A log entry as a line for a person: `19:20:01  GET /v1/memories  200  3.1 ms  acct_…`. */
+function readableLog(entry: Record<string, unknown>): string | undefined {
+  const { time, event, level, method, path, status, ms, account, keyId: _keyId, ...rest } = entry;
+  if (event === "listening") return undefined; // the banner says it
+  const at = typeof time === "string" ? time.slice(11, 19) : new Date().toISOString().slice(11, 19);
+  if (method) return `${at}  ${String(method)} ${String(path)}  ${String(status)}  ${String(ms)} ms${account ? `  ${String(account)}` : ""}`;
+  const what = [event ?? level ?? "log", path].filter(Boolean).join(" ");
+  const details = Object.entries(rest)
+    .map(([k, v]) => `${k}=${typeof v === "string" ? v.split("\n")[0] : JSON.stringify(v)}`)
+    .join(" ");
+  return `${at}  ${String(what)}${details ? `  ${details}` : ""}`;
 }

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { MmError } from "../../errors.js";
 import { locateStore } from "../../core/store-location.js";
-import { bytes } from "../output.js";
+import { bytes, count } from "../output.js";
 import { withContext } from "../context.js";
 import type { CliApp } from "../main.js";
 
@@ -26,9 +26,9 @@ export function registerStore(program: Command, app: CliApp): void {
           t.record([
             ["path", s.path],
             ["embedder", `${s.embedder.provider}:${s.embedder.model} (${s.embedder.dims} dims)`],
-            ["memories", `${s.memories.rows.toLocaleString("en-US")} in ${s.memories.segments.length} segment${s.memories.segments.length === 1 ? "" : "s"}`],
-            ["entities", s.graph.entities.toLocaleString("en-US")],
-            ["relations", s.graph.relations.toLocaleString("en-US")],
+            ["memories", `${count(s.memories.rows)} in ${s.memories.segments.length} segment${s.memories.segments.length === 1 ? "" : "s"}`],
+            ["entities", count(s.graph.entities)],
+            ["relations", count(s.graph.relations)],
             ["fragments", `memories ${s.memories.fragments} (${s.memories.smallFragments} small), graph ${s.graph.fragments}`],
             ["versions", `memories ${s.memories.versions}, graph ${s.graph.versions}`],
             ["indices", s.memories.indices + s.graph.indices],
