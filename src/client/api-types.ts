@@ -312,6 +312,10 @@ export interface operations {
                 userId?: string;
                 agentId?: string;
                 tags?: string | string[];
+                metadata?: {
+                    [key: string]: string | number | boolean;
+                };
+                entityId?: string;
                 page?: number | string;
                 limit?: number | string;
             };
@@ -434,6 +438,10 @@ export interface operations {
                     userId?: string;
                     agentId?: string;
                     tags?: string[];
+                    metadata?: {
+                        [key: string]: string | number | boolean;
+                    };
+                    entityId?: string;
                     limit?: number;
                     /** @default 0.5 */
                     threshold?: number;
