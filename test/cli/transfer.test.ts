@@ -66,7 +66,7 @@ describe("mm export and mm import", () => {
     const results = json(imported.stdout);
     expect(results).toHaveLength(10_003);
     expect(results.every((r) => r.status === "added")).toBe(true);
-    expect(imported.stderr).toMatch(/Imported 10003 records; 0 skipped/);
+    expect(imported.stderr).toMatch(/Imported 10,003 records; 0 skipped/);
 
     const again = await runCli(b, ["export"]);
     expect(again.code, again.stderr).toBe(0);

@@ -8,6 +8,7 @@ import { boundedLines, boundedText } from "../lines.js";
 import type { CliApp } from "../main.js";
 import { countLines, startProgress } from "../progress.js";
 import { humanMessage } from "../messages.js";
+import { count } from "../output.js";
 
 const FORMATS = ["mm", "mcp-memory", "mem0"] as const;
 
@@ -105,7 +106,7 @@ export function registerImport(program: Command, app: CliApp): void {
         release?.();
         progress?.stop();
       });
-      const text = `Imported ${summary.added} record${summary.added === 1 ? "" : "s"}; ${summary.skipped} skipped (already there); ${summary.failed} failed${summary.stopped ? " (stopped by interrupt)" : ""}.`;
+      const text = `Imported ${count(summary.added)} record${summary.added === 1 ? "" : "s"}; ${count(summary.skipped)} skipped (already there); ${count(summary.failed)} failed${summary.stopped ? " (stopped by interrupt)" : ""}.`;
       if (output.isTable) output.out(text);
       else output.note(text);
       if (summary.stopped) throw new MmError("INTERRUPTED", "Stopped by interrupt; every record reported as added is stored.", { ...summary });
