@@ -17,6 +17,8 @@ const FLAG_OF_FIELD: Record<string, string> = {
   sourceId: "source",
   targetId: "target",
   maxDepth: "max-depth",
+  asOf: "as-of",
+  includeSuperseded: "all",
 };
 
 /** Environment variables a command falls back to when its flag is absent. */

@@ -36,18 +36,27 @@ export interface McpTool {
  * answers. `scoped` tools take userId and agentId from the server's scope when a call leaves them out.
  */
 const MM_TOOLS: { name: string; route: string; title: string; hint?: string; scoped?: boolean }[] = [
-  { name: "memories_add", route: "POST /v1/memories", title: "Add a memory", scoped: true, hint: "content is free text (at most 10,000 characters); userId and agentId default to the server's --user and --agent." },
+  {
+    name: "memories_add",
+    route: "POST /v1/memories",
+    title: "Add a memory",
+    scoped: true,
+    hint: "content is free text (at most 10,000 characters); userId and agentId default to the server's --user and --agent. A newer fact (\"I moved to Berlin\") marks the older one it replaces; supersedes: [ids] names them yourself. The same text twice stores one memory (the answer has deduplicated: true); dedupe: false stores a copy.",
+  },
   {
     name: "memories_search",
     route: "POST /v1/memories/search",
     title: "Search memories",
     scoped: true,
-    hint: "Results are ranked by score (0 to 1). mode: hybrid (default: words and meaning), semantic or keyword. threshold (default 0.5) is the minimum score; use 0.3 to find paraphrases. tags: every listed tag must match.",
+    hint: "Results are ranked by score (0 to 1). mode: hybrid (default: words and meaning), semantic or keyword. threshold (default 0.5) is the minimum score; use 0.3 to find paraphrases. tags: every listed tag must match. Replaced memories are left out unless includeSuperseded is true; asOf (ISO 8601) answers as of that time.",
   },
   { name: "memories_list", route: "GET /v1/memories", title: "List memories", scoped: true, hint: "page and limit (at most 100) walk the pages." },
   { name: "memories_get", route: "GET /v1/memories/:id", title: "Get a memory" },
   { name: "memories_update", route: "PATCH /v1/memories/:id", title: "Update a memory", hint: "Given fields replace the old ones; null clears an optional field." },
   { name: "memories_delete", route: "DELETE /v1/memories/:id", title: "Delete a memory" },
+  { name: "memories_history", route: "GET /v1/memories/:id/history", title: "A memory's history" },
+  { name: "memories_supersede", route: "POST /v1/memories/:id/supersede", title: "Mark a memory replaced", hint: "id is the memory that is no longer true; by is the one that replaces it (same user)." },
+  { name: "memories_restore", route: "POST /v1/memories/:id/restore", title: "Undo a replacement" },
   { name: "entities_create", route: "POST /v1/entities", title: "Create an entity", hint: "type: PERSON, ORGANIZATION, LOCATION, PRODUCT, EVENT, CONCEPT or OTHER." },
   { name: "entities_list", route: "GET /v1/entities", title: "List entities" },
   { name: "entities_get", route: "GET /v1/entities/:id", title: "Get an entity" },
