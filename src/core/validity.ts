@@ -151,7 +151,8 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       superseded.add(old.id);
     }
     for (const { e, j } of earlier) {
-      const reason = replacementReason(row.content, e.row.content, facts[i], factsOf(e.row.content));
+      if (!facts[j].length && !it.detect) continue;
+      const reason = replacementReason(row.content, e.row.content, facts[i], facts[j].length ? facts[j] : factsOf(e.row.content));
       if (!reason) continue;
       inBatch.set(j, { by: i, reason });
       settled[i].replaced.push(e.row.id);
