@@ -10,7 +10,8 @@
 // - still-true pairs: both facts in the top 5, and neither marked replaced.
 //
 //   node scripts/supersede-eval.mjs [--heldout] [--off] [--json file]
-//     --heldout   the held-out files instead of the development ones (kept aside: not tuned on)
+//     --heldout   the first held-out files (measured once, then their misses were read: no longer clean)
+//     --heldout2  the second held-out files, written before their first measurement and never tuned on
 //     --off       detection off (autoSupersede: false): the figures before this feature
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,7 +24,7 @@ const { openContext } = await dist("core/context.js");
 const { addMemoriesFromLines, searchMemories } = await dist("core/memories.js");
 
 const args = process.argv.slice(2);
-const split = args.includes("--heldout") ? "heldout" : "dev";
+const split = args.includes("--heldout2") ? "heldout2" : args.includes("--heldout") ? "heldout" : "dev";
 const detect = !args.includes("--off");
 const jsonOut = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;
 const fixtures = join(root, "test", "fixtures", "supersede");

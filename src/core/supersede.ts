@@ -62,10 +62,13 @@ const STARTERS = new Set(
   "my our the we now its their his her got today this that these those also then just finally honestly so well and but actually anyway oh yes yeah ok okay since as after before recently lately currently update fyi note heads".split(" "),
 );
 
+/** Capitalised first words that are not names. */
+const NOT_NAMES =
+  "Let|Lets|It|Its|They|Them|Their|He|She|His|Her|You|Your|This|That|These|Those|There|Here|What|When|Where|Why|How|Who|Which|Thanks|Thank|Yes|Yeah|No|Oh|Wow|Hey|Hi|Hello|Sure|Well|So|And|But|Or|Also|Just|Really|Definitely|Totally|Maybe|Sounds|Great|Nice|Cool|Awesome|Playing|Searching|Working|Being|Getting|Having|Doing|Going|Taking|Making|Finding|Looking|Feeling|Everyone|Someone|Everything|Something|Nothing|Anyone|Both|All|Some|Many|Most|Each|Every|Our|My|The|We|Today|Tomorrow|Yesterday|Last|Next|Now|Then|Recently|Lately";
 const REL =
   "wife|husband|partner|girlfriend|boyfriend|fiance|fiancee|sister|brother|mom|mum|mother|dad|father|son|daughter|kid|kids|child|children|baby|boss|manager|friend|best friend|roommate|flatmate|grandma|grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|parents|dog|cat|team|company";
 /** Who a clause is about: I, we, my sister, a capitalised name. */
-const SUBJ = String.raw`(I|i|we|(?:my|our) (?:${REL})|^[A-Z][a-z]+(?: [A-Z][a-z]+)?)`;
+const SUBJ = String.raw`(I|i|we|(?:my|our) (?:${REL})|^(?!(?:${NOT_NAMES})\b)[A-Z][a-z]+(?: [A-Z][a-z]+)?)`;
 /** Auxiliaries and adverbs between a subject and its verb ("I've just", "we're now", "she has recently"). */
 const AUX = String.raw`(?:'m|'re|'s|'ve|'d|'ll| am| are| is| have| has| had| will| do| does| got)?(?: (?:just|recently|finally|now|currently|still|already|officially|actually|really|mostly|usually|always|mainly|only|even|then|since|happily|newly|permanently|temporarily|eventually|gladly|proudly|officially))*`;
 const V = (verbs: string) => new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:${verbs})\b`);
@@ -161,7 +164,8 @@ function subjectOf(raw: string | undefined): string {
 }
 
 /** The attribute a moved-to or switched-to value stands for: a school, a team, a project… or a home. */
-function placeAttr(value: string, verb: string): string[] | undefined {
+function placeAttr(whole: string, verb: string): string[] | undefined {
+  const value = whole.split(/ (?:for|with|to|because|near|so) /)[0];
   if (WHEN.test(value)) return undefined;
   if (SCHOOL.test(value)) return ["school"];
   const unit = UNIT.exec(value);
@@ -183,7 +187,7 @@ function clauses(content: string): Clause[] {
       part = part.trim();
       if (!part) continue;
       const [first, ...rest] = part.split(" ");
-      if (STARTERS.has(first.toLowerCase().replace(/[^a-z]/g, ""))) part = [first.toLowerCase(), ...rest].join(" ");
+      if (STARTERS.has(first.toLowerCase().split("'")[0].replace(/[^a-z]/g, ""))) part = [first.toLowerCase(), ...rest].join(" ");
       // "…and now work for Studio Nord": a clause that starts with its verb is about the speaker.
       if (/^(?:now |then |also )?(?:work|works|live|lives|moved|move|joined|started|drive|use|switched)\b/.test(part)) part = `I ${part}`;
       out.push({ text: part });
@@ -204,7 +208,9 @@ const single = (subject: string, attr: string[], rawValue: string): Fact | undef
 };
 
 const PREFS =
-  "use|uses|using|prefer|prefers|drink|drinks|eat|eats|play|plays|read|reads|watch|watches|listen to|listens to|take|takes|wear|wears|run on|runs on|code in|codes in|write in|writes in|program in|shop at|shops at|bank with|banks with|deploy on|deploy to|deploys on|host on|hosts on|host with|smoke|smokes|vape|vapes|fly with|flies with|commute by|commutes by|keep|keeps|store|stores|track|tracks|manage|manages|pay for|pays for|subscribe to|subscribes to";
+  "use|uses|using|prefer|prefers|drink|drinks|eat|eats|play|plays|watch|watches|listen to|listens to|wear|wears|run on|runs on|code in|codes in|write in|writes in|program in|shop at|shops at|bank with|banks with|deploy on|deploy to|deploys on|host on|hosts on|host with|smoke|smokes|vape|vapes|fly with|flies with|commute by|commutes by|pay for|pays for|subscribe to|subscribes to|take notes in|takes notes in";
+/** The cues that say a preference or habit changed (stricter than CHANGE: chat says "now" and "new" all the time). */
+const PREFERENCE_CHANGE = /\b(now|instead|these days|nowadays|anymore|any more|no longer|switched|from now on|replaced|traded)\b/;
 const FEELINGS: [RegExp, string][] = [
   [/^(?:love|loves|adore|adores|like|likes|enjoy|enjoys|'m into|am into|'re into|are into|'m a fan of|am a fan of|'m a big fan of|am a big fan of|'m obsessed with|am obsessed with|into|a fan of|a big fan of|a huge fan of|obsessed with|crazy about|mad about)$/, "+"],
   [/^(?:hate|hates|dislike|dislikes|can't stand|cannot stand|can't bear|detest|detests|don't like|do not like|doesn't like|does not like|don't enjoy|do not enjoy|'m not into|am not into|'m not a fan of|am not a fan of|'m sick of|am sick of|'m tired of|am tired of|'m done with|am done with|not into|not a fan of|sick of|tired of|done with)$/, "-"],
@@ -213,7 +219,7 @@ const FEELING_VERBS =
   "love|loves|adore|adores|like|likes|enjoy|enjoys|'m into|am into|'re into|are into|'m a fan of|am a fan of|'m a big fan of|am a big fan of|'m obsessed with|am obsessed with|hate|hates|dislike|dislikes|can't stand|cannot stand|can't bear|detest|detests|don't like|do not like|doesn't like|does not like|don't enjoy|do not enjoy|'m not into|am not into|'m not a fan of|am not a fan of|'m sick of|am sick of|'m tired of|am tired of|'m done with|am done with";
 
 /** Copulas and verbs of change between a thing and its value ("is now", "was moved to", "went up to"). */
-const LINK = String.raw`((?: (?:is|are|'s|'re|has been|have been|will be|got|gets|now|currently|still|officially|finally|just|always|permanently|been))*)((?: (?:was|were|has been|have been|got|is|are|been))? (?:changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought forward|went up|went down|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed over|meets|meet|starts|start|begins|begin|happens|runs|opens|takes place|costs|leaves|departs|arrives|comes)(?: (?:back )?(?:to|for|up to|down to|into|over to|until|till))?)?`;
+const LINK = String.raw`((?: (?:is|are|'s|'re|will be|now|currently|still|officially|finally|just|always|permanently))*)((?: (?:was|were|has been|have been|got|is|are|been))? (?:changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought forward|went up|went down|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed over|meets|meet|starts|start|begins|begin|happens|runs|opens|takes place|costs|leaves|departs|arrives|comes)(?: (?:back )?(?:to|for|up to|down to|into|over to|until|till))?)?`;
 const THING = String.raw`((?:[A-Za-z][\w-]*'s |(?:[Mm]y|[Oo]ur|[Tt]he|[Ii]ts|[Tt]heir) (?:[a-z]+'s )?)?)((?:[A-Za-z0-9][\w+-]*)(?: (?:to|for|of|with|at|on)? ?[A-Za-z0-9][\w+-]*){0,4}?)`;
 
 const RULES: Rule[] = [
@@ -232,8 +238,9 @@ const RULES: Rule[] = [
   },
   // Who one works for: "I joined Globex", "I'm employed by Deloitte", "I got a job at the bookstore".
   {
-    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:work|works|working|employed|joined|join|joining|started at|started with|started working at|started working for|got a job (?:at|with)|took a job (?:at|with)|accepted an offer from|accepted a job (?:at|with)|signed with|hired by|hired at|got hired at|got hired by)(?: (?:at|for|by|with))? (?!as\b|on\b|from\b|out\b|remotely\b|hard\b|late\b|overtime\b|part|full)(.+)`),
-    make: (m) => single(m[1], ["employer"], m[2]),
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (work|works|working|employed|joined|join|joining|started at|started with|started working at|started working for|got a job (?:at|with)|took a job (?:at|with)|accepted an offer from|accepted a job (?:at|with)|signed with|hired by|hired at|got hired at|got hired by)(?: (?:at|for|by|with))? (?!as\b|on\b|from\b|out\b|remotely\b|hard\b|late\b|overtime\b|part|full|well\b|together\b|with\b|through\b|it\b|things\b|things\b|towards\b|toward\b|to\b|in\b|up\b|harder\b|long\b|closely\b|alongside\b)(.+)`),
+    // "joined a gym", "joined a new group": a thing joined, not an employer; "joined Globex" is one.
+    make: (m) => (/^join/.test(m[2]) && /^(?:a|an|the|this|that|some|my|our)\b/i.test(m[3].trim()) ? undefined : single(m[1], ["employer"], m[3])),
   },
   {
     re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:work|works|working) remotely (?:for|at) (.+)`),
@@ -311,12 +318,15 @@ const FEELING = new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m|'re| am| are| do| doe
 /** "My dentist is Dr. Lee", "The standup moved to 10am", "Our project code name is Kestrel": a thing, a link, a value. */
 const LINK_START =
   "is|are|'s|'re|has|have|will|got|gets|now|currently|still|officially|finally|just|always|permanently|been|was|were|changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought|went|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed|meets|meet|starts|start|begins|begin|happens|runs|opens|takes|costs|leaves|departs|arrives|comes";
-const THING_IS = new RegExp(String.raw`^${THING}(?= (?:${LINK_START})\b)${LINK} (?:(?:at|on|in|to|for|from|by|with) )?(.+)`);
+const THING_IS = new RegExp(String.raw`^${THING}(?= (?:${LINK_START})\b)${LINK} (?:(?:at|on|in|for|from|by|with) )?(.+)`);
 
 /** The facts a memory states; empty for most chat. */
 export function factsOf(content: string): Fact[] {
   const facts: Fact[] = [];
-  for (const { text } of clauses(content)) {
+  // A transcript line ("Caroline: I moved to Boston"): "I" is the speaker, not the user.
+  const speaker = SPEAKER.exec(content);
+  const body = speaker ? content.slice(speaker[0].length) : content;
+  for (const { text } of clauses(body)) {
     if (HYPOTHETICAL.test(text) || MAY.test(text)) continue;
     let found = false;
     for (const re of SWITCH) {
@@ -366,8 +376,16 @@ export function factsOf(content: string): Fact[] {
     if (!found) {
       const m = THING_IS.exec(text);
       // Present tense or a change: "my flight was on the 14th" is an event, not a current value.
-      if (m && (m[3].trim() || m[4]) && !/^(?:i|we|you|he|she|it|they|this|that|there|here|what|who|which|everything|nothing|something|everyone|someone)$/i.test(m[2].split(" ")[0])) {
-        const owner = m[1].trim();
+      const first = m?.[2].split(" ")[0] ?? "";
+      const owner = m?.[1].trim() ?? "";
+      if (
+        m &&
+        (m[3].trim() || m[4]) &&
+        !(m[3].trim() && !m[4] && /^to [a-z]/.test(m[5])) && // "my goal is to help": a plan
+        !/^(?:i|we|you|your|he|she|it|they|this|that|there|here|what|who|which|everything|nothing|something|everyone|someone|his|her|their|let|lets)$/i.test(first) &&
+        !/^(?:it|that|he|she|there|what|who|let|here|where|how)'s$/i.test(owner) &&
+        (owner || !/(?:ing|ed)$/.test(first))
+      ) {
         const possessor = /^(?:my|our|the|its|their) ([a-z]+)'s$/i.exec(owner)?.[1] ?? /^([A-Za-z][\w-]*)'s$/.exec(owner)?.[1];
         let attr = attrWords(m[2]);
         let rest = m[5];
@@ -384,8 +402,12 @@ export function factsOf(content: string): Fact[] {
       }
     }
   }
-  return facts.filter((f) => f.attr.length && f.subject !== "other");
+  const who = speaker ? `speaker:${fold(speaker[1]).replace(/\s+/g, "-")}` : undefined;
+  return facts.filter((f) => f.attr.length && f.subject !== "other").map((f) => (who && f.subject === "self" ? { ...f, subject: who } : f));
 }
+
+/** "Caroline: …", "Dr. Weber: …" at the start of a memory: who is speaking. */
+const SPEAKER = /^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+/;
 
 /** Words that carry no fact: a memory of only these ("Thanks!", "ok, see you") is chat, never a duplicate. */
 const PHATIC = new Set(
@@ -466,7 +488,8 @@ export function replacementReason(newer: string, older: string, newerFacts = fac
       }
       if (f.attr[0] === "switch" || o.attr[0] === "switch") continue;
       if (!sameAttr(f, o) || o.value === f.value) continue;
-      if ((f.multi || o.multi) && !changed) continue;
+      if ((f.multi || o.multi) && !PREFERENCE_CHANGE.test(foldedNew)) continue;
+      if (!changed && !(f.multi || o.multi) && false) continue;
       return `${f.subject}.${f.attr.join("-")}: ${o.value} → ${f.value}`;
     }
   }
