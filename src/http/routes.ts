@@ -6,7 +6,7 @@ import * as entities from "../core/entities.js";
 import * as relations from "../core/relations.js";
 import * as graph from "../core/graph.js";
 import { CreateMemoryInput, ListMemoriesQuery, SearchMemoriesInput, SupersedeInput, UpdateMemoryInput } from "../schemas/memory.js";
-import { CreateEntityInput, EntityMemoriesQuery, ListEntitiesQuery, UpdateEntityInput } from "../schemas/entity.js";
+import { CreateEntityInput, EntityMemoriesQuery, ListEntitiesQuery, MergeEntitiesInput, UpdateEntityInput } from "../schemas/entity.js";
 import { CreateRelationInput, ListRelationsQuery, UpdateRelationInput } from "../schemas/relation.js";
 import { ExportQuery, NeighborsQuery, PathBetweenQuery } from "../schemas/graph.js";
 import * as R from "../schemas/responses.js";
@@ -111,6 +111,12 @@ export const ROUTES: Route[] = [
     method: "DELETE", path: "/v1/entities/:id", bucket: "write", status: 200, summary: "Delete an entity and, in the same operation, its relations",
     response: R.EntityDeleted,
     run: (ctx, { params }) => entities.deleteEntity(ctx, params.id),
+  },
+  {
+    method: "POST", path: "/v1/entities/:id/merge", bucket: "write", status: 200,
+    summary: "Merge another entity (`other`) into this one: its relations and memory links move here, then it is deleted",
+    body: MergeEntitiesInput, response: R.EntityMerged, extension: true,
+    run: (ctx, { params, body }) => entities.mergeEntities(ctx, params.id, body),
   },
   {
     method: "GET", path: "/v1/entities/:id/memories", bucket: "read", status: 200, summary: "List the memories linked to an entity",

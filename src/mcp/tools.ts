@@ -63,6 +63,7 @@ const MM_TOOLS: { name: string; route: string; title: string; hint?: string; sco
   { name: "entities_update", route: "PATCH /v1/entities/:id", title: "Update an entity" },
   { name: "entities_delete", route: "DELETE /v1/entities/:id", title: "Delete an entity" },
   { name: "entities_memories", route: "GET /v1/entities/:id/memories", title: "An entity's memories" },
+  { name: "entities_merge", route: "POST /v1/entities/:id/merge", title: "Merge two entities", hint: "id is the entity kept; other is merged into it and deleted." },
   { name: "relations_create", route: "POST /v1/relations", title: "Create a relation", hint: "type is upper snake case, e.g. WORKS_FOR, KNOWS, LOCATED_IN, PART_OF, CREATED, RELATED_TO." },
   { name: "relations_list", route: "GET /v1/relations", title: "List relations" },
   { name: "relations_get", route: "GET /v1/relations/:id", title: "Get a relation" },

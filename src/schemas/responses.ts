@@ -68,6 +68,13 @@ export const Entity = z.strictObject({
   updatedAt: iso,
 });
 export const EntityListItem = z.omit(Entity, { metadata: true });
+export const EntityMerged = z.strictObject({
+  entity: Entity,
+  merged: z.strictObject({ id: z.string(), name: z.string() }).check(z.describe("the entity merged in, now deleted")),
+  movedRelations: z.int(),
+  droppedRelations: z.int().check(z.describe("relations of the merged entity that this one already had (same ends and type)")),
+  movedLinks: z.int().check(z.describe("memories whose link moved to this entity")),
+});
 export const EntitySummary = z.strictObject({ id: z.string(), name: z.string(), type: entityType });
 
 export const Relation = z.strictObject({

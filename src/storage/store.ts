@@ -934,6 +934,48 @@ export class StoreWriter {
     return { deleted: true, deletedRelations };
   }
 
+  /**
+   * Merges entity `other` into `keep` (both of the account, checked by the caller). In three steps,
+   * each a commit, in an order where every reference points at an existing entity at every moment,
+   * crash or not: (1) `keep` takes its new description and metadata and every relation of `other`
+   * is re-pointed to `keep`, in one graph commit (a relation `keep` already has is dropped instead);
+   * (2) memory links move, segment by segment; (3) `other` is deleted.
+   */
+  async mergeEntities(keep: EntityRecord, other: EntityRecord): Promise<{ movedRelations: number; droppedRelations: number; movedLinks: number }> {
+    const acct = `accountId = ${sqlString(keep.accountId)}`;
+    const touching = (id: string) => `kind = 'relation' AND ${acct} AND (sourceId = ${sqlString(id)} OR targetId = ${sqlString(id)})`;
+    const mine = (await this.graph.query().where(touching(keep.id)).select(RELATION_COLUMNS).toArray()).map(toRelation);
+    const theirs = (await this.graph.query().where(touching(other.id)).select(RELATION_COLUMNS).toArray()).map(toRelation);
+    const swap = (id: string) => (id === other.id ? keep.id : id);
+    const seen = new Set(mine.map((r) => `${swap(r.sourceId)}\u0000${swap(r.targetId)}\u0000${r.type}`));
+    const moved: RelationRecord[] = [];
+    const dropped: string[] = [];
+    for (const r of theirs.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id))) {
+      if (mine.some((m) => m.id === r.id)) continue; // between the two: re-pointed below with the rest
+      const k = `${swap(r.sourceId)}\u0000${swap(r.targetId)}\u0000${r.type}`;
+      if (seen.has(k)) dropped.push(r.id);
+      else {
+        seen.add(k);
+        moved.push({ ...r, sourceId: swap(r.sourceId), targetId: swap(r.targetId) });
+      }
+    }
+    for (const r of mine) if (r.sourceId === other.id || r.targetId === other.id) moved.push({ ...r, sourceId: swap(r.sourceId), targetId: swap(r.targetId) });
+    const rows = [{ ...emptyGraphRow(), kind: "entity", ...keep }, ...moved.map((r) => ({ ...emptyGraphRow(), kind: "relation", ...r, updatedAt: r.createdAt }))];
+    await this.graph.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(rows);
+    if (dropped.length) await this.graph.delete(`kind = 'relation' AND ${acct} AND id IN (${dropped.map(sqlString).join(", ")})`);
+    await this.store.hooks?.("entity-merge:after-relations");
+    let movedLinks = 0;
+    const linked = `${acct} AND array_has(entityIds, ${sqlString(other.id)})`;
+    for (const { table } of this.segments) {
+      const n = await table.countRows(linked);
+      if (!n) continue;
+      movedLinks += n;
+      await table.update({ where: linked, valuesSql: { entityIds: `array_distinct(array_replace(entityIds, ${sqlString(other.id)}, ${sqlString(keep.id)}))` } });
+    }
+    await this.graph.delete(`kind = 'entity' AND ${acct} AND id = ${sqlString(other.id)}`);
+    return { movedRelations: moved.length, droppedRelations: dropped.length, movedLinks };
+  }
+
   async insertRelation(r: RelationRecord): Promise<void> {
     await this.graph.add([{ ...emptyGraphRow(), kind: "relation", ...r, updatedAt: r.createdAt }]);
   }
