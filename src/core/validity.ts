@@ -129,7 +129,10 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     if (it.dedupe && !it.supersedes?.length) {
       const key = textKey(row.content);
       if (key) {
-        const twin = older.find((r) => r.matchKeys.includes(key)) ?? earlier.find(({ e }) => textKey(e.row.content) === key)?.e.row;
+        // The same words with other tags or metadata record another event (a turn said again in a
+        // later session): not a duplicate.
+        const sameRecord = (r: MemoryRecord) => sameList(r.tags, row.tags) && (r.metadata ?? "") === (row.metadata ?? "");
+        const twin = older.find((r) => r.matchKeys.includes(key) && sameRecord(r)) ?? earlier.find(({ e }) => textKey(e.row.content) === key && sameRecord(e.row))?.e.row;
         if (twin) {
           settled[i].duplicateOf = twin;
           return;
@@ -242,4 +245,8 @@ export function replacedAfterReplacing<T extends { record: MemoryRecord; score: 
   }
   for (const rest of waiting.values()) out.push(...rest);
   return out;
+}
+
+function sameList(a: string[], b: string[]): boolean {
+  return a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
 }

@@ -46,3 +46,26 @@ describe("replacements are crash-safe", () => {
     expect(json(await mm(["memories", "get", b])).supersedes).toEqual([a]);
   });
 });
+
+describe("entity merge is crash-safe", () => {
+  it("killed after the relations moved: no reference to a missing entity, and merging again finishes", async () => {
+    const store = join(await tempDir(), "store");
+    const mm = (args: string[], env?: Record<string, string>) => runMm(args, { store, env });
+    const keep = json(await mm(["entities", "create", "Acme Robotics", "--type", "ORGANIZATION"])).id;
+    const other = json(await mm(["entities", "create", "ACME Robotix", "--type", "ORGANIZATION"])).id;
+    const ada = json(await mm(["entities", "create", "Ada", "--type", "PERSON"])).id;
+    const rel = json(await mm(["relations", "create", "--source", ada, "--target", other, "--type", "WORKS_FOR"])).id;
+    const memory = json(await mm(["memories", "add", "Ada joined ACME Robotix", "--user", "u", "--entity", other])).id;
+
+    const crashed = await mm(["entities", "merge", keep, other], { MM_TEST_CRASH_AT: "entity-merge:after-relations" });
+    expect(crashed.signal).toBe("SIGKILL");
+    expect(json(await mm(["relations", "get", rel])).targetId).toBe(keep);
+    expect(json(await mm(["memories", "get", memory])).entityIds).toEqual([other]); // still a live entity
+    expect((await mm(["entities", "get", other])).code).toBe(0);
+
+    const done = json(await mm(["entities", "merge", keep, other]));
+    expect(done).toMatchObject({ movedLinks: 1, merged: { id: other } });
+    expect(json(await mm(["memories", "get", memory])).entityIds).toEqual([keep]);
+    expect((await mm(["entities", "get", other])).code).toBe(3);
+  });
+});

@@ -170,7 +170,11 @@ describe("duplicates", () => {
     expect((await createMemory(ctx, { content: "Thanks!", userId: "u" })).id).not.toBe(thanks.id);
     expect((await createMemory(ctx, { content: "ok", userId: "u" })).deduplicated).toBeUndefined();
     expect((await createMemory(ctx, { content: "My passport number ends in 4471.", userId: "w" })).deduplicated).toBeUndefined();
-    expect((await listMemories(ctx, { userId: "u" })).pagination.total).toBe(5); // first, forced, two "Thanks!", "ok"
+    // The same words with other tags or metadata record another event.
+    expect((await createMemory(ctx, { content: "My passport number ends in 4471.", userId: "u", tags: ["travel"] })).deduplicated).toBeUndefined();
+    expect((await createMemory(ctx, { content: "My passport number ends in 4471.", userId: "u", metadata: { turn: 7 } })).deduplicated).toBeUndefined();
+    expect((await createMemory(ctx, { content: "my passport number ends in 4471!", userId: "u", metadata: { turn: 7 } })).deduplicated).toBe(true);
+    expect((await listMemories(ctx, { userId: "u" })).pagination.total).toBe(7); // first, forced, two "Thanks!", "ok", tagged, with metadata
   });
 });
 
