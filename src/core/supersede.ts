@@ -102,7 +102,7 @@ const SYNONYMS: Record<string, string> = {
 };
 /** Words an attribute drops: they qualify it, they don't name it. */
 const ATTR_NOISE = new Set(
-  "a an the my our its their his her new old current present latest now usual regular main primary go-to preferred monthly weekly yearly annual daily fee cost price amount total rate level time date day of for to with at on in from by name".split(" "),
+  "a an the my our its their his her new old current present latest now usual regular main primary go-to preferred monthly weekly yearly annual daily fee cost price amount total rate level time date day location venue place spot of for to with at on in from by name".split(" "),
 );
 
 /** Lower case, accents folded, apostrophes and spaces normalised. */
@@ -183,13 +183,15 @@ function clauses(content: string): Clause[] {
   const out: Clause[] = [];
   for (const sentence of text.split(/(?<=[.!?])\s+|\n+/)) {
     if (/\?\s*$/.test(sentence)) continue;
-    for (let part of sentence.split(/;\s*|,?\s+but\s+|,\s+and\s+(?=(?:i|we|my|now|then)\b)|\s+and\s+(?=(?:now|then)\s)/i)) {
+    for (let part of sentence.split(/;\s*|,?\s+but\s+|,\s+and\s+(?=(?:i|we|my|now|then)\b)|\s+and\s+(?=(?:now|then|moved|work|works|live|lives|joined|started|use|switched|drive)\s)/i)) {
       part = part.trim();
       if (!part) continue;
       const [first, ...rest] = part.split(" ");
       if (STARTERS.has(first.toLowerCase().split("'")[0].replace(/[^a-z]/g, ""))) part = [first.toLowerCase(), ...rest].join(" ");
       // "…and now work for Studio Nord": a clause that starts with its verb is about the speaker.
-      if (/^(?:now |then |also )?(?:work|works|live|lives|moved|move|joined|started|drive|use|switched)\b/.test(part)) part = `I ${part}`;
+      if (/^(?:now |then |also )?(?:work|works|live|lives|moved|move|joined|started|drive|use|switched|sold|packed|left|quit|bought|got|relocated|settled)\b/i.test(part) && !/^got (?:a |an )?new\b/i.test(part)) {
+        part = `I ${part[0].toLowerCase()}${part.slice(1)}`;
+      }
       out.push({ text: part });
     }
   }
@@ -249,7 +251,13 @@ const RULES: Rule[] = [
   // One's job: "I'm a junior developer", "I was promoted to senior developer", "I became a nurse practitioner".
   {
     re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am| is|'re| are| was promoted to| got promoted to| have been promoted to|'ve been promoted to| has been promoted to| became| become| work as| works as| working as| started as| now work as| hired as| got hired as)(?: now| currently| still| officially)? (?:a |an |the )?((?:[\w-]+ ){0,2}(?:${JOB}))\b`),
-    make: (m) => single(m[1], ["job"], m[2]),
+    make: (m, clause) => {
+      const job = single(m[1], ["job"], m[2]);
+      // "I'm a sous chef at Nopi": the job, and the employer.
+      const at = new RegExp(String.raw`${m[2].replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} (?:at|for|with) (?!home\b|night\b|the moment\b)(.+)`).exec(clause);
+      const employer = at ? single(m[1], ["employer"], at[1]) : undefined;
+      return [job, employer].filter((f): f is Fact => f !== undefined);
+    },
   },
   {
     re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:on|in|part of|joined|moved to|switched to|transferred to) the ([\w-]+(?: [\w-]+)?) (team|squad|department)\b`),
@@ -306,10 +314,29 @@ const RULES: Rule[] = [
 
 /** "switched from Vim to VS Code", "moved from Heroku to Fly.io", "traded the Civic in for a Tesla". */
 const SWITCH = [
-  /\b(?:switched|switching|changed|changing|moved|moving|went|converted|upgraded|downgraded|migrated|migrating|transitioned|swapped|swapping|transferred|jumped|ditched|dropped|left) (?:over |all )?from (?:the |a |an |my |our )?(.+?) (?:to|for|over to|in favou?r of) (?:the |a |an |my |our )?(.+)/,
+  /\b(?:switched|switching|changed|changing|moved|moving|went|converted|upgraded|downgraded|migrated|migrating|transitioned|swapped|swapping|transferred|jumped|ditched|dropped|left)(?: (?:my|our|the|all|over)(?: [\w-]+){1,3})? (?:over |all )?from (?:the |a |an |my |our )?(.+?) (?:to|for|over to|in favou?r of) (?:the |a |an |my |our )?(.+)/,
   /\btraded (?:in )?(?:the |a |an |my |our )?(.+?) (?:in )?for (?:the |a |an |my |our )?(.+)/,
   /\b(?:ditched|dropped|replaced|swapped|switched out) (?:the |a |an |my |our )?(.+?) (?:for|with) (?:the |a |an |my |our )?(.+)/,
 ];
+/** Things a note names without "the" at its start ("Home is…", "Pickup is now at 3:45"): not names. */
+const COMMON_HEADS =
+  /^(?:home|rent|dinner|lunch|breakfast|pickup|drop-off|dropoff|practice|class|school|work|payday|checkout|check-in|bedtime|training|rehearsal|church|therapy|daycare|standup|stand-up|payroll|registration|kickoff|kick-off|orientation|graduation|brunch|choir|band practice|swim class|bin collection|trash day|recycling|parking|wifi|internet|electricity|insurance|tuition|mortgage|salary|budget|office|checkup|check-up)$/i;
+
+/** "I edit photos in Lightroom", "I keep my savings at HSBC": a tool or place for a task (many at once). */
+const TOOL = new RegExp(
+  String.raw`(?:^|\s)${SUBJ}${AUX} (edit|edits|write|writes|code|codes|design|designs|draw|draws|plan|plans|track|tracks|store|stores|keep|keeps|manage|manages|host|hosts|build|builds|record|records|mix|mixes|sync|syncs|back up|backs up|organi[sz]e|organi[sz]es|do|does|file|files|book|books|buy|buys|order|orders) ((?:my |our |the |all )?(?:[a-z][\w-]* ){0,2}?[a-z][\w-]*) (?:in|with|on|using|at|through|via|from) ([A-Z][\w.+-]*(?: [A-Z0-9][\w.+-]*)*)`,
+);
+
+/** "switched to Neovim from Emacs": the new value first. */
+const SWITCH_BACK = /\b(?:switched|switching|changed|moved|went|converted|migrated|swapped|jumped)(?: over)? to (?:the |a |an |my |our )?(.+?) from (?:the |a |an |my |our )?(.+)/;
+SWITCH.push(SWITCH_BACK);
+/** "New PIN: 7730", "Got a new locker number: 87": a new value, introduced by its attribute. */
+const NEW_VALUE = /^(?:(?:I |we )?(?:got|have|'ve got|received|was given|were given) )?(?:a |an |my |our )?new ([a-zA-Z][\w -]{0,40}?)(?::| is| -|,)\s+(.+)/i;
+/** "Sofia is my line manager": a name, then the attribute it is the value of. */
+const IS_MY = /^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}) (?:is|'s) (?:now )?(my|our) ((?:[a-z][\w-]* ){0,2}[a-z][\w-]*)$/;
+/** "Yesterday was my first day at Dishoom": a new employer. */
+const FIRST_DAY = /\b(?:my )?first (?:day|week|shift) (?:at|with) (.+)/i;
+
 /** "I no longer drink coffee", "I stopped eating meat", "I quit smoking", "I don't use Vim anymore". */
 const STOPPED = new RegExp(
   String.raw`(?:^|\s)${SUBJ}(?:'ve| have| has)? (?:no longer|don't|do not|doesn't|does not|never|stopped|quit|gave up|have stopped|'ve stopped|have quit|'ve quit|am done|'m done) (?:really |even |ever )?([a-z]+)(?: (.+))?`,
@@ -324,7 +351,7 @@ const THING_IS = new RegExp(String.raw`^${THING}(?= (?:${LINK_START})\b)${LINK} 
 export function factsOf(content: string): Fact[] {
   const facts: Fact[] = [];
   // A transcript line ("Caroline: I moved to Boston"): "I" is the speaker, not the user.
-  const speaker = SPEAKER.exec(content);
+  const speaker = speakerOf(content);
   const body = speaker ? content.slice(speaker[0].length) : content;
   for (const { text } of clauses(body)) {
     if (HYPOTHETICAL.test(text) || MAY.test(text)) continue;
@@ -332,7 +359,8 @@ export function factsOf(content: string): Fact[] {
     for (const re of SWITCH) {
       const m = re.exec(text);
       if (!m) continue;
-      const [from, to] = [cleanValue(m[1]), cleanValue(m[2])];
+      const reversed = re === SWITCH_BACK;
+      const [from, to] = reversed ? [cleanValue(m[2]), cleanValue(m[1])] : [cleanValue(m[1]), cleanValue(m[2])];
       if (!from || !to || from === to) continue;
       facts.push({ subject: "self", attr: ["switch"], value: from, negated: true, multi: true }, { subject: "self", attr: ["switch"], value: to, multi: true });
       // "replaced my laptop with a MacBook Air": the laptop is now a MacBook Air.
@@ -354,12 +382,44 @@ export function factsOf(content: string): Fact[] {
         found = true;
       }
     }
+    const fresh = NEW_VALUE.exec(text);
+    if (fresh) {
+      const f = single("self", attrWords(fresh[1]), fresh[2]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const isMy = IS_MY.exec(text.replace(/[.!]+$/, ""));
+    if (isMy && !/^(?:it|this|that|he|she|there|what|who)$/i.test(isMy[1])) {
+      const f = single("self", attrWords(isMy[3]), isMy[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const firstDay = FIRST_DAY.exec(text);
+    if (firstDay && !/^(?:a|an|the|school|college|university|kindergarten)\b/i.test(firstDay[1].trim())) {
+      const f = single("self", ["employer"], firstDay[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
     for (const rule of RULES) {
       const m = rule.re.exec(text);
       if (!m) continue;
       const made = rule.make(m, text);
       for (const f of Array.isArray(made) ? made : made ? [made] : []) {
         facts.push(f);
+        found = true;
+      }
+    }
+    const tool = TOOL.exec(text);
+    if (!found && !stopped && tool) {
+      const value = cleanValue(tool[4]);
+      if (value) {
+        facts.push({ subject: subjectOf(tool[1]), attr: [stem(tool[2]), ...attrWords(tool[3])], value, multi: true });
         found = true;
       }
     }
@@ -396,7 +456,7 @@ export function factsOf(content: string): Fact[] {
           rest = passive[2];
         }
         const value = cleanValue(rest);
-        if (attr.length && value && !NOT_A_VALUE.test(value.split(" ")[0]) && (owner || /^[a-z]/.test(m[2]) || /^(?:[A-Z][a-z]+ )?[a-z]/.test(m[2]))) {
+        if (attr.length && value && !NOT_A_VALUE.test(value.split(" ")[0]) && (owner || /^[a-z]/.test(m[2]) || /^(?:[A-Z][a-z]+ )?[a-z]/.test(m[2]) || COMMON_HEADS.test(m[2]))) {
           facts.push({ subject: possessor ? subjectOf(possessor) : /^(?:their|his|her)\b/i.test(owner) ? "other" : "self", attr, value });
         }
       }
@@ -407,7 +467,14 @@ export function factsOf(content: string): Fact[] {
 }
 
 /** "Caroline: …", "Dr. Weber: …" at the start of a memory: who is speaking. */
-const SPEAKER = /^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+/;
+const SPEAKER = /^([A-Z][a-z][\w.'-]*(?: [A-Z][a-z][\w.'-]*){0,2}):\s+/;
+/** Labels that end in a colon without being speakers ("New PIN: 7730", "Update: …"). */
+const NOT_SPEAKERS = new RegExp(`^(?:${NOT_NAMES}|New|Note|Notes|Update|Reminder|Todo|Re|Subject|Address|Phone|Email|Password|Code|Time|Date|Location|Where|When|Home|Work|Fyi|Ps|Edit|Correction|Important|Info)\\b`);
+
+function speakerOf(content: string): RegExpExecArray | null {
+  const m = SPEAKER.exec(content);
+  return m && !NOT_SPEAKERS.test(m[1]) ? m : null;
+}
 
 /** Words that carry no fact: a memory of only these ("Thanks!", "ok, see you") is chat, never a duplicate. */
 const PHATIC = new Set(
