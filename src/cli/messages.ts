@@ -18,6 +18,8 @@ const FLAG_OF_FIELD: Record<string, string> = {
   sourceId: "source",
   targetId: "target",
   maxDepth: "max-depth",
+  asOf: "as-of",
+  includeSuperseded: "all",
 };
 
 /** Environment variables a command falls back to when its flag is absent. */

@@ -113,6 +113,9 @@ const REMOTE: Record<string, (ctx: RemoteContext) => Remoted> = {
     getMemory: (id: string) => ctx.remote.memories.get(id),
     updateMemory: (id: string, patch: never) => ctx.remote.memories.update(id, patch),
     deleteMemory: (id: string) => ctx.remote.memories.delete(id),
+    memoryHistory: (id: string) => ctx.remote.memories.history(id),
+    supersedeMemory: (id: string, body: never) => ctx.remote.memories.supersede(id, body),
+    restoreMemory: (id: string) => ctx.remote.memories.restore(id),
     createMemoryWithExtraction: () => Promise.reject(localOnly("`mm memories add --extract`")),
     addMemoriesFromLines: (lines: AsyncIterable<string> | Iterable<string>, options: BatchOptions = {}) => addLines(ctx, lines, options),
   }),
@@ -126,6 +129,7 @@ const REMOTE: Record<string, (ctx: RemoteContext) => Remoted> = {
     updateEntity: (id: string, patch: never) => ctx.remote.entities.update(id, patch),
     deleteEntity: (id: string) => ctx.remote.entities.delete(id),
     listEntityMemories: (id: string, query: never) => ctx.remote.entities.memories(id, query),
+    mergeEntities: (id: string, body: never) => ctx.remote.entities.merge(id, body),
   }),
   relations: ({ remote }) => ({
     createRelation: (raw: never) => remote.relations.create(raw),

@@ -55,6 +55,57 @@ export interface paths {
         patch: operations["patchV1MemoriesId"];
         trace?: never;
     };
+    "/v1/memories/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every version of a memory, its replacement chain both ways, and its replacements and restores */
+        get: operations["getV1MemoriesIdHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memories/{id}/supersede": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark a memory replaced by another (`by`) of the same user */
+        post: operations["postV1MemoriesIdSupersede"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memories/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Undo a replacement: the memory is current again */
+        post: operations["postV1MemoriesIdRestore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/entities": {
         parameters: {
             query?: never;
@@ -90,6 +141,23 @@ export interface paths {
         head?: never;
         /** Update an entity */
         patch: operations["patchV1EntitiesId"];
+        trace?: never;
+    };
+    "/v1/entities/{id}/merge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Merge another entity (`other`) into this one: its relations and memory links move here, then it is deleted */
+        post: operations["postV1EntitiesIdMerge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/entities/{id}/memories": {
@@ -342,6 +410,10 @@ export interface operations {
                             createdAt: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             updatedAt: string;
+                            /** @description extension: the memory that replaced this one, present only once replaced */
+                            supersededBy?: string;
+                            /** @description extension: when this memory stopped being current */
+                            supersededAt?: string;
                         }[];
                         pagination: {
                             page: number;
@@ -382,6 +454,9 @@ export interface operations {
                         [key: string]: unknown;
                     };
                     entityIds?: string[];
+                    supersedes?: string[];
+                    dedupe?: boolean;
+                    autoSupersede?: boolean;
                 };
             };
         };
@@ -407,6 +482,17 @@ export interface operations {
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         updatedAt: string;
+                        /** @description extension: the memories this one replaced, present only when there are some */
+                        supersedes?: string[];
+                        /** @description extension: the memory that replaced this one, present only once replaced */
+                        supersededBy?: string;
+                        /** @description extension: when this memory stopped being current */
+                        supersededAt?: string;
+                        /**
+                         * @description extension: present on a create that stored nothing, because this current memory of the same user and agent already says the same (status 200)
+                         * @constant
+                         */
+                        deduplicated?: true;
                     };
                 };
             };
@@ -450,6 +536,8 @@ export interface operations {
                      * @enum {string}
                      */
                     mode?: "semantic" | "keyword" | "hybrid";
+                    includeSuperseded?: boolean;
+                    asOf?: string;
                 };
             };
         };
@@ -470,6 +558,10 @@ export interface operations {
                             tags?: string[];
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             createdAt: string;
+                            /** @description extension, only with includeSuperseded or asOf: the memory that replaced this one */
+                            supersededBy?: string;
+                            /** @description ISO 8601 UTC timestamp with milliseconds */
+                            supersededAt?: string;
                         }[];
                     };
                 };
@@ -520,6 +612,17 @@ export interface operations {
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         updatedAt: string;
+                        /** @description extension: the memories this one replaced, present only when there are some */
+                        supersedes?: string[];
+                        /** @description extension: the memory that replaced this one, present only once replaced */
+                        supersededBy?: string;
+                        /** @description extension: when this memory stopped being current */
+                        supersededAt?: string;
+                        /**
+                         * @description extension: present on a create that stored nothing, because this current memory of the same user and agent already says the same (status 200)
+                         * @constant
+                         */
+                        deduplicated?: true;
                     };
                 };
             };
@@ -589,6 +692,7 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     entityIds?: string[] | null;
+                    supersedes?: string[];
                 };
             };
         };
@@ -614,6 +718,17 @@ export interface operations {
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         updatedAt: string;
+                        /** @description extension: the memories this one replaced, present only when there are some */
+                        supersedes?: string[];
+                        /** @description extension: the memory that replaced this one, present only once replaced */
+                        supersededBy?: string;
+                        /** @description extension: when this memory stopped being current */
+                        supersededAt?: string;
+                        /**
+                         * @description extension: present on a create that stored nothing, because this current memory of the same user and agent already says the same (status 200)
+                         * @constant
+                         */
+                        deduplicated?: true;
                     };
                 };
             };
@@ -627,6 +742,204 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Body larger than the server's limit (PAYLOAD_TOO_LARGE) */
             413: components["responses"]["E413"];
+            /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
+            429: components["responses"]["E429"];
+        };
+    };
+    getV1MemoriesIdHistory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        versions: {
+                            version: number;
+                            content: string;
+                            agentId?: string;
+                            tags?: string[];
+                            metadata?: {
+                                [key: string]: unknown;
+                            };
+                            entityIds?: string[];
+                            /** @description ISO 8601 UTC timestamp with milliseconds */
+                            validFrom: string;
+                            /** @description absent on the current version */
+                            validTo?: string;
+                        }[];
+                        /** @description the memories it replaced, and those they replaced, nearest first */
+                        replaced: {
+                            id: string;
+                            content: string;
+                            /** @description ISO 8601 UTC timestamp with milliseconds */
+                            createdAt: string;
+                            /** @description ISO 8601 UTC timestamp with milliseconds */
+                            supersededAt?: string;
+                        }[];
+                        /** @description the memory that replaced it, and the one that replaced that, nearest first */
+                        replacedBy: {
+                            id: string;
+                            content: string;
+                            /** @description ISO 8601 UTC timestamp with milliseconds */
+                            createdAt: string;
+                            /** @description ISO 8601 UTC timestamp with milliseconds */
+                            supersededAt?: string;
+                        }[];
+                        events: {
+                            /** @enum {string} */
+                            type: "superseded" | "restored";
+                            /** @description ISO 8601 UTC timestamp with milliseconds */
+                            at: string;
+                            memoryId: string;
+                            reason?: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Validation failed (VALIDATION_ERROR, INVALID_USER_ID, CONTENT_TOO_LONG, NAME_REQUIRED, INVALID_ENTITY_TYPE, INVALID_RELATION_TYPE) */
+            400: components["responses"]["E400"];
+            /** @description Missing, malformed, unknown or revoked API key (UNAUTHORIZED) */
+            401: components["responses"]["E401"];
+            /** @description Monthly quota exceeded (QUOTA_EXCEEDED) */
+            403: components["responses"]["E403"];
+            /** @description Unknown id, or another account's (…_NOT_FOUND) */
+            404: components["responses"]["E404"];
+            /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
+            429: components["responses"]["E429"];
+        };
+    };
+    postV1MemoriesIdSupersede: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    by: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        content: string;
+                        userId: string;
+                        agentId?: string;
+                        tags?: string[];
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description extension: linked entities, present only when the memory has links */
+                        entityIds?: string[];
+                        /** @description ISO 8601 UTC timestamp with milliseconds */
+                        createdAt: string;
+                        /** @description ISO 8601 UTC timestamp with milliseconds */
+                        updatedAt: string;
+                        /** @description extension: the memories this one replaced, present only when there are some */
+                        supersedes?: string[];
+                        /** @description extension: the memory that replaced this one, present only once replaced */
+                        supersededBy?: string;
+                        /** @description extension: when this memory stopped being current */
+                        supersededAt?: string;
+                        /**
+                         * @description extension: present on a create that stored nothing, because this current memory of the same user and agent already says the same (status 200)
+                         * @constant
+                         */
+                        deduplicated?: true;
+                    };
+                };
+            };
+            /** @description Validation failed (VALIDATION_ERROR, INVALID_USER_ID, CONTENT_TOO_LONG, NAME_REQUIRED, INVALID_ENTITY_TYPE, INVALID_RELATION_TYPE) */
+            400: components["responses"]["E400"];
+            /** @description Missing, malformed, unknown or revoked API key (UNAUTHORIZED) */
+            401: components["responses"]["E401"];
+            /** @description Monthly quota exceeded (QUOTA_EXCEEDED) */
+            403: components["responses"]["E403"];
+            /** @description Unknown id, or another account's (…_NOT_FOUND) */
+            404: components["responses"]["E404"];
+            /** @description Body larger than the server's limit (PAYLOAD_TOO_LARGE) */
+            413: components["responses"]["E413"];
+            /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
+            429: components["responses"]["E429"];
+        };
+    };
+    postV1MemoriesIdRestore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        content: string;
+                        userId: string;
+                        agentId?: string;
+                        tags?: string[];
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description extension: linked entities, present only when the memory has links */
+                        entityIds?: string[];
+                        /** @description ISO 8601 UTC timestamp with milliseconds */
+                        createdAt: string;
+                        /** @description ISO 8601 UTC timestamp with milliseconds */
+                        updatedAt: string;
+                        /** @description extension: the memories this one replaced, present only when there are some */
+                        supersedes?: string[];
+                        /** @description extension: the memory that replaced this one, present only once replaced */
+                        supersededBy?: string;
+                        /** @description extension: when this memory stopped being current */
+                        supersededAt?: string;
+                        /**
+                         * @description extension: present on a create that stored nothing, because this current memory of the same user and agent already says the same (status 200)
+                         * @constant
+                         */
+                        deduplicated?: true;
+                    };
+                };
+            };
+            /** @description Validation failed (VALIDATION_ERROR, INVALID_USER_ID, CONTENT_TOO_LONG, NAME_REQUIRED, INVALID_ENTITY_TYPE, INVALID_RELATION_TYPE) */
+            400: components["responses"]["E400"];
+            /** @description Missing, malformed, unknown or revoked API key (UNAUTHORIZED) */
+            401: components["responses"]["E401"];
+            /** @description Monthly quota exceeded (QUOTA_EXCEEDED) */
+            403: components["responses"]["E403"];
+            /** @description Unknown id, or another account's (…_NOT_FOUND) */
+            404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
         };
@@ -882,6 +1195,71 @@ export interface operations {
             429: components["responses"]["E429"];
         };
     };
+    postV1EntitiesIdMerge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    other: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        entity: {
+                            id: string;
+                            name: string;
+                            /** @enum {string} */
+                            type: "PERSON" | "ORGANIZATION" | "LOCATION" | "PRODUCT" | "EVENT" | "CONCEPT" | "OTHER";
+                            description?: string;
+                            metadata?: {
+                                [key: string]: unknown;
+                            };
+                            /** @description ISO 8601 UTC timestamp with milliseconds */
+                            createdAt: string;
+                            /** @description ISO 8601 UTC timestamp with milliseconds */
+                            updatedAt: string;
+                        };
+                        /** @description the entity merged in, now deleted */
+                        merged: {
+                            id: string;
+                            name: string;
+                        };
+                        movedRelations: number;
+                        /** @description relations of the merged entity that this one already had (same ends and type) */
+                        droppedRelations: number;
+                        /** @description memories whose link moved to this entity */
+                        movedLinks: number;
+                    };
+                };
+            };
+            /** @description Validation failed (VALIDATION_ERROR, INVALID_USER_ID, CONTENT_TOO_LONG, NAME_REQUIRED, INVALID_ENTITY_TYPE, INVALID_RELATION_TYPE) */
+            400: components["responses"]["E400"];
+            /** @description Missing, malformed, unknown or revoked API key (UNAUTHORIZED) */
+            401: components["responses"]["E401"];
+            /** @description Monthly quota exceeded (QUOTA_EXCEEDED) */
+            403: components["responses"]["E403"];
+            /** @description Unknown id, or another account's (…_NOT_FOUND) */
+            404: components["responses"]["E404"];
+            /** @description Body larger than the server's limit (PAYLOAD_TOO_LARGE) */
+            413: components["responses"]["E413"];
+            /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
+            429: components["responses"]["E429"];
+        };
+    };
     getV1EntitiesIdMemories: {
         parameters: {
             query?: {
@@ -913,6 +1291,10 @@ export interface operations {
                             createdAt: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             updatedAt: string;
+                            /** @description extension: the memory that replaced this one, present only once replaced */
+                            supersededBy?: string;
+                            /** @description extension: when this memory stopped being current */
+                            supersededAt?: string;
                         }[];
                         pagination: {
                             page: number;

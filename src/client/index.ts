@@ -27,11 +27,15 @@ export const ENDPOINTS: { [K in keyof operations]: { method: Method; path: strin
   getV1MemoriesId: { method: "GET", path: "/v1/memories/{id}", retry: true },
   patchV1MemoriesId: { method: "PATCH", path: "/v1/memories/{id}", retry: false },
   deleteV1MemoriesId: { method: "DELETE", path: "/v1/memories/{id}", retry: true },
+  getV1MemoriesIdHistory: { method: "GET", path: "/v1/memories/{id}/history", retry: true },
+  postV1MemoriesIdSupersede: { method: "POST", path: "/v1/memories/{id}/supersede", retry: false },
+  postV1MemoriesIdRestore: { method: "POST", path: "/v1/memories/{id}/restore", retry: false },
   getV1Entities: { method: "GET", path: "/v1/entities", retry: true },
   postV1Entities: { method: "POST", path: "/v1/entities", retry: false },
   getV1EntitiesId: { method: "GET", path: "/v1/entities/{id}", retry: true },
   patchV1EntitiesId: { method: "PATCH", path: "/v1/entities/{id}", retry: false },
   deleteV1EntitiesId: { method: "DELETE", path: "/v1/entities/{id}", retry: true },
+  postV1EntitiesIdMerge: { method: "POST", path: "/v1/entities/{id}/merge", retry: false },
   getV1EntitiesIdMemories: { method: "GET", path: "/v1/entities/{id}/memories", retry: true },
   getV1EntitiesIdNeighbors: { method: "GET", path: "/v1/entities/{id}/neighbors", retry: true },
   getV1Relations: { method: "GET", path: "/v1/relations", retry: true },
@@ -202,6 +206,9 @@ export function createClient(options: ClientOptions) {
       get: (id: string, extra: Extra = {}) => byId("getV1MemoriesId")(id, extra),
       update: (id: string, body: Body<"patchV1MemoriesId">, extra: Extra = {}) => byId("patchV1MemoriesId")(id, { ...extra, body }),
       delete: (id: string, extra: Extra = {}) => byId("deleteV1MemoriesId")(id, extra),
+      history: (id: string, extra: Extra = {}) => byId("getV1MemoriesIdHistory")(id, extra),
+      supersede: (id: string, body: Body<"postV1MemoriesIdSupersede">, extra: Extra = {}) => byId("postV1MemoriesIdSupersede")(id, { ...extra, body }),
+      restore: (id: string, extra: Extra = {}) => byId("postV1MemoriesIdRestore")(id, extra),
     },
     entities: {
       /** Answers an existing entity with the same folded name and type instead of a second one. */
@@ -211,6 +218,7 @@ export function createClient(options: ClientOptions) {
       get: (id: string, extra: Extra = {}) => byId("getV1EntitiesId")(id, extra),
       update: (id: string, body: Body<"patchV1EntitiesId">, extra: Extra = {}) => byId("patchV1EntitiesId")(id, { ...extra, body }),
       delete: (id: string, extra: Extra = {}) => byId("deleteV1EntitiesId")(id, extra),
+      merge: (id: string, body: Body<"postV1EntitiesIdMerge">, extra: Extra = {}) => byId("postV1EntitiesIdMerge")(id, { ...extra, body }),
       memories: (id: string, query: Query<"getV1EntitiesIdMemories"> = {}, extra: Extra = {}) =>
         call("getV1EntitiesIdMemories", { ...extra, params: { id }, query }),
       memoriesAll: (id: string, query: Query<"getV1EntitiesIdMemories"> = {}, extra: Extra = {}) =>

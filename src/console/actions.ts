@@ -1,7 +1,7 @@
 import type { Context } from "../core/context.js";
 import { getEntity, listEntityMemories, type Entity } from "../core/entities.js";
 import { exportGraph, neighbors } from "../core/graph.js";
-import type { Memory, MemorySearchHit } from "../core/memories.js";
+import { memoryHistory, type Memory, type MemoryHistory, type MemorySearchHit } from "../core/memories.js";
 import { ROUTES, type RouteInput } from "../http/routes.js";
 import type { Bucket } from "../limits/ledger.js";
 import type { EntityView } from "./pages.js";
@@ -44,16 +44,19 @@ export const ACTIONS = {
       return { ...found, ...(closest ? { closest } : {}) };
     },
   } satisfies ConsoleAction<{ results: MemorySearchHit[]; closest?: MemorySearchHit }>,
-  /** A memory and the names of the entities it links: one read, as GET /v1/memories/:id. */
+  /** A memory, the names of the entities it links, and its history: one read, as GET /v1/memories/:id. */
   memory: {
     mirrors: getMemory.mirrors,
     bucket: getMemory.bucket,
     async run(ctx, input) {
       const memory = await getMemory.run(ctx, input);
-      const entities = await Promise.all((memory.entityIds ?? []).map((id) => getEntity(ctx, id).catch(() => undefined)));
-      return { memory, entities: entities.filter((e): e is Entity => e !== undefined) };
+      const [entities, history] = await Promise.all([
+        Promise.all((memory.entityIds ?? []).map((id) => getEntity(ctx, id).catch(() => undefined))),
+        memoryHistory(ctx, memory.id),
+      ]);
+      return { memory, entities: entities.filter((e): e is Entity => e !== undefined), history };
     },
-  } satisfies ConsoleAction<{ memory: Memory; entities: Entity[] }>,
+  } satisfies ConsoleAction<{ memory: Memory; entities: Entity[]; history: MemoryHistory }>,
   /** The whole graph of the account, filtered by entity and relation type: one read, as `mm graph export`. */
   graph: { mirrors: "mm graph export", bucket: "read", run: (ctx, { query }) => exportGraph(ctx, query) },
   /** An entity, its relations and its first memories: one read, as `mm graph neighbors`. */

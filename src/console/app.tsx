@@ -187,8 +187,8 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
     }
   });
   con.get("/console/memories/:id", signedIn, async (c) => {
-    const { memory, entities } = await perform(c, ACTIONS.memory, { params: { id: c.req.param("id") } });
-    return render(c, <P.MemoryPage chrome={chrome(c, "memories")} memory={memory} entities={entities} />);
+    const { memory, entities, history } = await perform(c, ACTIONS.memory, { params: { id: c.req.param("id") } });
+    return render(c, <P.MemoryPage chrome={chrome(c, "memories")} memory={memory} entities={entities} history={history} />);
   });
 
   // ---------------------------------------------------------------- graph

@@ -2,7 +2,7 @@ import type { Child, FC, PropsWithChildren } from "hono/jsx";
 import type { Account, KeyInfo } from "../core/accounts.js";
 import type { Entity } from "../core/entities.js";
 import type { ExportedGraph, NeighborsResult } from "../core/graph.js";
-import type { Memory, MemoryListItem, MemorySearchHit, Page } from "../core/memories.js";
+import type { ChainLink, Memory, MemoryHistory, MemoryListItem, MemorySearchHit, Page } from "../core/memories.js";
 import type { RateLimits } from "../limits/rate-limiter.js";
 import { ENTITY_TYPES } from "../schemas/enums.js";
 import { SEARCH_MODES } from "../schemas/memory.js";
@@ -513,12 +513,24 @@ function pick(query: MemoryQuery, keys: (keyof MemoryQuery)[]): Record<string, s
   return out;
 }
 
-export const MemoryPage: FC<{ chrome: Chrome; memory: Memory; entities: Entity[] }> = ({ chrome, memory, entities }) => (
+export const MemoryPage: FC<{ chrome: Chrome; memory: Memory; entities: Entity[]; history?: MemoryHistory }> = ({ chrome, memory, entities, history }) => (
   <Layout chrome={chrome} title="Memory">
     <p>
       <a href="/console/memories">← Memories</a>
     </p>
     <h1>Memory</h1>
+    {memory.supersededBy && (
+      <p class="notice" data-testid="superseded">
+        Replaced by <a href={`/console/memories/${encodeURIComponent(memory.supersededBy)}`}>{memory.supersededBy}</a>
+        {memory.supersededAt && (
+          <>
+            {" "}
+            since <When iso={memory.supersededAt} />
+          </>
+        )}
+        . Search leaves it out unless asked for replaced memories.
+      </p>
+    )}
     <article class="card">
       <p class="memory-content" data-testid="content">
         {memory.content}
@@ -571,8 +583,53 @@ export const MemoryPage: FC<{ chrome: Chrome; memory: Memory; entities: Entity[]
         <p class="muted">None.</p>
       )}
     </section>
+    {history && <HistorySection history={history} />}
   </Layout>
 );
+
+/** A memory's versions and its replacement chain (GET /v1/memories/:id/history). */
+const HistorySection: FC<{ history: MemoryHistory }> = ({ history }) => {
+  const chain = (links: ChainLink[]) => (
+    <ul class="chain">
+      {links.map((l) => (
+        <li>
+          <a href={`/console/memories/${encodeURIComponent(l.id)}`}>{excerpt(l.content)}</a> <When iso={l.createdAt} />
+        </li>
+      ))}
+    </ul>
+  );
+  return (
+    <section aria-labelledby="history-title" class="card" data-testid="history">
+      <h2 id="history-title">History</h2>
+      <ol class="versions">
+        {history.versions.map((v) => (
+          <li>
+            <span class="mono">v{v.version}</span> {excerpt(v.content)} <span class="muted">from</span> <When iso={v.validFrom} />{" "}
+            {v.validTo ? (
+              <>
+                <span class="muted">until</span> <When iso={v.validTo} />
+              </>
+            ) : (
+              <span class="muted">(current)</span>
+            )}
+          </li>
+        ))}
+      </ol>
+      {history.replaced.length > 0 && (
+        <>
+          <h3>It replaced</h3>
+          {chain(history.replaced)}
+        </>
+      )}
+      {history.replacedBy.length > 0 && (
+        <>
+          <h3>Replaced by</h3>
+          {chain(history.replacedBy)}
+        </>
+      )}
+    </section>
+  );
+};
 
 // ---------------------------------------------------------------- graph
 

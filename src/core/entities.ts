@@ -1,5 +1,5 @@
-import { entitiesNotFound, MmError } from "../errors.js";
-import { foldName, parseCreateEntity, parseEntityMemoriesQuery, parseListEntities, parseUpdateEntity } from "../schemas/entity.js";
+import { entitiesNotFound, MmError, validationError } from "../errors.js";
+import { foldName, parseCreateEntity, parseEntityMemoriesQuery, parseListEntities, parseMergeEntities, parseUpdateEntity } from "../schemas/entity.js";
 import type { EntityType } from "../schemas/enums.js";
 import type { EntityRecord, StoreWriter } from "../storage/store.js";
 import { billedCommit, withSnapshot, type Context } from "./context.js";
@@ -35,7 +35,7 @@ export async function createEntity(ctx: Context, raw: unknown): Promise<CreateEn
   const input = parseCreateEntity(raw);
   return ctx.store.write((w) =>
     billedCommit(ctx, 1, async () => {
-      const existing = await w.store.findEntityByName(ctx.accountId, foldName(input.name), input.type);
+      const existing = (await w.store.findEntityByName(ctx.accountId, foldName(input.name), input.type)) ?? (await findVariant(ctx, w, input.name, input.type, false));
       if (existing) return { entity: toEntity(existing), created: false };
       const record = newEntityRecord(ctx, input);
       await w.insertEntity(record);
@@ -109,6 +109,49 @@ export async function deleteEntity(ctx: Context, id: string): Promise<{ success:
   return { success: true, id, deletedRelations };
 }
 
+export interface MergeResult {
+  entity: Entity;
+  /** The entity merged in, now deleted. */
+  merged: { id: string; name: string };
+  movedRelations: number;
+  /** Relations of the merged entity that `keep` already had (same ends and type). */
+  droppedRelations: number;
+  movedLinks: number;
+}
+
+/**
+ * Merges `other` into `keep` (mm entities merge KEEP OTHER): its relations and memory links move
+ * to `keep`, `keep` gains its description if it had none, its metadata under its own, and its name
+ * among `metadata.aliases`; then `other` is deleted. Both must be entities of this account
+ * (ENTITY_NOT_FOUND otherwise, as for any unknown id) and differ. One billed operation.
+ */
+export async function mergeEntities(ctx: Context, keepId: string, raw: unknown): Promise<MergeResult> {
+  const { other: otherId } = parseMergeEntities(raw);
+  if (otherId === keepId) throw validationError("other", "an entity cannot be merged into itself");
+  return ctx.store.write(async (w) => {
+    const [keep, other] = [await w.store.getEntity(ctx.accountId, keepId), await w.store.getEntity(ctx.accountId, otherId)];
+    if (!keep) throw entityNotFound(keepId);
+    if (!other) throw entityNotFound(otherId);
+    const keptMeta = keep.metadata === null ? {} : (JSON.parse(keep.metadata) as Record<string, unknown>);
+    const otherMeta = other.metadata === null ? {} : (JSON.parse(other.metadata) as Record<string, unknown>);
+    const aliases = [...new Set([...asStrings(keptMeta.aliases), ...asStrings(otherMeta.aliases), ...(other.nameKey !== keep.nameKey ? [other.name] : [])])];
+    const metadata = { ...otherMeta, ...keptMeta, ...(aliases.length ? { aliases } : {}) };
+    const at = ctx.clock().toISOString();
+    const next: EntityRecord = {
+      ...keep,
+      description: keep.description ?? other.description,
+      metadata: Object.keys(metadata).length ? JSON.stringify(metadata) : null,
+      updatedAt: at > keep.updatedAt ? at : keep.updatedAt,
+    };
+    const moved = await billedCommit(ctx, 1, () => w.mergeEntities(next, other));
+    return { entity: toEntity(next), merged: { id: other.id, name: other.name }, ...moved };
+  });
+}
+
+function asStrings(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
+}
+
 /**
  * The memories linked to an entity (via `entityIds`), newest first, in the memory list shape;
  * with `only`, those of that user (and agent) alone (a user-scoped MCP server).
@@ -133,7 +176,7 @@ export interface Mention {
 export async function resolveMentions(ctx: Context, w: StoreWriter, mentions: Mention[]): Promise<CreateEntityResult[]> {
   const out: CreateEntityResult[] = [];
   for (const m of mentions) {
-    const existing = await w.store.findEntityByName(ctx.accountId, foldName(m.name), m.type);
+    const existing = (await w.store.findEntityByName(ctx.accountId, foldName(m.name), m.type)) ?? (await findVariant(ctx, w, m.name, m.type, true));
     if (existing) {
       out.push({ entity: toEntity(existing), created: false });
       continue;
@@ -143,6 +186,37 @@ export async function resolveMentions(ctx: Context, w: StoreWriter, mentions: Me
     out.push({ entity: toEntity(record), created: true });
   }
   return out;
+}
+
+/** Legal forms an organisation's name may carry or not: "Acme Robotics" and "Acme Robotics Inc." are one. */
+const LEGAL_FORM = /[\s,]+(?:inc|incorporated|ltd|limited|llc|llp|plc|corp|corporation|co|company|gmbh|ag|sa|sas|sarl|bv|nv|oy|ab|as|pty|srl|spa|kk)\.?$/;
+
+/** A name without its legal form and punctuation, folded: what two variants of one organisation share. */
+export function variantKey(name: string): string {
+  let key = foldName(name).replace(/[.,]+$/, "");
+  for (let again = key.replace(LEGAL_FORM, ""); again !== key; again = key.replace(LEGAL_FORM, "")) key = again;
+  return key.replace(/^the /, "").replace(/[^\p{L}\p{N}&+ ]/gu, "").replace(/\s+/g, " ").trim();
+}
+
+/**
+ * An existing entity that is another form of this name, of the same type: an organisation with or
+ * without its legal form ("Acme Robotics Inc."). With `context` (extraction, where a text names
+ * someone it has named before), also a person named by first name alone ("Marcus") when exactly
+ * one person has that first name ("Marcus Weber"), or by full name when exactly one person is
+ * named by that first name alone. Never a guess between several.
+ */
+async function findVariant(ctx: Context, w: StoreWriter, name: string, type: string, context: boolean): Promise<EntityRecord | undefined> {
+  const key = variantKey(name);
+  if (!key) return undefined;
+  if (type === "ORGANIZATION") {
+    const near = await w.store.searchEntities(ctx.accountId, { type }, key);
+    return near.filter((e) => variantKey(e.name) === key).sort((a, b) => cmp(a.createdAt, b.createdAt))[0];
+  }
+  if (type !== "PERSON" || !context) return undefined;
+  const [first, ...rest] = key.split(" ");
+  const near = (await w.store.searchEntities(ctx.accountId, { type }, first)).filter((e) => e.nameKey.split(" ")[0] === first);
+  const match = rest.length ? near.filter((e) => !e.nameKey.includes(" ")) : near.filter((e) => e.nameKey.includes(" "));
+  return match.length === 1 ? match[0] : undefined;
 }
 
 /** Throws ENTITY_NOT_FOUND naming every id in `ids` that doesn't exist for this account. */

@@ -1,6 +1,7 @@
 import { entitiesNotFound, MmError, toMmError } from "../errors.js";
 import type { MemoryRow } from "../storage/store.js";
 import { embedChecked, type Context } from "./context.js";
+import { applyPlan, planIncoming, type Settled } from "./validity.js";
 
 /**
  * Group commit for memory creates. Every create pays for an embedding call and a LanceDB commit;
@@ -23,8 +24,22 @@ import { embedChecked, type Context } from "./context.js";
 interface Pending {
   ctx: Context;
   row: Omit<MemoryRow, "vector">;
-  resolve: (row: MemoryRow) => void;
+  options: CreateOptions;
+  resolve: (done: Created) => void;
   reject: (err: MmError) => void;
+}
+
+/** What a create asks for beyond its row: replacements it names, detection and deduplication. */
+export interface CreateOptions {
+  supersedes?: string[];
+  detect: boolean;
+  dedupe: boolean;
+}
+
+/** A committed create: its row, and what it replaced or duplicates (core/validity.ts). */
+export interface Created {
+  row: MemoryRow;
+  settled: Settled;
 }
 
 /** Most creates in one group: one model call of this many texts, one commit of this many rows. */
@@ -66,8 +81,12 @@ class CreateQueue {
   private async commit(group: Pending[], rows: MemoryRow[]): Promise<void> {
     const store = group[0].ctx.store;
     const outcome: (MemoryRow | MmError)[] = [];
+    let settled: Settled[] = [];
     try {
       await store.write(async (w) => {
+        // Duplicates and replacements are decided under the lock, so concurrent creates see each other.
+        const plan = await planIncoming(store, rows.map((row, i) => ({ row, ...group[i].options })));
+        settled = plan.settled;
         // Links are checked under the lock, per create and per account: one bad link fails one create.
         const linked: number[] = [];
         const byAccount = new Map<string, number[]>();
@@ -77,6 +96,7 @@ class CreateQueue {
           for (const i of indexes) {
             const missing = rows[i].entityIds.filter((id) => !live.has(id));
             if (missing.length) outcome[i] = entitiesNotFound(missing);
+            else if (plan.settled[i].error) outcome[i] = plan.settled[i].error!;
             else linked.push(i);
           }
         }
@@ -87,7 +107,7 @@ class CreateQueue {
           const keep = linked.filter((i) => !group[i].ctx.meter || admitted[metered.indexOf(i)]);
           // The crash tests' points around a billed commit (core/context.ts billedCommit).
           await store.hooks?.("billed-commit:before");
-          await w.insertMemories(keep.map((i) => rows[i]));
+          await applyPlan(w, plan, keep);
           await store.hooks?.("billed-commit:after");
         };
         if (!metered.length) return insert([]);
@@ -101,7 +121,7 @@ class CreateQueue {
     }
     this.stats.groups++;
     this.stats.creates += rows.length;
-    group.forEach((p, i) => (outcome[i] instanceof MmError ? p.reject(outcome[i] as MmError) : p.resolve(rows[i])));
+    group.forEach((p, i) => (outcome[i] instanceof MmError ? p.reject(outcome[i] as MmError) : p.resolve({ row: rows[i], settled: settled[i] })));
   }
 }
 
@@ -114,8 +134,8 @@ function queueOf(ctx: Context): CreateQueue {
 }
 
 /** Stores one new memory row (its vector still to compute) in the next group; resolves once committed. */
-export function commitCreate(ctx: Context, row: Omit<MemoryRow, "vector">): Promise<MemoryRow> {
-  return new Promise((resolve, reject) => queueOf(ctx).submit({ ctx, row, resolve, reject }));
+export function commitCreate(ctx: Context, row: Omit<MemoryRow, "vector">, options: CreateOptions = { detect: true, dedupe: true }): Promise<Created> {
+  return new Promise((resolve, reject) => queueOf(ctx).submit({ ctx, row, options, resolve, reject }));
 }
 
 /** What the group commit has done on this store so far. */

@@ -1,10 +1,13 @@
-import { entitiesNotFound, MmError, toMmError } from "../errors.js";
+import { entitiesNotFound, MmError, toMmError, validationError } from "../errors.js";
 import {
   parseCreateMemory,
   parseListMemories,
+  parseSupersede,
   parseUpdateMemory,
   type CreateMemoryInput,
 } from "../schemas/memory.js";
+import { matchKeysOf } from "./supersede.js";
+import { applyPlan, assertNoCycle, markReplaced, planIncoming, readHistory, withHistory, type HistoryEntry, type Settled } from "./validity.js";
 import type { MemoryRecord, MemoryRow } from "../storage/store.js";
 import { billedCommit, billedCommitUpTo, embedChecked, withSnapshot, type Context } from "./context.js";
 import { assertEntitiesExist, resolveMentions, type CreateEntityResult } from "./entities.js";
@@ -23,9 +26,16 @@ export interface Memory {
   entityIds?: string[];
   createdAt: string;
   updatedAt: string;
+  /** Beyond the spec, present only when set: the memories this one replaced (core/validity.ts). */
+  supersedes?: string[];
+  /** Beyond the spec, present only once replaced: the memory that replaced it, and when. */
+  supersededBy?: string;
+  supersededAt?: string;
+  /** Present (true) only on a create that stored nothing: this existing memory already says the same. */
+  deduplicated?: true;
 }
 
-export type MemoryListItem = Omit<Memory, "metadata" | "entityIds">;
+export type MemoryListItem = Omit<Memory, "metadata" | "entityIds" | "supersedes" | "deduplicated">;
 
 
 export { searchCandidates, searchMemories, type MemorySearchHit } from "./search.js";
@@ -53,7 +63,19 @@ export function page<T>(items: T[], q: { page: number; limit: number }, total: n
  */
 export async function createMemory(ctx: Context, raw: unknown): Promise<Memory> {
   const input = parseCreateMemory(raw);
-  return toMemory(await commitCreate(ctx, newRow(ctx, input)));
+  const { row, settled } = await commitCreate(ctx, newRow(ctx, input), createOptions(input));
+  return createdMemory(row, settled);
+}
+
+/** What a create asks for beyond its row (core/validity.ts Incoming). */
+export function createOptions(input: CreateMemoryInput): { supersedes?: string[]; detect: boolean; dedupe: boolean } {
+  return { supersedes: input.supersedes, detect: input.autoSupersede !== false, dedupe: input.dedupe !== false };
+}
+
+/** A create's answer: the new memory with what it replaced, or the existing one it duplicates. */
+export function createdMemory(row: MemoryRecord, settled: Settled): Memory {
+  if (settled.duplicateOf) return { ...toMemory(settled.duplicateOf), deduplicated: true };
+  return toMemory(row, settled.replaced);
 }
 
 export interface ExtractedMemory {
@@ -72,22 +94,26 @@ export async function createMemoryWithExtraction(ctx: Context, raw: unknown): Pr
   const { extractMentions } = await import("./extract.js");
   const [mentions, [vector]] = await Promise.all([extractMentions(input.content), embedChecked(ctx, [input.content])]);
   const row = newRow(ctx, input, vector);
-  const extracted = await ctx.store.write(async (w) => {
+  const { extracted, settled } = await ctx.store.write(async (w) => {
     await assertEntitiesExist(ctx, row.entityIds);
+    const plan = await planIncoming(ctx.store, [{ row, ...createOptions(input) }]);
+    const [settled] = plan.settled;
+    if (settled.error) throw settled.error;
     return billedCommit(ctx, 1, async () => {
-      const found = await resolveMentions(ctx, w, mentions);
+      const found = settled.duplicateOf ? [] : await resolveMentions(ctx, w, mentions);
       row.entityIds = [...new Set([...row.entityIds, ...found.map((f) => f.entity.id)])];
-      await w.insertMemories([row]);
-      return found;
+      await applyPlan(w, plan, [0]);
+      return { extracted: found, settled };
     });
   });
-  return { memory: toMemory(row), extracted };
+  return { memory: createdMemory(row, settled), extracted };
 }
 
 export async function getMemory(ctx: Context, id: string): Promise<Memory> {
   const record = await ctx.store.getMemory(ctx.accountId, id);
   if (!record) throw notFound(id);
-  return toMemory(await withLiveLinks(ctx, record));
+  const replaced = await ctx.store.replacedBy(ctx.accountId, id);
+  return toMemory(await withLiveLinks(ctx, record), replaced.map((r) => r.id));
 }
 
 /**
@@ -119,10 +145,12 @@ export async function updateMemory(ctx: Context, id: string, raw: unknown): Prom
   const updated = await ctx.store.write(async (w) => {
     const current = await w.getMemoryRow(ctx.accountId, id);
     if (!current) throw notFound(id);
+    const replaces = await checkReplacements(ctx, current, patch.supersedes ?? []);
     const next: MemoryRow = { ...current };
     if (patch.content !== undefined && vector) {
       next.content = patch.content;
       next.vector = vector;
+      next.matchKeys = matchKeysOf(patch.content);
     }
     if (patch.agentId !== undefined) next.agentId = patch.agentId;
     if (patch.tags !== undefined) next.tags = patch.tags ?? [];
@@ -132,10 +160,150 @@ export async function updateMemory(ctx: Context, id: string, raw: unknown): Prom
       await assertEntitiesExist(ctx, next.entityIds);
     }
     next.updatedAt = laterTimestamp(ctx.clock(), current.updatedAt);
-    await billedCommit(ctx, 1, () => w.replaceMemory(next));
+    if (["content", "agentId", "tags", "metadata", "entityIds"].some((k) => k in patch)) next.history = withHistory(current, versionOf(current, next.updatedAt));
+    // The memory and the ones it now replaces: one commit when they share a segment (the usual case).
+    const marked = replaces.map((r) => markReplaced(r, id, next.updatedAt, "explicit"));
+    await billedCommit(ctx, 1, () => w.replaceMemories([next, ...marked]));
     return next;
   });
-  return toMemory(await withLiveLinks(ctx, updated));
+  return toMemory(await withLiveLinks(ctx, updated), (await ctx.store.replacedBy(ctx.accountId, id)).map((r) => r.id));
+}
+
+/** A version as kept in history: what the memory said until `until`. */
+function versionOf(row: MemoryRow, until: string): HistoryEntry {
+  return {
+    type: "version",
+    at: until,
+    validFrom: row.updatedAt,
+    content: row.content,
+    agentId: row.agentId,
+    tags: row.tags,
+    metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
+    entityIds: row.entityIds,
+  };
+}
+
+/**
+ * The rows `newer` may replace: each id a memory of the same account (else MEMORY_NOT_FOUND, as
+ * for any unknown id) and user, not `newer` itself, and not one that `newer` is replaced by,
+ * directly or through others (a cycle). Under the write lock.
+ */
+async function checkReplacements(ctx: Context, newer: MemoryRecord, ids: string[]): Promise<MemoryRow[]> {
+  if (!ids.length) return [];
+  const rows = await ctx.store.getMemoryRows(ctx.accountId, ids);
+  for (const id of ids) {
+    const row = rows.find((r) => r.id === id);
+    if (!row) throw notFound(id);
+    if (row.userId !== newer.userId) throw validationError("supersedes", `memory ${id} belongs to another user; a memory can only replace one of its own user's`);
+    await assertNoCycle(ctx.store, ctx.accountId, id, newer.id);
+  }
+  return rows;
+}
+
+/**
+ * Marks `oldId` replaced by `newId` (mm memories supersede OLD NEW): both memories of this account
+ * and of one user. One row is written, in one commit, so the replacement is recorded whole or not
+ * at all. Refuses self-replacement and cycles.
+ */
+export async function supersedeMemory(ctx: Context, oldId: string, raw: unknown): Promise<Memory> {
+  const { by } = parseSupersede(raw);
+  const updated = await ctx.store.write(async (w) => {
+    const newer = await ctx.store.getMemory(ctx.accountId, by);
+    if (!newer) throw notFound(by);
+    const [row] = await checkReplacements(ctx, newer, [oldId]);
+    const marked = markReplaced(row, by, laterTimestamp(ctx.clock(), newer.createdAt), "explicit");
+    await billedCommit(ctx, 1, () => w.replaceMemories([marked]));
+    return marked;
+  });
+  return toMemory(await withLiveLinks(ctx, updated), (await ctx.store.replacedBy(ctx.accountId, oldId)).map((r) => r.id));
+}
+
+/**
+ * Undoes a replacement (one that detection got wrong, say): the memory is current again, and its
+ * history keeps both events. A memory that isn't replaced is returned unchanged and nothing is billed.
+ */
+export async function restoreMemory(ctx: Context, id: string): Promise<Memory> {
+  const restored = await ctx.store.write(async (w) => {
+    const [row] = await ctx.store.getMemoryRows(ctx.accountId, [id]);
+    if (!row) throw notFound(id);
+    if (row.supersededBy === null) return row;
+    const at = laterTimestamp(ctx.clock(), row.supersededAt ?? row.updatedAt);
+    const next: MemoryRow = { ...row, supersededBy: null, supersededAt: null, history: withHistory(row, { type: "restored", at, memoryId: row.supersededBy }) };
+    await billedCommit(ctx, 1, () => w.replaceMemories([next]));
+    return next;
+  });
+  return toMemory(await withLiveLinks(ctx, restored), (await ctx.store.replacedBy(ctx.accountId, id)).map((r) => r.id));
+}
+
+/** A memory's every version, its replacement chain both ways and the events of its life (GET /v1/memories/:id/history). */
+export interface MemoryHistory {
+  id: string;
+  /** Oldest first; the last is the memory as it is now (validTo absent). */
+  versions: { version: number; content: string; agentId?: string; tags?: string[]; metadata?: Record<string, unknown>; entityIds?: string[]; validFrom: string; validTo?: string }[];
+  /** The memories it replaced, and those they replaced, nearest first. */
+  replaced: ChainLink[];
+  /** The memory that replaced it, and the one that replaced that, nearest first. */
+  replacedBy: ChainLink[];
+  /** Replacements and restores, oldest first. */
+  events: { type: "superseded" | "restored"; at: string; memoryId: string; reason?: string }[];
+}
+
+export interface ChainLink {
+  id: string;
+  content: string;
+  createdAt: string;
+  supersededAt?: string;
+}
+
+export async function memoryHistory(ctx: Context, id: string): Promise<MemoryHistory> {
+  return withSnapshot(ctx, async (store) => {
+    const row = await store.getMemoryFull(ctx.accountId, id);
+    if (!row) throw notFound(id);
+    const entries = readHistory(row.history);
+    const kept = entries.filter((e) => e.type === "version");
+    const versions: MemoryHistory["versions"] = kept.map((e, i) =>
+      defined({
+        version: i + 1,
+        content: e.content ?? "",
+        agentId: e.agentId ?? undefined,
+        tags: e.tags?.length ? e.tags : undefined,
+        metadata: e.metadata ?? undefined,
+        entityIds: e.entityIds?.length ? e.entityIds : undefined,
+        validFrom: e.validFrom ?? row.createdAt,
+        validTo: e.at,
+      }),
+    );
+    const now = toMemory(row);
+    versions.push(
+      defined({ version: kept.length + 1, content: now.content, agentId: now.agentId, tags: now.tags, metadata: now.metadata, entityIds: now.entityIds, validFrom: row.updatedAt, validTo: undefined }),
+    );
+    const link = (r: MemoryRecord): ChainLink => defined({ id: r.id, content: r.content, createdAt: r.createdAt, supersededAt: r.supersededAt ?? undefined });
+    const replacedBy: ChainLink[] = [];
+    const seen = new Set([id]);
+    for (let next = row.supersededBy; next && !seen.has(next); ) {
+      seen.add(next);
+      const r = await store.getMemory(ctx.accountId, next);
+      if (!r) break;
+      replacedBy.push(link(r));
+      next = r.supersededBy;
+    }
+    const replaced: ChainLink[] = [];
+    for (let frontier = [id]; frontier.length; ) {
+      const older = (await Promise.all(frontier.map((f) => store.replacedBy(ctx.accountId, f)))).flat().filter((r) => !seen.has(r.id));
+      for (const r of older) seen.add(r.id);
+      replaced.push(...older.map(link));
+      frontier = older.map((r) => r.id);
+    }
+    const events = entries
+      .filter((e) => e.type !== "version")
+      .map((e) => defined({ type: e.type as "superseded" | "restored", at: e.at, memoryId: e.memoryId ?? "", reason: e.reason }));
+    return { id, versions, replaced, replacedBy, events };
+  });
+}
+
+/** The object without its undefined fields. */
+function defined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
 export async function deleteMemory(ctx: Context, id: string): Promise<{ success: boolean; id: string }> {
@@ -179,7 +347,7 @@ export async function addMemoriesFromLines(
 ): Promise<{ added: number; failed: number; stopped: boolean }> {
   const batchSize = options.batchSize ?? 64;
   const defaults = options.defaults ?? {};
-  let pending: { line: number; input?: CreateMemoryInput; error?: MmError; row?: MemoryRow; extracted?: CreateEntityResult[] }[] = [];
+  let pending: { line: number; input?: CreateMemoryInput; error?: MmError; row?: MemoryRow; settled?: Settled; extracted?: CreateEntityResult[] }[] = [];
   const extractMentions = options.extract ? (await import("./extract.js")).extractMentions : undefined;
   let added = 0;
   let failed = 0;
@@ -214,23 +382,29 @@ export async function addMemoriesFromLines(
         await ctx.store.write(async (w) => {
           // Links are checked under the lock, per line: a line naming a missing entity fails alone.
           const live = await ctx.store.getEntities(ctx.accountId, rows.flatMap((r) => r.entityIds));
+          const plan = await planIncoming(ctx.store, rows.map((row, i) => ({ row, ...createOptions(valid[i].input!) })));
           const keep: number[] = [];
           for (const [i, r] of rows.entries()) {
             const missing = r.entityIds.filter((id) => !live.has(id));
             if (missing.length) valid[i].error = entitiesNotFound(missing);
+            else if (plan.settled[i].error) valid[i].error = plan.settled[i].error;
             else keep.push(i);
           }
           if (!keep.length) return;
           // The quota may take only the first lines of this batch: exactly up to the limit.
           const { admitted, refusal } = await billedCommitUpTo(ctx, keep.length, async (n) => {
-            for (const i of keep.slice(0, n)) {
-              if (!mentions) continue;
+            const taken = keep.slice(0, n);
+            for (const i of taken) {
+              if (!mentions || plan.settled[i].duplicateOf) continue;
               valid[i].extracted = await resolveMentions(ctx, w, mentions[i]);
               rows[i].entityIds = [...new Set([...rows[i].entityIds, ...valid[i].extracted!.map((f) => f.entity.id)])];
             }
-            await w.insertMemories(keep.slice(0, n).map((i) => rows[i]));
+            await applyPlan(w, plan, taken);
           });
-          for (const i of keep.slice(0, admitted)) valid[i].row = rows[i];
+          for (const i of keep.slice(0, admitted)) {
+            valid[i].row = rows[i];
+            valid[i].settled = plan.settled[i];
+          }
           for (const i of keep.slice(admitted)) valid[i].error = refusal;
         });
       } catch (err) {
@@ -244,7 +418,7 @@ export async function addMemoriesFromLines(
     for (const p of batch) {
       if (p.row) {
         added++;
-        options.onResult?.({ line: p.line, memory: toMemory(p.row), ...(p.extracted ? { extracted: p.extracted } : {}) });
+        options.onResult?.({ line: p.line, memory: createdMemory(p.row, p.settled ?? { replaced: [] }), ...(p.extracted ? { extracted: p.extracted } : {}) });
       } else {
         failed++;
         options.onResult?.({ line: p.line, error: p.error });
@@ -340,11 +514,16 @@ export function memoryRow(input: CreateMemoryInput, at: { id: string; accountId:
     createdAt: at.createdAt,
     updatedAt: at.updatedAt,
     seq: 0,
+    supersededBy: null,
+    supersededAt: null,
+    matchKeys: matchKeysOf(input.content),
+    history: null,
     ...(vector ? { vector } : {}),
   };
 }
 
-export function toMemory(r: MemoryRecord): Memory {
+/** The API's memory: `supersedes` (the memories it replaced) only when given and non-empty. */
+export function toMemory(r: MemoryRecord, supersedes?: string[]): Memory {
   const m: Memory = { id: r.id, content: r.content, userId: r.userId } as Memory;
   if (r.agentId !== null) m.agentId = r.agentId;
   if (r.tags.length) m.tags = r.tags;
@@ -352,11 +531,16 @@ export function toMemory(r: MemoryRecord): Memory {
   if (r.entityIds.length) m.entityIds = r.entityIds;
   m.createdAt = r.createdAt;
   m.updatedAt = r.updatedAt;
+  if (supersedes?.length) m.supersedes = supersedes;
+  if (r.supersededBy) {
+    m.supersededBy = r.supersededBy;
+    if (r.supersededAt) m.supersededAt = r.supersededAt;
+  }
   return m;
 }
 
 export function toListItem(r: MemoryRecord): MemoryListItem {
-  const { metadata: _m, entityIds: _e, ...item } = toMemory(r);
+  const { metadata: _m, entityIds: _e, supersedes: _s, deduplicated: _d, ...item } = toMemory(r);
   return item;
 }
 

@@ -4,6 +4,7 @@ import { embedQuery, type Context } from "./context.js";
 import { conversationOf } from "./conversation.js";
 import { coverage, englishCount, queryTerms, termWeights, type Term } from "./keyword.js";
 import { CANDIDATES, HYBRID, KEYWORD_POOL, LEAD, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate } from "./ranking.js";
+import { replacedAfterReplacing, validityFilter } from "./validity.js";
 
 /** A search hit (spec §2.1): no metadata, no updatedAt; agentId and tags only when set. */
 export interface MemorySearchHit {
@@ -14,6 +15,9 @@ export interface MemorySearchHit {
   agentId?: string;
   tags?: string[];
   createdAt: string;
+  /** Only with includeSuperseded or asOf (beyond the spec): the memory that replaced this one, and when. */
+  supersededBy?: string;
+  supersededAt?: string;
 }
 
 /**
@@ -25,7 +29,7 @@ export interface MemorySearchHit {
  */
 export async function searchMemories(ctx: Context, raw: unknown): Promise<{ results: MemorySearchHit[] }> {
   const input = parseSearchMemories(raw);
-  const ranked = best(rank(input.mode, await gatherCandidates(ctx, input, { prune: true })), input.threshold, input.limit);
+  const ranked = replacedAfterReplacing(best(rank(input.mode, await gatherCandidates(ctx, input, { prune: true })), input.threshold, input.limit));
   return { results: ranked.map(({ record, score }) => toSearchHit(record, score)) };
 }
 
@@ -51,7 +55,15 @@ function best<T extends { record: MemoryRecord; score: number }>(scored: T[], th
 const COSINE_BATCH = 50;
 
 async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, options: { prune: boolean }): Promise<Candidate[]> {
-  const filter: MemoryFilter = { accountId: ctx.accountId, userId: input.userId, agentId: input.agentId, tags: input.tags, entityId: input.entityId, metadata: input.metadata };
+  const filter: MemoryFilter = {
+    accountId: ctx.accountId,
+    userId: input.userId,
+    agentId: input.agentId,
+    tags: input.tags,
+    entityId: input.entityId,
+    metadata: input.metadata,
+    ...validityFilter(input),
+  };
   if (input.mode === "semantic") {
     return (await ctx.store.searchMemories(embedQuery(ctx, input.query), filter, input.limit)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
   }
@@ -226,6 +238,7 @@ function toSearchHit(r: MemoryRecord, score: number): MemorySearchHit {
   if (r.agentId !== null) hit.agentId = r.agentId;
   if (r.tags.length) hit.tags = r.tags;
   hit.createdAt = r.createdAt;
+  if (r.supersededBy) Object.assign(hit, { supersededBy: r.supersededBy, supersededAt: r.supersededAt ?? undefined });
   return hit;
 }
 

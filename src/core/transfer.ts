@@ -11,6 +11,7 @@ import { entityRecord, toEntity } from "./entities.js";
 import { derivedId } from "./ids.js";
 import { findEntityByName } from "./mcp-memory.js";
 import { memoryRow, toMemory } from "./memories.js";
+import { readHistory } from "./validity.js";
 import { toRelation } from "./relations.js";
 import { normalize } from "../embedder/types.js";
 
@@ -93,7 +94,9 @@ export async function exportStore(ctx: Context, options: ExportOptions, write: (
         // A link to an entity deleted a moment ago (see Store.deleteEntityCascade) is not exported.
         const record = { ...m, entityIds: m.entityIds.filter((id) => entityIds.has(id)) };
         const vector = options.vectors ? { vector: Array.from((m as MemoryRow).vector) } : {};
-        await write(JSON.stringify({ kind: "memory", ...tag, ...toMemory(record), ...vector }));
+        // Earlier versions and replacement events travel with the memory; supersededBy/At come with toMemory.
+        const history = readHistory((m as MemoryRow).history);
+        await write(JSON.stringify({ kind: "memory", ...tag, ...toMemory(record), ...(history.length ? { history } : {}), ...vector }));
         counts.memories++;
       }
       if (page.length < (options.pageSize ?? 1000)) break;
@@ -200,6 +203,8 @@ export async function importExport(ctx: Context, records: AsyncIterable<InputRec
   const summary: ImportSummary = { added: 0, skipped: 0, failed: 0, stopped: false };
   const batchSize = options.batchSize ?? 256;
   const idMap = new Map<string, string>();
+  /** With remapIds: replacements to record once the replacing memory's new id is known (it comes later in the file). */
+  const links: Link[] = [];
   const known = new Set<string>(); // accounts seen to exist
   let header: ExportHeader | undefined;
   let pending: Pending[] = [];
@@ -211,7 +216,7 @@ export async function importExport(ctx: Context, records: AsyncIterable<InputRec
   const flush = async () => {
     const batch = pending;
     pending = [];
-    if (batch.length) await commit(ctx, batch, header!, idMap, options);
+    if (batch.length) await commit(ctx, batch, header!, idMap, options, links);
     batch.forEach(report);
   };
   for await (const record of records) {
@@ -249,7 +254,34 @@ export async function importExport(ctx: Context, records: AsyncIterable<InputRec
   }
   if (!header) throw new MmError("VALIDATION_ERROR", "The file is empty: an mm export starts with its header line.", { details: [{ field: "line 1", message: "missing" }] });
   await flush();
+  await relink(ctx, links, idMap);
   return summary;
+}
+
+/** A replacement read with remapIds: `id` (new) was replaced by `by` (its id in the file) at `at`. */
+interface Link {
+  accountId: string;
+  id: string;
+  by: string;
+  at: string;
+}
+
+/**
+ * Records the replacements of a remapped import, once every memory has its new id: one commit per
+ * segment, after the memories themselves. Until then (or if the replacing memory wasn't in the
+ * file) the replaced memories are current.
+ */
+async function relink(ctx: Context, links: Link[], idMap: Map<string, string>): Promise<void> {
+  const known = links.filter((l) => idMap.has(`${l.accountId}\u0000${l.by}`));
+  if (!known.length) return;
+  await ctx.store.write(async (w) => {
+    for (const accountId of new Set(known.map((l) => l.accountId))) {
+      const mine = known.filter((l) => l.accountId === accountId);
+      const rows = await ctx.store.getMemoryRows(accountId, mine.map((l) => l.id));
+      const byId = new Map(mine.map((l) => [l.id, l]));
+      await w.replaceMemories(rows.map((r) => ({ ...r, supersededBy: idMap.get(`${accountId}\u0000${byId.get(r.id)!.by}`)!, supersededAt: byId.get(r.id)!.at })));
+    }
+  });
 }
 
 function checkHeader(record: InputRecord): ExportHeader {
@@ -305,7 +337,7 @@ function targetId(kind: Kind, v: Record<string, unknown>, accountId: string, opt
 const mapped = (idMap: Map<string, string>, accountId: string, id: unknown) => (typeof id === "string" ? (idMap.get(`${accountId}\u0000${id}`) ?? id) : id);
 
 /** Validates, resolves and writes one batch: entities, then relations, then memories, in one commit. */
-async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMap: Map<string, string>, options: ImportOptions): Promise<void> {
+async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMap: Map<string, string>, options: ImportOptions, links: Link[]): Promise<void> {
   const fail = (p: Pending, err: unknown) => void (p.error = toMmError(err));
   const of = (kind: Kind) => batch.filter((p) => p.kind === kind && !p.error);
   const accountCtx = (accountId: string): Context => ({ ...ctx, accountId });
@@ -375,6 +407,7 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
     header.embedder?.provider === ctx.store.config.embedder.provider &&
     header.embedder?.model === ctx.store.config.embedder.model &&
     header.embedder?.dims === ctx.store.config.embedder.dims;
+  const replacements = links;
   for (const p of of("memory")) {
     try {
       const v = p.value!;
@@ -391,7 +424,9 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
       const missing = links.filter((id) => !live(id));
       if (missing.length) throw entitiesNotFound(missing);
       p.id = targetId("memory", v, p.accountId, options);
+      idMap.set(`${p.accountId}\u0000${String(v.id)}`, p.id);
       p.memory = memoryRow({ ...input, entityIds: links }, { id: p.id, accountId: p.accountId, createdAt: String(v.createdAt), updatedAt: String(v.updatedAt) }, new Float32Array(0));
+      Object.assign(p.memory, importedValidity(v, p, options, replacements, idMap, now));
       if (sameEmbedder) p.vector = usableVector(v.vector, ctx.store.config.embedder.dims);
     } catch (err) {
       fail(p, err);
@@ -447,6 +482,28 @@ function usableVector(vector: unknown, dims: number): Float32Array | undefined {
   const norm = Math.sqrt(sum);
   if (!(norm > 0) || !Number.isFinite(norm)) return undefined;
   return Math.abs(norm - 1) <= UNIT_TOLERANCE ? Float32Array.from(vector as number[]) : normalize(vector as number[]);
+}
+
+/**
+ * A memory record's replacement and history, checked: supersededBy a memory id with supersededAt a
+ * timestamp, history an array of objects. With remapIds the replacement waits for relink().
+ */
+function importedValidity(v: Record<string, unknown>, p: Pending, options: ImportOptions, links: Link[], idMap: Map<string, string>, now: Date): Pick<MemoryRow, "supersededBy" | "supersededAt" | "history"> {
+  const out: Pick<MemoryRow, "supersededBy" | "supersededAt" | "history"> = { supersededBy: null, supersededAt: null, history: null };
+  if (v.history !== undefined) {
+    if (!Array.isArray(v.history) || !v.history.every((e) => e !== null && typeof e === "object" && ["version", "superseded", "restored"].includes((e as { type?: unknown }).type as string))) {
+      throw validationError("history", "must be an array of history entries (as mm export writes them)");
+    }
+    if (v.history.length) out.history = JSON.stringify(v.history);
+  }
+  if (v.supersededBy === undefined) return out;
+  if (typeof v.supersededBy !== "string" || !ID.memory.test(v.supersededBy)) throw validationError("supersededBy", "must be an mm memory id");
+  timestamps(v, ["supersededAt"], now);
+  if (!options.remapIds) return { ...out, supersededBy: v.supersededBy, supersededAt: String(v.supersededAt) };
+  const mapped = idMap.get(`${p.accountId}\u0000${v.supersededBy}`);
+  if (mapped) return { ...out, supersededBy: mapped, supersededAt: String(v.supersededAt) };
+  links.push({ accountId: p.accountId, id: p.id!, by: v.supersededBy, at: String(v.supersededAt) });
+  return out;
 }
 
 /** Marks records whose target id exists: skipped in their own account, failed in another's (ids are unique store-wide). */

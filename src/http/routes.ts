@@ -5,8 +5,8 @@ import * as memories from "../core/memories.js";
 import * as entities from "../core/entities.js";
 import * as relations from "../core/relations.js";
 import * as graph from "../core/graph.js";
-import { CreateMemoryInput, ListMemoriesQuery, SearchMemoriesInput, UpdateMemoryInput } from "../schemas/memory.js";
-import { CreateEntityInput, EntityMemoriesQuery, ListEntitiesQuery, UpdateEntityInput } from "../schemas/entity.js";
+import { CreateMemoryInput, ListMemoriesQuery, SearchMemoriesInput, SupersedeInput, UpdateMemoryInput } from "../schemas/memory.js";
+import { CreateEntityInput, EntityMemoriesQuery, ListEntitiesQuery, MergeEntitiesInput, UpdateEntityInput } from "../schemas/entity.js";
 import { CreateRelationInput, ListRelationsQuery, UpdateRelationInput } from "../schemas/relation.js";
 import { ExportQuery, NeighborsQuery, PathBetweenQuery } from "../schemas/graph.js";
 import * as R from "../schemas/responses.js";
@@ -42,7 +42,11 @@ export const ROUTES: Route[] = [
   {
     method: "POST", path: "/v1/memories", cli: "memories add", bucket: "write", status: 201, summary: "Create a memory (embedded on creation)",
     body: CreateMemoryInput, response: R.Memory,
-    run: (ctx, { body }) => memories.createMemory(ctx, body),
+    // A create that stored nothing (the same as a current memory) answers 200 with that memory, marked `deduplicated`.
+    run: async (ctx, { body }) => {
+      const memory = await memories.createMemory(ctx, body);
+      return memory.deduplicated ? { status: 200, body: memory } : memory;
+    },
   },
   {
     method: "POST", path: "/v1/memories/search", cli: "memories search", bucket: "search", status: 200, summary: "Search memories by meaning",
@@ -66,6 +70,21 @@ export const ROUTES: Route[] = [
   {
     method: "DELETE", path: "/v1/memories/:id", cli: "memories delete", bucket: "write", status: 200, summary: "Delete a memory permanently", response: R.Deleted,
     run: (ctx, { params }) => memories.deleteMemory(ctx, params.id),
+  },
+  {
+    method: "GET", path: "/v1/memories/:id/history", cli: "memories history", bucket: "read", status: 200,
+    summary: "Every version of a memory, its replacement chain both ways, and its replacements and restores", response: R.MemoryHistory, extension: true,
+    run: (ctx, { params }) => memories.memoryHistory(ctx, params.id),
+  },
+  {
+    method: "POST", path: "/v1/memories/:id/supersede", cli: "memories supersede", bucket: "write", status: 200,
+    summary: "Mark a memory replaced by another (`by`) of the same user", body: SupersedeInput, response: R.Memory, extension: true,
+    run: (ctx, { params, body }) => memories.supersedeMemory(ctx, params.id, body),
+  },
+  {
+    method: "POST", path: "/v1/memories/:id/restore", cli: "memories restore", bucket: "write", status: 200,
+    summary: "Undo a replacement: the memory is current again", response: R.Memory, extension: true,
+    run: (ctx, { params }) => memories.restoreMemory(ctx, params.id),
   },
   {
     method: "POST", path: "/v1/entities", cli: "entities create", bucket: "write", status: 201,
@@ -94,6 +113,12 @@ export const ROUTES: Route[] = [
     method: "DELETE", path: "/v1/entities/:id", cli: "entities delete", bucket: "write", status: 200, summary: "Delete an entity and, in the same operation, its relations",
     response: R.EntityDeleted,
     run: (ctx, { params }) => entities.deleteEntity(ctx, params.id),
+  },
+  {
+    method: "POST", path: "/v1/entities/:id/merge", cli: "entities merge", bucket: "write", status: 200,
+    summary: "Merge another entity (`other`) into this one: its relations and memory links move here, then it is deleted",
+    body: MergeEntitiesInput, response: R.EntityMerged, extension: true,
+    run: (ctx, { params, body }) => entities.mergeEntities(ctx, params.id, body),
   },
   {
     method: "GET", path: "/v1/entities/:id/memories", cli: "entities memories", bucket: "read", status: 200, summary: "List the memories linked to an entity",

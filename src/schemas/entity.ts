@@ -1,6 +1,6 @@
 import * as z from "zod/mini";
 import { MmError } from "../errors.js";
-import { metadataObject, parseWith, requireObject, text } from "./validate.js";
+import { metadataObject, parseWith, reference, requireObject, text } from "./validate.js";
 import { ENTITY_TYPES } from "./enums.js";
 import { pageQuery } from "./memory.js";
 
@@ -41,6 +41,13 @@ export type ListEntitiesQuery = z.output<typeof ListEntitiesQuery>;
 export const EntityMemoriesQuery = z.strictObject(pageQuery);
 
 /** Entity create: NAME_REQUIRED and INVALID_ENTITY_TYPE (with `allowed`) come before generic validation. */
+/** POST /v1/entities/:id/merge: the entity merged into this one, then deleted. */
+export const MergeEntitiesInput = z.strictObject({ other: reference });
+
+export function parseMergeEntities(raw: unknown): z.output<typeof MergeEntitiesInput> {
+  return parseWith(MergeEntitiesInput, requireObject(raw), "merge");
+}
+
 export function parseCreateEntity(raw: unknown): CreateEntityInput {
   const body = requireObject(raw);
   checkName(body.name, true);

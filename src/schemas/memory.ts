@@ -19,6 +19,14 @@ const entityIdList = z.pipe(
   z.transform((ids: string[]) => [...new Set(ids)]),
 );
 
+export const MAX_SUPERSEDES = 100;
+
+/** Memories a memory replaces (beyond the spec): ids, deduplicated, checked by the service (same account and user). */
+const supersedesList = z.pipe(
+  z.array(reference).check(z.maxLength(MAX_SUPERSEDES, `at most ${MAX_SUPERSEDES} memory ids`)),
+  z.transform((ids: string[]) => [...new Set(ids)]),
+);
+
 export const CreateMemoryInput = z.strictObject({
   content,
   userId: identifier,
@@ -26,6 +34,9 @@ export const CreateMemoryInput = z.strictObject({
   tags: z.optional(tagList),
   metadata: z.optional(metadataObject),
   entityIds: z.optional(entityIdList),
+  supersedes: z.optional(supersedesList),
+  dedupe: z.optional(z.boolean()),
+  autoSupersede: z.optional(z.boolean()),
 });
 export type CreateMemoryInput = z.output<typeof CreateMemoryInput>;
 
@@ -36,9 +47,22 @@ export const UpdateMemoryInput = z
     tags: z.optional(z.nullable(tagList)),
     metadata: z.optional(z.nullable(metadataObject)),
     entityIds: z.optional(z.nullable(entityIdList)),
+    supersedes: z.optional(supersedesList),
   })
-  .check(z.refine((v) => Object.keys(v).length > 0, "give at least one of content, agentId, tags, metadata, entityIds"));
+  .check(z.refine((v) => Object.keys(v).length > 0, "give at least one of content, agentId, tags, metadata, entityIds, supersedes"));
 export type UpdateMemoryInput = z.output<typeof UpdateMemoryInput>;
+
+/** An ISO 8601 instant ("2026-03-01", "2026-03-01T12:00:00Z"), normalised to UTC with milliseconds. */
+const isoInstant = z.pipe(
+  z.string().check(
+    z.refine((v) => /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/.test(v) && !Number.isNaN(Date.parse(v)), "must be an ISO 8601 date or time, like 2026-03-01 or 2026-03-01T12:00:00Z"),
+  ),
+  z.transform((v: string) => new Date(/^\d{4}-\d{2}-\d{2}$/.test(v) ? `${v}T23:59:59.999Z` : v).toISOString()),
+);
+
+/** POST /v1/memories/:id/supersede and mm memories supersede: the memory that replaces this one. */
+export const SupersedeInput = z.strictObject({ by: reference });
+export type SupersedeInput = z.output<typeof SupersedeInput>;
 
 export const SEARCH_MODES = ["semantic", "keyword", "hybrid"] as const;
 export type SearchMode = (typeof SEARCH_MODES)[number];
@@ -66,6 +90,8 @@ export const SearchMemoriesInput = z.strictObject({
   limit: z._default(clampedLimitNumber(MAX_PAGE_LIMIT), DEFAULT_SEARCH_LIMIT),
   threshold: z._default(z.number().check(z.gte(0, "must be between 0 and 1"), z.lte(1, "must be between 0 and 1")), DEFAULT_THRESHOLD),
   mode: z._default(z.enum(SEARCH_MODES, { error: "must be semantic, keyword or hybrid" }), DEFAULT_SEARCH_MODE),
+  includeSuperseded: z.optional(z.boolean()),
+  asOf: z.optional(isoInstant),
 });
 export type SearchMemoriesInput = z.output<typeof SearchMemoriesInput>;
 
@@ -119,6 +145,10 @@ export function parseUpdateMemory(raw: unknown): UpdateMemoryInput {
 
 export function parseSearchMemories(raw: unknown): SearchMemoriesInput {
   return parseWith(SearchMemoriesInput, requireObject(raw), "search");
+}
+
+export function parseSupersede(raw: unknown): SupersedeInput {
+  return parseWith(SupersedeInput, requireObject(raw), "supersede");
 }
 
 /** GET /v1/memories?metadata.source=notes&metadata.year=1843: `metadata.KEY` parameters become the metadata filter. */

@@ -18,8 +18,31 @@ export const Memory = z.strictObject({
   entityIds: z.optional(z.array(z.string())).check(z.describe("extension: linked entities, present only when the memory has links")),
   createdAt: iso,
   updatedAt: iso,
+  supersedes: z.optional(z.array(z.string())).check(z.describe("extension: the memories this one replaced, present only when there are some")),
+  supersededBy: z.optional(z.string()).check(z.describe("extension: the memory that replaced this one, present only once replaced")),
+  supersededAt: z.optional(iso).check(z.describe("extension: when this memory stopped being current")),
+  deduplicated: z.optional(z.literal(true)).check(z.describe("extension: present on a create that stored nothing, because this current memory of the same user and agent already says the same (status 200)")),
 });
-export const MemoryListItem = z.omit(Memory, { metadata: true, entityIds: true });
+export const MemoryListItem = z.omit(Memory, { metadata: true, entityIds: true, supersedes: true, deduplicated: true });
+const ChainLink = z.strictObject({ id: z.string(), content: z.string(), createdAt: iso, supersededAt: z.optional(iso) });
+export const MemoryHistory = z.strictObject({
+  id: z.string(),
+  versions: z.array(
+    z.strictObject({
+      version: z.int(),
+      content: z.string(),
+      agentId: z.optional(z.string()),
+      tags: z.optional(z.array(z.string())),
+      metadata: z.optional(metadata),
+      entityIds: z.optional(z.array(z.string())),
+      validFrom: iso,
+      validTo: z.optional(iso).check(z.describe("absent on the current version")),
+    }),
+  ),
+  replaced: z.array(ChainLink).check(z.describe("the memories it replaced, and those they replaced, nearest first")),
+  replacedBy: z.array(ChainLink).check(z.describe("the memory that replaced it, and the one that replaced that, nearest first")),
+  events: z.array(z.strictObject({ type: z.enum(["superseded", "restored"]), at: iso, memoryId: z.string(), reason: z.optional(z.string()) })),
+});
 export const SearchHit = z.strictObject({
   id: z.string(),
   content: z.string(),
@@ -28,6 +51,8 @@ export const SearchHit = z.strictObject({
   agentId: z.optional(z.string()),
   tags: z.optional(z.array(z.string())),
   createdAt: iso,
+  supersededBy: z.optional(z.string()).check(z.describe("extension, only with includeSuperseded or asOf: the memory that replaced this one")),
+  supersededAt: z.optional(iso),
 });
 export const SearchResults = z.strictObject({ results: z.array(SearchHit) });
 
@@ -43,6 +68,13 @@ export const Entity = z.strictObject({
   updatedAt: iso,
 });
 export const EntityListItem = z.omit(Entity, { metadata: true });
+export const EntityMerged = z.strictObject({
+  entity: Entity,
+  merged: z.strictObject({ id: z.string(), name: z.string() }).check(z.describe("the entity merged in, now deleted")),
+  movedRelations: z.int(),
+  droppedRelations: z.int().check(z.describe("relations of the merged entity that this one already had (same ends and type)")),
+  movedLinks: z.int().check(z.describe("memories whose link moved to this entity")),
+});
 export const EntitySummary = z.strictObject({ id: z.string(), name: z.string(), type: entityType });
 
 export const Relation = z.strictObject({

@@ -47,10 +47,22 @@ export interface MemoryRecord {
   updatedAt: string;
   /** Position in the user's sequence; assigned on insert (0 until then). */
   seq: Seq;
+  /** The memory that replaced this one (core/supersede.ts), or null while it is current. */
+  supersededBy: string | null;
+  /** When it stopped being true: the moment it was replaced; null while current. */
+  supersededAt: string | null;
+  /**
+   * What a new memory is matched on (core/supersede.ts): its folded text (duplicates) and the
+   * single-valued facts it states ("fact:self.home"…, replacements), so a new memory finds the older
+   * ones saying the same, or stating the same fact, with one filtered query instead of a scan.
+   */
+  matchKeys: string[];
 }
 
 export interface MemoryRow extends MemoryRecord {
   vector: Float32Array;
+  /** Earlier versions and replacement events, as JSON text (core/history.ts); null when none. */
+  history: string | null;
 }
 
 /**
@@ -83,6 +95,10 @@ export interface MemoryFilter {
   entityId?: string;
   /** Every key holds its value (compared as text), at any depth of the metadata. */
   metadata?: Record<string, string>;
+  /** Only memories not replaced by another (supersededBy unset). */
+  current?: boolean;
+  /** Only memories that existed and were current at this ISO 8601 instant (overrides `current`). */
+  asOf?: string;
 }
 
 export interface EntityRecord {
@@ -196,7 +212,11 @@ export interface OptimizeResult {
 const GRAPH = "graph";
 const ENTITY_COLUMNS = ["id", "accountId", "name", "nameKey", "type", "description", "metadata", "createdAt", "updatedAt"];
 const RELATION_COLUMNS = ["id", "accountId", "sourceId", "targetId", "type", "metadata", "createdAt"];
-const RECORD_COLUMNS = ["id", "accountId", "content", "userId", "agentId", "tags", "metadata", "entityIds", "createdAt", "updatedAt", "seq"];
+const RECORD_COLUMNS = ["id", "accountId", "content", "userId", "agentId", "tags", "metadata", "entityIds", "createdAt", "updatedAt", "seq", "supersededBy", "supersededAt", "matchKeys"];
+/** A whole row but its vector: what a rewrite of the row must carry over. */
+const ROW_COLUMNS = [...RECORD_COLUMNS, "history"];
+/** Columns added after stores existed (Store.open adds them, null, to every segment that lacks them). */
+const LATER_COLUMNS = ["supersededBy", "supersededAt", "matchKeys", "history"];
 /** Partitions an unfiltered top-10 search probes (recall@10 = 1.000 at 100k rows, measured). */
 const BASE_PROBES = 20;
 /** How long a process trusts what it last read of a vector index before asking LanceDB again. */
@@ -340,6 +360,7 @@ export class Store {
       // Stores made before sequence numbers: old memories get 0 (no neighbours), new ones count from 1.
       await withWriteLock(dir, () => first.addColumns([{ name: "seq", valueSql: "CAST(0 AS INT)" }]));
     }
+    if (!schema.fields.some((f) => f.name === "history")) await addLaterColumns(dir, await new SegmentSet(db, dir, first).current());
     if (!graph) {
       // Stores made before the knowledge graph existed gain its table on first open.
       await withWriteLock(dir, () => db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true }));
@@ -579,6 +600,36 @@ export class Store {
     return [...out.values()].sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
   }
 
+  /** The scope's memories with any of these match keys (core/supersede.ts), oldest first. */
+  async memoriesMatching(filter: MemoryFilter, matchKeys: string[]): Promise<MemoryRecord[]> {
+    if (!matchKeys.length) return [];
+    const where = `${memoryWhere(filter)} AND array_has_any(matchKeys, ${sqlStringList([...new Set(matchKeys)])})`;
+    const rows = await this.fromSegments((t) => t.query().where(where).select(RECORD_COLUMNS));
+    return rows.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
+  }
+
+  /** The account's memories that `id` replaced (supersededBy = id), oldest first. */
+  async replacedBy(accountId: string, id: string): Promise<MemoryRecord[]> {
+    const where = `accountId = ${sqlString(accountId)} AND supersededBy = ${sqlString(id)}`;
+    const rows = await this.fromSegments((t) => t.query().where(where).select(RECORD_COLUMNS));
+    return rows.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
+  }
+
+  /** Whole rows, vectors and history included, of the account's memories with these ids (for rewriting them). */
+  async getMemoryRows(accountId: string, ids: string[]): Promise<MemoryRow[]> {
+    if (!ids.length) return [];
+    const where = `accountId = ${sqlString(accountId)} AND id IN (${[...new Set(ids)].map(sqlString).join(", ")})`;
+    const rows = await this.fromSegments((t) => t.query().where(where).select([...ROW_COLUMNS, "vector"]), true);
+    return rows.map((r) => ({ ...r, history: r.history ?? null }) as MemoryRow);
+  }
+
+  /** A memory's whole row but its vector (history included), or undefined. */
+  async getMemoryFull(accountId: string, id: string): Promise<(MemoryRecord & { history: string | null }) | undefined> {
+    const where = `accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`;
+    const [row] = await this.fromSegments((t) => t.query().where(where).select(ROW_COLUMNS).limit(1));
+    return row && { ...row, history: row.history ?? null };
+  }
+
   /** The scope's memories with these ids (no vectors), in no particular order. */
   async memoriesByIds(filter: MemoryFilter, ids: string[]): Promise<MemoryRecord[]> {
     if (!ids.length) return [];
@@ -697,7 +748,7 @@ export class Store {
     const where = after
       ? `${memoryWhere(filter)} AND (createdAt > ${sqlString(after.createdAt)} OR (createdAt = ${sqlString(after.createdAt)} AND id > ${sqlString(after.id)}))`
       : memoryWhere(filter);
-    const columns = withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS;
+    const columns = withVectors ? [...ROW_COLUMNS, "vector"] : ROW_COLUMNS;
     const rows = await this.fromSegments((t) => t.query().where(where).orderBy(OLDEST_FIRST).limit(limit).select(columns), withVectors);
     return rows.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id)).slice(0, limit);
   }
@@ -894,6 +945,48 @@ export class StoreWriter {
     return { deleted: true, deletedRelations };
   }
 
+  /**
+   * Merges entity `other` into `keep` (both of the account, checked by the caller). In three steps,
+   * each a commit, in an order where every reference points at an existing entity at every moment,
+   * crash or not: (1) `keep` takes its new description and metadata and every relation of `other`
+   * is re-pointed to `keep`, in one graph commit (a relation `keep` already has is dropped instead);
+   * (2) memory links move, segment by segment; (3) `other` is deleted.
+   */
+  async mergeEntities(keep: EntityRecord, other: EntityRecord): Promise<{ movedRelations: number; droppedRelations: number; movedLinks: number }> {
+    const acct = `accountId = ${sqlString(keep.accountId)}`;
+    const touching = (id: string) => `kind = 'relation' AND ${acct} AND (sourceId = ${sqlString(id)} OR targetId = ${sqlString(id)})`;
+    const mine = (await this.graph.query().where(touching(keep.id)).select(RELATION_COLUMNS).toArray()).map(toRelation);
+    const theirs = (await this.graph.query().where(touching(other.id)).select(RELATION_COLUMNS).toArray()).map(toRelation);
+    const swap = (id: string) => (id === other.id ? keep.id : id);
+    const seen = new Set(mine.map((r) => `${swap(r.sourceId)}\u0000${swap(r.targetId)}\u0000${r.type}`));
+    const moved: RelationRecord[] = [];
+    const dropped: string[] = [];
+    for (const r of theirs.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id))) {
+      if (mine.some((m) => m.id === r.id)) continue; // between the two: re-pointed below with the rest
+      const k = `${swap(r.sourceId)}\u0000${swap(r.targetId)}\u0000${r.type}`;
+      if (seen.has(k)) dropped.push(r.id);
+      else {
+        seen.add(k);
+        moved.push({ ...r, sourceId: swap(r.sourceId), targetId: swap(r.targetId) });
+      }
+    }
+    for (const r of mine) if (r.sourceId === other.id || r.targetId === other.id) moved.push({ ...r, sourceId: swap(r.sourceId), targetId: swap(r.targetId) });
+    const rows = [{ ...emptyGraphRow(), kind: "entity", ...keep }, ...moved.map((r) => ({ ...emptyGraphRow(), kind: "relation", ...r, updatedAt: r.createdAt }))];
+    await this.graph.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(rows);
+    if (dropped.length) await this.graph.delete(`kind = 'relation' AND ${acct} AND id IN (${dropped.map(sqlString).join(", ")})`);
+    await this.store.hooks?.("entity-merge:after-relations");
+    let movedLinks = 0;
+    const linked = `${acct} AND array_has(entityIds, ${sqlString(other.id)})`;
+    for (const { table } of this.segments) {
+      const n = await table.countRows(linked);
+      if (!n) continue;
+      movedLinks += n;
+      await table.update({ where: linked, valuesSql: { entityIds: `array_distinct(array_replace(entityIds, ${sqlString(other.id)}, ${sqlString(keep.id)}))` } });
+    }
+    await this.graph.delete(`kind = 'entity' AND ${acct} AND id = ${sqlString(other.id)}`);
+    return { movedRelations: moved.length, droppedRelations: dropped.length, movedLinks };
+  }
+
   async insertRelation(r: RelationRecord): Promise<void> {
     await this.graph.add([{ ...emptyGraphRow(), kind: "relation", ...r, updatedAt: r.createdAt }]);
   }
@@ -974,6 +1067,21 @@ export class StoreWriter {
     await table.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([toArrowRow(row)]);
   }
 
+  /**
+   * Rewrites whole memory rows (as read by getMemoryRow): one merge-insert commit per segment that
+   * holds some of them, so rows of one segment change together or not at all.
+   */
+  async replaceMemories(rows: MemoryRow[]): Promise<void> {
+    const bySegment = new Map<Table, MemoryRow[]>();
+    for (const row of rows) {
+      const table = (await this.segmentWith(`id = ${sqlString(row.id)}`)) ?? this.active;
+      bySegment.set(table, [...(bySegment.get(table) ?? []), row]);
+    }
+    for (const [table, group] of bySegment) {
+      await table.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(group.map(toArrowRow));
+    }
+  }
+
   /** Deletes one memory; false when it doesn't exist for this account. */
   async deleteMemory(accountId: string, id: string): Promise<boolean> {
     const where = `accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`;
@@ -985,7 +1093,7 @@ export class StoreWriter {
 
   async getMemoryRow(accountId: string, id: string): Promise<MemoryRow | undefined> {
     const where = `accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`;
-    for (const rows of await Promise.all(this.segments.map((s) => readMemoryRows(s.table.query().where(where).select([...RECORD_COLUMNS, "vector"]).limit(1), true)))) {
+    for (const rows of await Promise.all(this.segments.map((s) => readMemoryRows(s.table.query().where(where).select([...ROW_COLUMNS, "vector"]).limit(1), true)))) {
       if (rows.length) return rows[0] as MemoryRow;
     }
     return undefined;
@@ -999,6 +1107,10 @@ function memoryWhere(filter: MemoryFilter): string {
   if (filter.tags && filter.tags.length) parts.push(`array_has_all(tags, ${sqlStringList(filter.tags)})`);
   if (filter.entityId !== undefined) parts.push(`array_has(entityIds, ${sqlString(filter.entityId)})`);
   for (const [key, value] of Object.entries(filter.metadata ?? {})) parts.push(metadataMatch(key, value));
+  if (filter.asOf !== undefined) {
+    const at = sqlString(filter.asOf);
+    parts.push(`createdAt <= ${at} AND (supersededAt IS NULL OR supersededAt > ${at})`);
+  } else if (filter.current) parts.push("supersededBy IS NULL");
   return parts.join(" AND ");
 }
 
@@ -1137,14 +1249,48 @@ function memorySchema(dims: number) {
     new arrow.Field("updatedAt", new arrow.Utf8(), false),
     new arrow.Field("vector", new arrow.FixedSizeList(dims, new arrow.Field("item", new arrow.Float32(), true)), false),
     new arrow.Field("seq", new arrow.Int32(), false),
+    ...laterFields(),
   ]);
+}
+
+/** The memory columns added for replaced facts and history (all nullable, so old rows read as current, with no history). */
+function laterFields() {
+  const { arrow } = loadLance();
+  return [
+    new arrow.Field("supersededBy", new arrow.Utf8(), true),
+    new arrow.Field("supersededAt", new arrow.Utf8(), true),
+    new arrow.Field("matchKeys", new arrow.List(new arrow.Field("item", new arrow.Utf8(), true)), true),
+    new arrow.Field("history", new arrow.Utf8(), true),
+  ];
+}
+
+/**
+ * Gives every segment made before replaced facts existed their columns, null: such memories are
+ * current and have no history. Under the write lock, once per store (the check is a schema read).
+ */
+async function addLaterColumns(dir: string, segments: Segment[]): Promise<void> {
+  const lacking = async () => {
+    const out: Table[] = [];
+    for (const { table } of segments) {
+      const names = new Set((await table.schema()).fields.map((f) => f.name));
+      if (LATER_COLUMNS.some((c) => !names.has(c))) out.push(table);
+    }
+    return out;
+  };
+  if (!(await lacking()).length) return;
+  await withWriteLock(dir, async () => {
+    for (const table of await lacking()) {
+      const names = new Set((await table.schema()).fields.map((f) => f.name));
+      await table.addColumns(laterFields().filter((f) => !names.has(f.name)));
+    }
+  });
 }
 
 /**
  * Memory rows from a query, read column by column from the Arrow result rather than through
  * per-row proxies (a neighbour fetch of 150 rows: 22 → ~10 ms).
  */
-type ReadRow = MemoryRecord & { vector?: Float32Array; _score?: number; _distance?: number };
+type ReadRow = MemoryRecord & { vector?: Float32Array; history?: string | null; _score?: number; _distance?: number };
 
 async function readMemoryRows(query: { toArrow(): Promise<unknown> }, withVectors: boolean): Promise<ReadRow[]> {
   type Col = { get(i: number): unknown; toArray(): ArrayLike<unknown> } | null;
@@ -1155,7 +1301,11 @@ async function readMemoryRows(query: { toArrow(): Promise<unknown> }, withVector
     const c = col(name);
     return c ? (Array.from(c.toArray()) as (string | null)[]) : new Array(n).fill(null);
   };
-  const [id, accountId, content, userId, agentId, metadata, createdAt, updatedAt] = ["id", "accountId", "content", "userId", "agentId", "metadata", "createdAt", "updatedAt"].map(strings);
+  const [id, accountId, content, userId, agentId, metadata, createdAt, updatedAt, supersededBy, supersededAt, history] = [
+    "id", "accountId", "content", "userId", "agentId", "metadata", "createdAt", "updatedAt", "supersededBy", "supersededAt", "history",
+  ].map(strings);
+  const matchKeys = col("matchKeys");
+  const withHistory = col("history") !== null;
   const seq = col("seq")?.toArray() ?? [];
   const score = col("_score")?.toArray();
   const distance = col("_distance")?.toArray();
@@ -1176,6 +1326,10 @@ async function readMemoryRows(query: { toArrow(): Promise<unknown> }, withVector
       createdAt: String(createdAt[i]),
       updatedAt: String(updatedAt[i]),
       seq: Number(seq[i] ?? 0),
+      supersededBy: supersededBy[i] ?? null,
+      supersededAt: supersededAt[i] ?? null,
+      matchKeys: toStringArray(matchKeys?.get(i)),
+      ...(withHistory ? { history: history[i] ?? null } : {}),
       ...(vector ? { vector: toFloat32(vector.get(i)) } : {}),
       ...(score ? { _score: Number(score[i]) } : {}),
       ...(distance ? { _distance: Number(distance[i]) } : {}),
@@ -1194,7 +1348,7 @@ function toFloat32(cell: unknown): Float32Array {
 }
 
 function toArrowRow(row: MemoryRow): Record<string, unknown> {
-  return { ...row, vector: Array.from(row.vector) };
+  return { ...row, history: row.history ?? null, vector: Array.from(row.vector) };
 }
 
 async function connect(dir: string, tuning: Pick<StoreTuning, "metadataCacheBytes"> = DEFAULT_TUNING): Promise<{ db: Connection; session: Session }> {

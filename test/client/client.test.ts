@@ -59,6 +59,16 @@ describe("every endpoint", () => {
     expect((await mm.graph.path({ from: ada.id, to: babbage.id })).edges.map((r) => r.id)).toEqual([knows.id]);
     expect((await mm.graph.export()).entities).toHaveLength(2);
 
+    // Replaced facts and their history (beyond the spec), and merging entities.
+    const bike = await mm.memories.create({ content: "Ada's bicycle is red", userId: "ada", dedupe: false });
+    expect((await mm.memories.supersede(memory.id, { by: bike.id })).supersededBy).toBe(bike.id);
+    expect((await mm.memories.restore(memory.id)).supersededBy).toBeUndefined();
+    const history = await mm.memories.history(memory.id);
+    expect(history.events.map((e) => e.type)).toEqual(["superseded", "restored"]);
+    const twin = await mm.entities.create({ name: "A. Lovelace", type: "PERSON" });
+    expect((await mm.entities.merge(ada.id, { other: twin.id })).merged.id).toBe(twin.id);
+    await mm.memories.delete(bike.id);
+
     expect(await mm.relations.delete(knows.id)).toEqual({ success: true, id: knows.id });
     expect(await mm.entities.delete(babbage.id)).toMatchObject({ success: true, id: babbage.id, deletedRelations: 0 });
     expect(await mm.memories.delete(memory.id)).toEqual({ success: true, id: memory.id });

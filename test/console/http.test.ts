@@ -38,6 +38,28 @@ function post(path: string, cookie: string, form: Record<string, string>, header
   return page(path, cookie, { method: "POST", body: new URLSearchParams(form), headers });
 }
 
+describe("the console's memory detail", () => {
+  it("shows a replaced memory's replacement, and every memory's versions and chain", async () => {
+    const globex = await server.account("globex");
+    const api = client(server.url, globex.key);
+    const old = (await api.post("/v1/memories", { body: { content: "I work at Acme Robotics", userId: "hank" } })).body;
+    await api.patch(`/v1/memories/${old.id}`, { body: { tags: ["work"] } });
+    const newer = (await api.post("/v1/memories", { body: { content: "I joined Globex as a designer", userId: "hank" } })).body;
+    expect(newer.supersedes).toEqual([old.id]);
+    const { cookie } = await signIn("globex");
+    const detail = await page(`/console/memories/${old.id}`, cookie);
+    expect(detail.status).toBe(200);
+    expect(detail.text).toContain('data-testid="superseded"');
+    expect(detail.text).toContain(`/console/memories/${newer.id}`);
+    expect(detail.text).toMatch(/<section[^>]*data-testid="history"/);
+    expect(detail.text).toContain("v2");
+    expect(detail.text).toContain("Replaced by");
+    const current = await page(`/console/memories/${newer.id}`, cookie);
+    expect(current.text).not.toContain('data-testid="superseded"');
+    expect(current.text).toContain("It replaced");
+  });
+});
+
 describe("the console over HTTP", () => {
   it("sends a strict CSP and no-store on pages; serves its scripts from the package with long caching", async () => {
     await server.account("acme");

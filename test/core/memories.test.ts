@@ -777,7 +777,7 @@ describe("searchMemories", () => {
     it("by userId", async () => {
       const { ctx } = await setup();
       const mine = await createMemory(ctx, { content: "apple orchard harvest", userId: "A" });
-      await seed(ctx, Array.from({ length: 50 }, () => ({ content: query, userId: "B" })));
+      await seed(ctx, Array.from({ length: 50 }, () => ({ content: query, userId: "B", dedupe: false })));
       const unfiltered = await searchMemories(ctx, { mode: "semantic", query, threshold: 0, limit: 5 });
       expect(unfiltered.results.map((r) => r.userId)).toEqual(["B", "B", "B", "B", "B"]);
       for (const limit of [1, 5]) {
@@ -789,7 +789,7 @@ describe("searchMemories", () => {
     it("by agentId", async () => {
       const { ctx } = await setup();
       const mine = await createMemory(ctx, { content: "apple orchard harvest", userId: "u", agentId: "rare" });
-      await seed(ctx, Array.from({ length: 50 }, () => ({ content: query, userId: "u", agentId: "common" })));
+      await seed(ctx, Array.from({ length: 50 }, () => ({ content: query, userId: "u", agentId: "common", dedupe: false })));
       for (const limit of [1, 5]) {
         const { results } = await searchMemories(ctx, { mode: "semantic", query, agentId: "rare", limit, threshold: 0 });
         expect(results.map((r) => r.id), `limit ${limit}`).toEqual([mine.id]);

@@ -6,7 +6,7 @@ const tempDir = useTempDirs();
 
 /** Every ```sh block of the agents and import/export pages runs exactly as printed, in a fresh store, and prints what the page says. */
 const EXPECTED: Record<string, (RegExp | string)[]> = {
-  "docs/agents.md": [/^29$/m, /^Alice switched from coffee to green tea$/m],
+  "docs/agents.md": [/^33$/m, /^Alice switched from coffee to green tea$/m],
   "docs/import-export.md": ["identical but for the header's exportedAt", /^John_Smith: Speaks fluent Spanish$/m, /^2024-07-20T17:15:30\.123Z Prefers vegetarian food$/m],
 };
 

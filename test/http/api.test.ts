@@ -324,7 +324,7 @@ describe("ordering", () => {
 
   it("search ties on score are broken by createdAt, newest first", async () => {
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await api.post("/v1/memories", { body: { content: "identical tie breaker sentence", userId: "search-tie" } })).body.id);
+    for (let i = 0; i < 3; i++) ids.push((await api.post("/v1/memories", { body: { content: "identical tie breaker sentence", userId: "search-tie", dedupe: false } })).body.id);
     const results = (await api.post("/v1/memories/search", { body: { query: "identical tie breaker sentence", userId: "search-tie" } })).body.results;
     expect(results.map((h: any) => h.id)).toEqual([...ids].reverse());
     expect(new Set(results.map((h: any) => h.score)).size).toBe(1);

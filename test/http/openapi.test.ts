@@ -56,7 +56,7 @@ describe("the document", () => {
     );
     const expected = ROUTES.map((r) => `${r.method} ${openapiPath(r.path)}`);
     expect(documented.sort()).toEqual([...expected].sort());
-    expect(expected).toHaveLength(20);
+    expect(expected).toHaveLength(24);
     for (const must of [
       "POST /v1/memories",
       "POST /v1/memories/search",

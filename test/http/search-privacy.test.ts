@@ -48,6 +48,7 @@ describe("search results are private to an account", () => {
     const bodies = Array.from({ length: 300 }, (_, i) => ({
       content: `${words[i % words.length]} ${words[(i * 5) % words.length]} ${mine[i % mine.length]}`,
       userId: i % 2 ? "alice" : "bob",
+      dedupe: false, // the same words twice are meant to be stored twice here
     }));
     for (let i = 0; i < bodies.length; i += 10) {
       const statuses = await Promise.all(bodies.slice(i, i + 10).map(async (body) => (await b.post("/v1/memories", { body })).status));

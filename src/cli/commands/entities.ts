@@ -117,6 +117,23 @@ export function registerEntities(program: Command, app: CliApp): void {
     );
 
   entities
+    .command("merge")
+    .description("merge OTHER into KEEP: its relations and memory links move to KEEP, its name becomes an alias, then it is deleted")
+    .argument("<keep>", "the entity kept: id (ent_…) or name")
+    .argument("<other>", "the entity merged in and deleted: id (ent_…) or name")
+    .action((keep: string, other: string, _opts: unknown, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const body = await (await core()).mergeEntities(ctx, (await entityRef(ctx, keep))!, { other: (await entityRef(ctx, other))! });
+        await app.output.result(
+          body,
+          () =>
+            `Merged ${body.merged.id} ("${body.merged.name}") into ${body.entity.id} ("${body.entity.name}"): ${body.movedRelations} relation${body.movedRelations === 1 ? "" : "s"} moved` +
+            `${body.droppedRelations ? `, ${body.droppedRelations} it already had dropped` : ""}, ${body.movedLinks} memory link${body.movedLinks === 1 ? "" : "s"} moved.`,
+        );
+      }),
+    );
+
+  entities
     .command("memories")
     .description("list the memories linked to an entity (see memories add --entity / --extract)")
     .argument("<id>", "entity id (ent_…) or name")

@@ -3,7 +3,7 @@ import { access } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { Option, type Command } from "commander";
 import { MmError } from "../../errors.js";
-import type { BatchLineResult, Memory, MemoryListItem, MemorySearchHit, Page } from "../../core/memories.js";
+import type { BatchLineResult, Memory, MemoryHistory, MemoryListItem, MemorySearchHit, Page } from "../../core/memories.js";
 import { collect, confirmedDelete, entityRef, withContext } from "../context.js";
 import type { Context } from "../../core/context.js";
 import { defined, jsonFlag, numberFlag, readStdin } from "../flags.js";
@@ -36,6 +36,15 @@ interface FieldFlags {
   tag?: string[];
   metadata?: string;
   entity?: string[];
+  supersedes?: string[];
+  /** --no-dedupe and --no-detect: false when given. */
+  dedupe?: boolean;
+  detect?: boolean;
+}
+
+/** The create fields of the replaced-facts flags: only what the person gave. */
+function validityFields(opts: FieldFlags): Record<string, unknown> {
+  return defined({ supersedes: opts.supersedes, dedupe: opts.dedupe === false ? false : undefined, autoSupersede: opts.detect === false ? false : undefined });
 }
 
 export function registerMemories(program: Command, app: CliApp): void {
@@ -51,6 +60,9 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-m, --metadata <json>", "metadata, a JSON object")
     .option("-e, --entity <entity>", "link an existing entity, by id or name (repeatable)", collect)
     .option("-x, --extract", "find people, places and organisations in the text; create or reuse their entities and link them")
+    .option("--supersedes <id>", "mark this older memory replaced by the new one (repeatable)", collect)
+    .option("--no-dedupe", "store the memory even when a current memory of the same user already says the same")
+    .option("--no-detect", "don't look for older memories this one replaces")
     .option("--batch <file>", "add one memory per JSON line of <file> ('-' for stdin); flags fill fields a line leaves out")
     .option("--batch-size <n>", "lines embedded and committed together", "64")
     .option("--skip <n>", "with --batch: skip the first n lines (to resume after an interrupt; mm prints the number)")
@@ -77,7 +89,9 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("--mode <mode>", "hybrid (default: keywords + meaning + conversational context), semantic or keyword")
     .option("--meta <key=value>", "only memories whose metadata has this key and value (repeatable; all must match)", collect)
     .option("-e, --entity <entity>", "only memories linked to this entity (id or name)")
-    .action(async (query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string; meta?: string[]; entity?: string }, cmd: Command) => {
+    .option("--all", "include memories replaced by newer ones (marked)")
+    .option("--as-of <time>", "answer as of this ISO 8601 date or time: what was current then, nothing created later")
+    .action(async (query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string; meta?: string[]; entity?: string; all?: boolean; asOf?: string }, cmd: Command) => {
       const given = defined({
         query,
         userId: opts.user,
@@ -87,6 +101,8 @@ export function registerMemories(program: Command, app: CliApp): void {
         threshold: numberFlag(opts.threshold),
         mode: opts.mode,
         metadata: metaFlags(opts.meta),
+        includeSuperseded: opts.all,
+        asOf: opts.asOf,
       });
       const valid = passes((await schemas()).parseSearchMemories, given);
       await withContext(
@@ -165,6 +181,7 @@ export function registerMemories(program: Command, app: CliApp): void {
     .addOption(new Option("--clear-metadata", "remove the metadata").conflicts("metadata"))
     .option("-e, --entity <entity>", "replace the linked entities, by id or name (repeatable)", collect)
     .addOption(new Option("--clear-entities", "remove every entity link").conflicts("entity"))
+    .option("--supersedes <id>", "mark this older memory replaced by this one (repeatable)", collect)
     .action(
       (
         id: string,
@@ -179,10 +196,45 @@ export function registerMemories(program: Command, app: CliApp): void {
             tags: opts.clearTags ? null : opts.tag,
             metadata: opts.clearMetadata ? null : jsonFlag("metadata", opts.metadata),
             entityIds: opts.clearEntities ? null : await entityRefs(ctx, opts.entity),
+            supersedes: opts.supersedes,
           });
           const body = await (await core()).updateMemory(ctx, id, patch);
           await app.output.result(body, (t) => renderMemory(t, body));
         }),
+    );
+
+  memories
+    .command("supersede")
+    .description("mark a memory replaced by a newer one of the same user (search then prefers the newer)")
+    .argument("<old>", "the memory that is no longer true (mem_…)")
+    .argument("<new>", "the memory that replaces it (mem_…)")
+    .action((oldId: string, newId: string, _opts: unknown, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const body = await (await core()).supersedeMemory(ctx, oldId, { by: newId });
+        await app.output.result(body, (t) => renderMemory(t, body));
+      }),
+    );
+
+  memories
+    .command("restore")
+    .description("undo a replacement: the memory is current again")
+    .argument("<id>", "memory id (mem_…)")
+    .action((id: string, _opts: unknown, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const body = await (await core()).restoreMemory(ctx, id);
+        await app.output.result(body, (t) => renderMemory(t, body));
+      }),
+    );
+
+  memories
+    .command("history")
+    .description("every version of a memory, and what it replaced or was replaced by")
+    .argument("<id>", "memory id (mem_…)")
+    .action((id: string, _opts: unknown, cmd: Command) =>
+      withContext(app, cmd, async (ctx) => {
+        const body = await (await core()).memoryHistory(ctx, id);
+        await app.output.result(body, (t) => renderHistory(t, body));
+      }),
     );
 
   memories
@@ -209,7 +261,7 @@ async function addOne(app: CliApp, cmd: Command, content: string | undefined, op
   else if (content === undefined && canPrompt(io)) content = await promptText(io, "Memory:");
   let user = opts.user ?? io.env.MM_USER;
   if (user === undefined && canPrompt(io)) user = await promptText(io, "User id:");
-  const raw = defined({ content, userId: user, agentId: opts.agent, tags: opts.tag, metadata: jsonFlag("metadata", opts.metadata), entityIds: opts.entity });
+  const raw = defined({ content, userId: user, agentId: opts.agent, tags: opts.tag, metadata: jsonFlag("metadata", opts.metadata), entityIds: opts.entity, ...validityFields(opts) });
   await withContext(
     app,
     cmd,
@@ -217,11 +269,13 @@ async function addOne(app: CliApp, cmd: Command, content: string | undefined, op
       if (opts.entity) raw.entityIds = await entityRefs(ctx, opts.entity);
       if (!opts.extract) {
         const body = await (await core()).createMemory(ctx, raw);
+        reportValidity(app, body);
         await app.output.result(body, (t) => renderMemory(t, body));
         return;
       }
       const { memory, extracted } = await (await core()).createMemoryWithExtraction(ctx, raw);
       reportExtraction(app, extracted);
+      reportValidity(app, memory);
       await app.output.result(memory, (t) => renderMemory(t, memory));
     },
     // The new memory is embedded: its model loads while the store opens.
@@ -238,6 +292,14 @@ export function short(text: string, max = 60): string {
 /** `--entity` values, ids or names, as entity ids. */
 async function entityRefs(ctx: Context, refs: string[] | undefined): Promise<string[] | undefined> {
   return refs && Promise.all(refs.map(async (ref) => (await entityRef(ctx, ref))!));
+}
+
+/** On a terminal, a line on stderr when a create stored nothing (a duplicate) or replaced older memories. */
+function reportValidity(app: CliApp, m: Memory, line?: number): void {
+  if (!app.output.isTable) return;
+  const where = line ? `line ${line}: ` : "";
+  if (m.deduplicated) app.output.note(`${where}already stored as ${m.id}; nothing added (--no-dedupe stores a copy)`);
+  else if (m.supersedes?.length) app.output.note(`${where}replaces ${m.supersedes.join(", ")} (mm memories restore <id> undoes it)`);
 }
 
 /** What extraction did goes to stderr, so stdout stays exactly the API's memory body. */
@@ -271,6 +333,7 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
     agentId: opts.agent,
     tags: opts.tag,
     metadata: jsonFlag("metadata", opts.metadata),
+    ...validityFields(opts),
   });
   const unreadable = (err: Error) =>
     new MmError("VALIDATION_ERROR", `Cannot read ${opts.batch}: ${err.message}`, { details: [{ field: "batch", message: err.message }] });
@@ -300,7 +363,7 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
       const text = `line ${line}: ${humanMessage(r.error, (f) => (f === "line" ? "the line" : f))}`;
       if (progress) progress.log(text);
       else output.note(text);
-    }
+    } else if (r.memory && !progress) reportValidity(app, r.memory, line);
     progress?.tick();
   };
   const stop = new AbortController();
@@ -382,20 +445,35 @@ function renderMemory(t: TableKit, m: Memory): string {
     ["entityIds", m.entityIds?.join(", ")],
     ["createdAt", m.createdAt],
     ["updatedAt", m.updatedAt],
+    ["supersedes", m.supersedes?.join(", ")],
+    ["supersededBy", m.supersededBy],
+    ["supersededAt", m.supersededAt],
   ]);
+}
+
+function renderHistory(t: TableKit, h: MemoryHistory): string {
+  const versions = t.table(
+    ["version", "content", "tags", "from", "until"],
+    h.versions.map((v) => [String(v.version), v.content, (v.tags ?? []).join(", "), when(v.validFrom), v.validTo ? when(v.validTo) : "now"]),
+    { flex: 1 },
+  );
+  const chain = (label: string, links: MemoryHistory["replaced"]) =>
+    links.length ? `\n${label}:\n${t.table(["id", "content", "created", "replaced"], links.map((l) => [l.id, l.content, when(l.createdAt), l.supersededAt ? when(l.supersededAt) : ""]), { flex: 1 })}` : "";
+  const events = h.events.length ? `\nevents:\n${h.events.map((e) => `  ${e.at}  ${e.type} ${e.type === "superseded" ? "by" : "from"} ${e.memoryId}${e.reason ? ` (${e.reason})` : ""}`).join("\n")}` : "";
+  return `${versions}${chain("replaced (it replaced these)", h.replaced)}${chain("replaced by", h.replacedBy)}${events}`;
 }
 
 function renderList(t: TableKit, page: Page<MemoryListItem>): string {
   const line = pageLine(t, page.pagination, "memory", "memories", !page.items.length);
   if (!page.items.length) return line;
-  const rows = page.items.map((m) => [m.id, m.content, m.userId, m.agentId ?? "", (m.tags ?? []).join(", "), when(m.createdAt)]);
+  const rows = page.items.map((m) => [m.id, m.supersededBy ? `${m.content} ${t.dim(`(replaced by ${m.supersededBy})`)}` : m.content, m.userId, m.agentId ?? "", (m.tags ?? []).join(", "), when(m.createdAt)]);
   return `${t.table(["id", "content", "user", "agent", "tags", "created"], rows, { flex: 1, ids: [0], drop: [3, 4] })}\n${line}`;
 }
 
 function renderHits(t: TableKit, hits: MemorySearchHit[]): string {
   return t.table(
     ["score", "content", "user", "tags", "id"],
-    hits.map((h) => [h.score.toFixed(3), h.content, h.userId, (h.tags ?? []).join(", "), h.id]),
+    hits.map((h) => [h.score.toFixed(3), h.supersededBy ? `${h.content} ${t.dim(`(replaced by ${h.supersededBy})`)}` : h.content, h.userId, (h.tags ?? []).join(", "), h.id]),
     { flex: 1, ids: [4], drop: [3] },
   );
 }

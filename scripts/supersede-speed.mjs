@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+// What replaced-fact detection and deduplication cost (docs/memory-validity.md, "Measured"): a
+// batch add of the same lines with both on (the default) and both off, alternating in one process,
+// each round in a fresh store; then search latency on one store with the default filter (current
+// memories only) and without it (includeSuperseded), alternating query by query.
+//
+//   node scripts/supersede-speed.mjs [--lines 600] [--rounds 3]
+// Lines are LoCoMo turns when ../shared/data/locomo-dev is there, else the development set's texts.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const dist = (p) => import(pathToFileURL(join(root, "dist", p)).href);
+const { openContext } = await dist("core/context.js");
+const { addMemoriesFromLines, searchMemories } = await dist("core/memories.js");
+const args = process.argv.slice(2);
+const opt = (name, d) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : d);
+const N = opt("lines", 600);
+const ROUNDS = opt("rounds", 3);
+
+function texts() {
+  const locomo = resolve(root, "..", "shared", "data", "locomo-dev", "locomo-dev.json");
+  if (existsSync(locomo)) {
+    const out = [];
+    for (const c of JSON.parse(readFileSync(locomo, "utf8"))) {
+      for (const [k, v] of Object.entries(c.conversation)) if (/^session_\d+$/.test(k)) for (const t of v) out.push(`${t.speaker}: ${t.text}`);
+    }
+    return out;
+  }
+  const dir = join(root, "test", "fixtures", "supersede");
+  return ["replaced-dev.jsonl", "both-true-dev.jsonl"].flatMap((f) => readFileSync(join(dir, f), "utf8").split("\n").filter(Boolean).flatMap((l) => JSON.parse(l).facts));
+}
+const all = texts();
+const lines = Array.from({ length: N }, (_, i) => all[i % all.length]);
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function batch(on) {
+  const store = mkdtempSync(join(tmpdir(), "mm-supersede-speed-"));
+  const ctx = await openContext({ storeDir: store, env: process.env });
+  try {
+    await ctx.embedder(); // the model loads outside the timing
+    await addMemoriesFromLines(ctx, ["warm up the embedder"], { defaults: { userId: "warm" } });
+    const defaults = on ? { userId: "u" } : { userId: "u", autoSupersede: false, dedupe: false };
+    const t0 = performance.now();
+    const r = await addMemoriesFromLines(ctx, lines.map((l) => JSON.stringify(l)), { defaults, batchSize: 64 });
+    const ms = performance.now() - t0;
+    return { ms: ms / r.added, added: r.added };
+  } finally {
+    await ctx.close();
+    rmSync(store, { recursive: true, force: true });
+  }
+}
+
+const per = { on: [], off: [] };
+for (let round = 0; round < ROUNDS; round++) {
+  for (const on of round % 2 ? [true, false] : [false, true]) per[on ? "on" : "off"].push((await batch(on)).ms);
+}
+console.log(`Batch add of ${N} lines, ${ROUNDS} rounds each, alternating (ms per memory):`);
+console.log(`| detection and dedupe off | on | ratio |`);
+console.log(`| ${per.off.map((x) => x.toFixed(2)).join(", ")} (median ${median(per.off).toFixed(2)}) | ${per.on.map((x) => x.toFixed(2)).join(", ")} (median ${median(per.on).toFixed(2)}) | ${(median(per.on) / median(per.off)).toFixed(3)} |`);
+
+// Search: one store, the same queries with and without the current-only filter.
+const store = mkdtempSync(join(tmpdir(), "mm-supersede-speed-"));
+const ctx = await openContext({ storeDir: store, env: process.env });
+try {
+  await addMemoriesFromLines(ctx, lines.map((l) => JSON.stringify(l)), { defaults: { userId: "u" }, batchSize: 64 });
+  const queries = all.slice(N, N + 60).map((q) => q.replace(/^[^:]+: /, "").slice(0, 120));
+  const lat = { current: [], all: [] };
+  for (const q of queries) await searchMemories(ctx, { query: q, userId: "u" }); // embeddings cached, caches warm
+  for (let rep = 0; rep < 3; rep++) {
+    for (const [i, q] of queries.entries()) {
+      for (const which of i % 2 ? ["current", "all"] : ["all", "current"]) {
+        const t0 = performance.now();
+        await searchMemories(ctx, { query: q, userId: "u", ...(which === "all" ? { includeSuperseded: true } : {}) });
+        lat[which].push(performance.now() - t0);
+      }
+    }
+  }
+  console.log(`Search p50 over ${lat.current.length} searches each (ms): current only ${median(lat.current).toFixed(2)}, includeSuperseded ${median(lat.all).toFixed(2)}`);
+} finally {
+  await ctx.close();
+  rmSync(store, { recursive: true, force: true });
+}

@@ -1,0 +1,564 @@
+/**
+ * Replaced facts and duplicates, found without a model and without the network: patterns over the
+ * text, tens of microseconds a memory.
+ *
+ * A memory states facts as (subject, attribute, value): "I moved to Berlin" is (self, home,
+ * berlin), "My dentist is Dr. Lee" is (self, dentist, dr lee), "The standup moved to 10am" is
+ * (self, standup, 10am). A new memory replaces an older current one of the same user and agent
+ * when both state the same subject and attribute with different values. Attributes compare as
+ * sets of words, one contained in the other ("the team standup" and "the standup"; "the deadline
+ * for the quarterly report" and "the quarterly report deadline"). Only what holds one value at a
+ * time has a pattern (where one lives, who one works for, "my X is Y", a thing's time or place,
+ * how one feels about something); what is only related (two pets, two allergies, a sister and a
+ * brother) states no such fact, so it is left alone.
+ *
+ * Preferences and habits ("I use Vim", "I drink tea") hold many values at once, so they are
+ * replaced only when the new memory says it changed ("switched from Vim to VS Code", "I no longer
+ * drink coffee", "now"). A memory saying it adds ("also", "too", "as well") replaces nothing; nor
+ * do questions, wishes and plans. Past tense ("my flight was on the 14th") states an event, not a
+ * current value, and is left alone too.
+ *
+ * Each memory is stored with its match keys (Store.memoriesMatching): its folded text, for
+ * duplicates, and a key per attribute word and value word of its facts, so a new memory finds the
+ * older ones to compare with in one filtered query. The development set and its figures:
+ * test/fixtures/supersede/ and docs/memory-validity.md.
+ */
+
+/** One fact a memory states. */
+export interface Fact {
+  /** "self" (I, we, my, our, the), a relative ("sister"), or a name ("marcus"). */
+  subject: string;
+  /** The attribute's words, stemmed, in no order ("home"; "standup"; "feels", "jazz"). */
+  attr: string[];
+  /** The value, folded ("berlin", "dr lee"), or "" for "any value" (a negation: "I quit smoking"). */
+  value: string;
+  /** "I no longer drink coffee", "switched from Vim": replaces the same value stated positively. */
+  negated?: boolean;
+  /** Holds many values at once (preferences, habits): replaced only with a change cue. */
+  multi?: boolean;
+}
+
+/** Prefix of the match key that stands for a memory's folded text (duplicates). */
+export const TEXT_KEY = "text:";
+/** Prefix of an attribute word's match key ("fact:self.home"). */
+export const FACT_KEY = "fact:";
+/** Prefix of a value word's match key: "switched from Vim" finds the memories whose values say "vim". */
+export const VALUE_KEY = "value:";
+
+/** Words that say a fact was added to, not replaced: "we also have a cat". */
+const ADDITIVE = /\b(also|too|as well|in addition|additionally|second)\b/;
+/** Words that say something changed: needed to replace a preference or habit. */
+const CHANGE =
+  /\b(now|switched|switching|changed|changing|moved|moving|no longer|anymore|any more|instead|new|newly|replaced|rescheduled|postponed|pushed|bumped|these days|nowadays|from now on|started|starting|stopped|quit|gave up|left|got rid of|converted|went|became|become|upgraded|downgraded|traded|migrated|raised|lowered|cut|increased|decreased|renamed|since)\b/;
+/** A clause that states no fact: a question, a wish, a plan, a condition. */
+const HYPOTHETICAL =
+  /\b(if|would|could|might|maybe|perhaps|hope|hoping|wish|want to|wants to|wanna|plan to|planning to|planning on|thinking about|thinking of|considering|dream|dreaming|someday|one day|should|supposed to|going to|gonna)\b/i;
+/** "may" as a verb ("I may move"), not the month ("in May"). */
+const MAY = /\bmay\b/;
+
+const ABBREVIATIONS = /\b(Dr|Mr|Mrs|Ms|Mx|St|Jr|Sr|Prof|Rev|Mt|Ave|Rd|No|vs|etc|approx|Inc|Ltd|Co)\./g;
+/** First words of a clause that are not names, so they are lowered before matching. */
+const STARTERS = new Set(
+  "my our the we now its their his her got today this that these those also then just finally honestly so well and but actually anyway oh yes yeah ok okay since as after before recently lately currently update fyi note heads".split(" "),
+);
+
+/** Capitalised first words that are not names. */
+const NOT_NAMES =
+  "Let|Lets|It|Its|They|Them|Their|He|She|His|Her|You|Your|This|That|These|Those|There|Here|What|When|Where|Why|How|Who|Which|Thanks|Thank|Yes|Yeah|No|Oh|Wow|Hey|Hi|Hello|Sure|Well|So|And|But|Or|Also|Just|Really|Definitely|Totally|Maybe|Sounds|Great|Nice|Cool|Awesome|Playing|Searching|Working|Being|Getting|Having|Doing|Going|Taking|Making|Finding|Looking|Feeling|Everyone|Someone|Everything|Something|Nothing|Anyone|Both|All|Some|Many|Most|Each|Every|Our|My|The|We|Today|Tomorrow|Yesterday|Last|Next|Now|Then|Recently|Lately";
+const REL =
+  "wife|husband|partner|girlfriend|boyfriend|fiance|fiancee|sister|brother|mom|mum|mother|dad|father|son|daughter|kid|kids|child|children|baby|boss|manager|friend|best friend|roommate|flatmate|grandma|grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|parents|dog|cat|team|company";
+/** Who a clause is about: I, we, my sister, a capitalised name. */
+const SUBJ = String.raw`(I|i|we|(?:my|our) (?:${REL})|^(?!(?:${NOT_NAMES})\b)[A-Z][a-z]+(?: [A-Z][a-z]+)?)`;
+/** Auxiliaries and adverbs between a subject and its verb ("I've just", "we're now", "she has recently"). */
+const AUX = String.raw`(?:'m|'re|'s|'ve|'d|'ll| am| are| is| have| has| had| will| do| does| got)?(?: (?:just|recently|finally|now|currently|still|already|officially|actually|really|mostly|usually|always|mainly|only|even|then|since|happily|newly|permanently|temporarily|eventually|gladly|proudly|officially))*`;
+const V = (verbs: string) => new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:${verbs})\b`);
+
+/** Where a value ends: a clause, or words about when or why (they date the fact; they aren't it). */
+const VALUE_END =
+  /\s*(?:[;!?()]|,(?!\d)|\.(?=\s|$)|\s[-–—]\s|\b(?:and|but|because|since|so that|so|which|who|where|when|while|after|before|until|as of|starting|from|(?:last|this|next) (?:week|month|year|night|time|weekend|summer|winter|spring|fall|autumn|semester|quarter|term)|yesterday|today|tomorrow|recently|lately|ago|now|anymore|any more|again|instead|these days|nowadays|at the moment|for now|for (?:a|the|about|over|almost|nearly|\d)|in (?:january|february|march|april|may|june|july|august|september|october|november|december|\d{4})|according to|thanks to|due to|because of|to be|to get|to work|to study)\b)/i;
+
+const FILLER_WORDS =
+  /\b(?:a|an|the|my|our|his|her|their|its|new|old|current|currently|really|just|actually|very|pretty|quite|big|small|little|nice|lovely|tiny|cute|great|fancy|cozy|cosy|beautiful|brand|same|own|called|named)\b/g;
+/** Values that are judgements, not facts ("my job is so stressful", "the weather is great"). */
+const NOT_A_VALUE =
+  /^(?:so|very|too|really|not|also|still|going|getting|doing|coming|being|good|great|bad|fine|nice|awesome|amazing|fun|hard|easy|tough|busy|crazy|boring|important|done|over|ok|okay|cool|interesting|terrible|perfect|beautiful|wonderful|fantastic|lovely|tiring|stressful|exhausting|worth|about|like|kind|sort|such|all|what|how|why|there|here|that|this|it|some|any|more|less|much|many|ready|gone|closed|open|late|early|back|out|up|down|off|on|in|broken|fixed|working|empty|full|clean|dirty|missing|lost|stuck|dead|alive|ok|fine|better|worse|free|available|busy|sold|finished|complete|completed|delayed|cancelled|canceled|confirmed|booked|due)$/;
+
+const JOB =
+  "engineer|developer|designer|manager|teacher|nurse|doctor|lawyer|accountant|analyst|consultant|director|architect|scientist|researcher|editor|writer|chef|cook|student|intern|professor|lecturer|officer|administrator|specialist|coordinator|technician|pharmacist|therapist|programmer|cto|ceo|cfo|coo|vp|president|principal|headteacher|head teacher|freelancer|contractor|barista|paramedic|pilot|mechanic|electrician|plumber|librarian|practitioner|assistant|clerk|cashier|driver|salesperson|recruiter|lead|owner|founder|partner|associate|executive|physician|surgeon|dentist|veterinarian|vet|journalist|photographer|artist|musician|tutor|trainer|coach|carpenter|firefighter|policeman|police officer|soldier|secretary|receptionist|waiter|waitress|bartender";
+const SCHOOL = /\b(school|elementary|primary|academy|college|university|kindergarten|nursery|preschool|montessori|gymnasium|lycee)\b/;
+/** A value that is a time or a date: a thing moved to it is rescheduled, not a home. */
+const WHEN = /^(?:\d{1,2}(?:st|nd|rd|th)\b|\d{1,2}(?::\d{2})? ?(?:am|pm)\b|\d{1,2}:\d{2}|(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|noon|midnight|morning|afternoon|evening|next|january|february|march|april|may|june|july|august|september|october|november|december)\b)/;
+const UNIT = /\b(team|project|department|squad|group|division|unit|floor|office|desk|role|position|shift|class|grade)\b/;
+
+/** Attribute words that name the same thing. */
+const SYNONYMS: Record<string, string> = {
+  flat: "home", apartment: "home", house: "home", place: "home", condo: "home", address: "home", residence: "home",
+  gp: "doctor", physician: "doctor", physio: "physiotherapist", boss: "manager", supervisor: "manager",
+  number: "phone", mobile: "phone", cell: "phone", cellphone: "phone", telephone: "phone",
+  "e-mail": "email", mail: "email", favourite: "favorite", fave: "favorite", fav: "favorite",
+  spouse: "partner", wage: "salary", pay: "salary", income: "salary",
+  "email address": "email", "e-mail address": "email", "phone number": "phone", "mobile number": "phone", "cell number": "phone", "home address": "home", "mailing address": "home", "postal address": "home",
+  home: "home", phone: "phone", email: "email", doctor: "doctor", manager: "manager", salary: "salary", partner: "partner", favorite: "favorite", dose: "dose",
+};
+/** Words an attribute drops: they qualify it, they don't name it. */
+const ATTR_NOISE = new Set(
+  "a an the my our its their his her new old current present latest now usual regular main primary go-to preferred monthly weekly yearly annual daily fee cost price amount total rate level time date day location venue place spot of for to with at on in from by name".split(" "),
+);
+
+/** Lower case, accents folded, apostrophes and spaces normalised. */
+export function fold(text: string): string {
+  return text
+    .normalize("NFKD")
+    .replace(/\p{M}+/gu, "")
+    .toLowerCase()
+    .replace(/[\u2018\u2019\u02bc]/g, "'")
+    .replace(/[\u201c\u201d]/g, '"')
+    .replace(/\s+/g, " ")
+    .trim();
+}
+
+/** A crude stem, enough to compare attribute and value words ("coffees"/"coffee", "smoking"/"smoke", "groceries"/"grocery"). */
+export function stem(word: string): string {
+  let w = word.toLowerCase();
+  if (w.length <= 3) return w;
+  if (w.endsWith("ies")) return `${w.slice(0, -3)}y`;
+  w = w.replace(/([^s])s$/, "$1").replace(/(?:ing|ed)$/, "");
+  w = w.replace(/e$/, "");
+  if (/([b-df-hj-np-tv-z])\1$/.test(w)) w = w.slice(0, -1);
+  return w;
+}
+
+/** A value as compared: cut at the end of its clause, articles and filler dropped, lower case. */
+function cleanValue(raw: string): string {
+  const cut = (raw.split(VALUE_END)[0] ?? raw).trim();
+  return fold(cut)
+    .replace(/[^\p{L}\p{N}$€£%:.@+#/\s-]/gu, " ")
+    .replace(FILLER_WORDS, " ")
+    .replace(/[.:]+$/, "")
+    .replace(/\s+/g, " ")
+    .trim();
+}
+
+/** An attribute's words: folded, stemmed, synonyms merged, qualifiers dropped ("monthly budget for groceries" → budget, grocery). */
+function attrWords(raw: string): string[] {
+  const all = fold(raw)
+    .replace(/'s\b/g, "")
+    .replace(/[^\p{L}\p{N}\s-]/gu, " ")
+    .split(/\s+/)
+    .filter(Boolean);
+  // The head noun comes first: the last word before a preposition ("deadline for the report" → deadline).
+  const prep = all.findIndex((w, i) => i > 0 && /^(?:for|of|to|with|at|on|in|from|by)$/.test(w));
+  const head = (prep > 0 ? all.slice(0, prep) : all).filter((w) => !ATTR_NOISE.has(w)).pop();
+  const words = all.filter((w) => !ATTR_NOISE.has(w));
+  const phrase = SYNONYMS[words.join(" ")];
+  if (phrase) return [phrase];
+  const canon = (w: string) => SYNONYMS[w] ?? stem(w);
+  return [...new Set([...(head ? [canon(head)] : []), ...words.map(canon)])].filter(Boolean);
+}
+
+function subjectOf(raw: string | undefined): string {
+  if (!raw) return "self";
+  const s = fold(raw).replace(/'s$/, "");
+  if (/^(?:i|we|my|our|the|its|me|us|(?:our|my|the) (?:team|company|group|family|household))$/.test(s)) return "self";
+  return s.replace(/^(?:my|our|the) /, "").replace(/\s+/g, "-");
+}
+
+/** The attribute a moved-to or switched-to value stands for: a school, a team, a project… or a home. */
+function placeAttr(whole: string, verb: string): string[] | undefined {
+  const value = whole.split(/ (?:for|with|to|because|near|so) /)[0];
+  if (WHEN.test(value)) return undefined;
+  if (SCHOOL.test(value)) return ["school"];
+  const unit = UNIT.exec(value);
+  if (unit) return [unit[1]];
+  return /^(?:mov|relocat|liv|resid|based|settl|stay|rent)/.test(verb) ? ["home"] : undefined;
+}
+
+interface Clause {
+  text: string;
+}
+
+/** The clauses of a text: sentences, split again at ";" and " but "; a clause with no subject borrows "I". */
+function clauses(content: string): Clause[] {
+  const text = content.replace(/[\u2018\u2019\u02bc]/g, "'").replace(ABBREVIATIONS, "$1");
+  const out: Clause[] = [];
+  for (const sentence of text.split(/(?<=[.!?])\s+|\n+/)) {
+    if (/\?\s*$/.test(sentence)) continue;
+    for (let part of sentence.split(/;\s*|,?\s+but\s+|,\s+and\s+(?=(?:i|we|my|now|then)\b)|\s+and\s+(?=(?:now|then|moved|work|works|live|lives|joined|started|use|switched|drive)\s)/i)) {
+      part = part.trim();
+      if (!part) continue;
+      const [first, ...rest] = part.split(" ");
+      if (STARTERS.has(first.toLowerCase().split("'")[0].replace(/[^a-z]/g, ""))) part = [first.toLowerCase(), ...rest].join(" ");
+      // "…and now work for Studio Nord": a clause that starts with its verb is about the speaker.
+      if (/^(?:now |then |also )?(?:work|works|live|lives|moved|move|joined|started|drive|use|switched|sold|packed|left|quit|bought|got|relocated|settled)\b/i.test(part) && !/^got (?:a |an )?new\b/i.test(part)) {
+        part = `I ${part[0].toLowerCase()}${part.slice(1)}`;
+      }
+      out.push({ text: part });
+    }
+  }
+  return out;
+}
+
+interface Rule {
+  re: RegExp;
+  make(m: RegExpExecArray, clause: string): Fact | Fact[] | undefined;
+}
+
+const single = (subject: string, attr: string[], rawValue: string): Fact | undefined => {
+  const value = cleanValue(rawValue);
+  if (!value || !attr.length || NOT_A_VALUE.test(value.split(" ")[0])) return undefined;
+  return { subject: subjectOf(subject), attr, value };
+};
+
+const PREFS =
+  "use|uses|using|prefer|prefers|drink|drinks|eat|eats|play|plays|watch|watches|listen to|listens to|wear|wears|run on|runs on|code in|codes in|write in|writes in|program in|shop at|shops at|bank with|banks with|deploy on|deploy to|deploys on|host on|hosts on|host with|smoke|smokes|vape|vapes|fly with|flies with|commute by|commutes by|pay for|pays for|subscribe to|subscribes to|take notes in|takes notes in";
+/** The cues that say a preference or habit changed (stricter than CHANGE: chat says "now" and "new" all the time). */
+const PREFERENCE_CHANGE = /\b(now|instead|these days|nowadays|anymore|any more|no longer|switched|from now on|replaced|traded)\b/;
+const FEELINGS: [RegExp, string][] = [
+  [/^(?:love|loves|adore|adores|like|likes|enjoy|enjoys|'m into|am into|'re into|are into|'m a fan of|am a fan of|'m a big fan of|am a big fan of|'m obsessed with|am obsessed with|into|a fan of|a big fan of|a huge fan of|obsessed with|crazy about|mad about)$/, "+"],
+  [/^(?:hate|hates|dislike|dislikes|can't stand|cannot stand|can't bear|detest|detests|don't like|do not like|doesn't like|does not like|don't enjoy|do not enjoy|'m not into|am not into|'m not a fan of|am not a fan of|'m sick of|am sick of|'m tired of|am tired of|'m done with|am done with|not into|not a fan of|sick of|tired of|done with)$/, "-"],
+];
+const FEELING_VERBS =
+  "love|loves|adore|adores|like|likes|enjoy|enjoys|'m into|am into|'re into|are into|'m a fan of|am a fan of|'m a big fan of|am a big fan of|'m obsessed with|am obsessed with|hate|hates|dislike|dislikes|can't stand|cannot stand|can't bear|detest|detests|don't like|do not like|doesn't like|does not like|don't enjoy|do not enjoy|'m not into|am not into|'m not a fan of|am not a fan of|'m sick of|am sick of|'m tired of|am tired of|'m done with|am done with";
+
+/** Copulas and verbs of change between a thing and its value ("is now", "was moved to", "went up to"). */
+const LINK = String.raw`((?: (?:is|are|'s|'re|will be|now|currently|still|officially|finally|just|always|permanently))*)((?: (?:was|were|has been|have been|got|is|are|been))? (?:changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought forward|went up|went down|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed over|meets|meet|starts|start|begins|begin|happens|runs|opens|takes place|costs|leaves|departs|arrives|comes)(?: (?:back )?(?:to|for|up to|down to|into|over to|until|till))?)?`;
+const THING = String.raw`((?:[A-Za-z][\w-]*'s |(?:[Mm]y|[Oo]ur|[Tt]he|[Ii]ts|[Tt]heir) (?:[a-z]+'s )?)?)((?:[A-Za-z0-9][\w+-]*)(?: (?:to|for|of|with|at|on)? ?[A-Za-z0-9][\w+-]*){0,4}?)`;
+
+const RULES: Rule[] = [
+  // Where one lives: "I moved to Berlin", "we're based in Porto", "I live with roommates in Chicago".
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (live|lives|living|reside|resides|residing|moved|move|moving|relocated|relocating|based|settled|staying|stay)(?: back)?(?: with [^,.;]{1,30}?)? (?:in|to|into|at|near|over to|out to|down to|up to) (.+)`),
+    make: (m) => {
+      const value = cleanValue(m[3]);
+      const attr = placeAttr(value, m[2]);
+      return attr ? single(m[1], attr, m[3]) : undefined;
+    },
+  },
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:rent|rents|renting|own|owns|bought|have|has|found) (?:a|an|the|my|our) (?:[\w-]+ ){0,2}(?:flat|apartment|house|place|condo|room|studio|home|loft|bungalow|cottage) (?:in|at|on|near) (.+)`),
+    make: (m) => single(m[1], ["home"], m[2]),
+  },
+  // Who one works for: "I joined Globex", "I'm employed by Deloitte", "I got a job at the bookstore".
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (work|works|working|employed|joined|join|joining|started at|started with|started working at|started working for|got a job (?:at|with)|took a job (?:at|with)|accepted an offer from|accepted a job (?:at|with)|signed with|hired by|hired at|got hired at|got hired by)(?: (?:at|for|by|with))? (?!as\b|on\b|from\b|out\b|remotely\b|hard\b|late\b|overtime\b|part|full|well\b|together\b|with\b|through\b|it\b|things\b|things\b|towards\b|toward\b|to\b|in\b|up\b|harder\b|long\b|closely\b|alongside\b)(.+)`),
+    // "joined a gym", "joined a new group": a thing joined, not an employer; "joined Globex" is one.
+    make: (m) => (/^join/.test(m[2]) && /^(?:a|an|the|this|that|some|my|our)\b/i.test(m[3].trim()) ? undefined : single(m[1], ["employer"], m[3])),
+  },
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:work|works|working) remotely (?:for|at) (.+)`),
+    make: (m) => single(m[1], ["employer"], m[2]),
+  },
+  // One's job: "I'm a junior developer", "I was promoted to senior developer", "I became a nurse practitioner".
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am| is|'re| are| was promoted to| got promoted to| have been promoted to|'ve been promoted to| has been promoted to| became| become| work as| works as| working as| started as| now work as| hired as| got hired as)(?: now| currently| still| officially)? (?:a |an |the )?((?:[\w-]+ ){0,2}(?:${JOB}))\b`),
+    make: (m, clause) => {
+      const job = single(m[1], ["job"], m[2]);
+      // "I'm a sous chef at Nopi": the job, and the employer.
+      const at = new RegExp(String.raw`${m[2].replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} (?:at|for|with) (?!home\b|night\b|the moment\b)(.+)`).exec(clause);
+      const employer = at ? single(m[1], ["employer"], at[1]) : undefined;
+      return [job, employer].filter((f): f is Fact => f !== undefined);
+    },
+  },
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:on|in|part of|joined|moved to|switched to|transferred to) the ([\w-]+(?: [\w-]+)?) (team|squad|department)\b`),
+    make: (m) => single(m[1], [m[3]], m[2]),
+  },
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:lead|leads|leading|run|runs|running|manage|manages|managing|in charge of|moved to|switched to|transferred to) the (.+?) project\b`),
+    make: (m) => single(m[1], ["project"], m[2]),
+  },
+  // States: relationship, diet, age, weight.
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am|'s| is|'re| are| got| just got| have been|'ve been| has been| became| went)(?: now| currently| still| officially| happily)? (married|single|engaged|divorced|separated|widowed|dating|in a relationship)\b`),
+    make: (m) => single(m[1], ["status"], m[2]),
+  },
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am|'s| is|'re| are| went| have gone|'ve gone| became| turned)(?: now| currently| still| fully| mostly| strictly)? (vegetarian|vegan|pescatarian|keto|gluten-free|dairy-free|paleo|carnivore|omnivore|teetotal|sober)\b`),
+    make: (m) => single(m[1], ["diet"], m[2]),
+  },
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am|'s| is| just turned| turned|'ll be| will be| am now|'m now) (\d{1,3})(?: years old| year old| yo)?(?=$|[\s,.!])(?! (?:minutes|hours|days|weeks|months|kg|lbs|pounds|miles|km|percent|%))`),
+    make: (m) => single(m[1], ["age"], m[2]),
+  },
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:weigh|weighs) (.+)`),
+    make: (m) => single(m[1], ["weight"], m[2]),
+  },
+  // A child's school: "my daughter goes to Oakwood Elementary", "…switched to Lincoln Elementary".
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:go|goes|going|attend|attends|attending|switched|transferred|changed schools|moved|started)(?: (?:to|at))? (.+)`),
+    make: (m) => (SCHOOL.test(fold(m[2])) ? single(m[1], ["school"], m[2]) : undefined),
+  },
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am|'s| is|'re| are)(?: now| still| currently)? a member of (?:the )?(.+)`),
+    make: (m) => {
+      const value = cleanValue(m[2]);
+      const words = value.split(" ");
+      return single(m[1], ["member", ...words.slice(-2).map(stem)], m[2]);
+    },
+  },
+  // A dose: "I take 10mg of lisinopril", "my lisinopril dose was changed to 20mg".
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:take|takes|taking|on) ([\d.]+ ?(?:mg|mcg|g|ml|units|iu|pills?|tablets?|capsules?)) (?:of )?([A-Za-z-]+)`),
+    make: (m) => single(m[1], ["dose", stem(m[3])], m[2]),
+  },
+  // Cars: "I drive a 2012 Honda Civic" (one at a time, mostly, but a change cue is needed).
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:drive|drives|driving) (?:a |an |the )?(.+)`),
+    make: (m) => {
+      const f = single(m[1], ["car"], m[2]);
+      return f && { ...f, multi: true };
+    },
+  },
+];
+
+/** "switched from Vim to VS Code", "moved from Heroku to Fly.io", "traded the Civic in for a Tesla". */
+const SWITCH = [
+  /\b(?:switched|switching|changed|changing|moved|moving|went|converted|upgraded|downgraded|migrated|migrating|transitioned|swapped|swapping|transferred|jumped|ditched|dropped|left)(?: (?:my|our|the|all|over)(?: [\w-]+){1,3})? (?:over |all )?from (?:the |a |an |my |our )?(.+?) (?:to|for|over to|in favou?r of) (?:the |a |an |my |our )?(.+)/,
+  /\btraded (?:in )?(?:the |a |an |my |our )?(.+?) (?:in )?for (?:the |a |an |my |our )?(.+)/,
+  /\b(?:ditched|dropped|replaced|swapped|switched out) (?:the |a |an |my |our )?(.+?) (?:for|with) (?:the |a |an |my |our )?(.+)/,
+];
+/** Things a note names without "the" at its start ("Home is…", "Pickup is now at 3:45"): not names. */
+const COMMON_HEADS =
+  /^(?:home|rent|dinner|lunch|breakfast|pickup|drop-off|dropoff|practice|class|school|work|payday|checkout|check-in|bedtime|training|rehearsal|church|therapy|daycare|standup|stand-up|payroll|registration|kickoff|kick-off|orientation|graduation|brunch|choir|band practice|swim class|bin collection|trash day|recycling|parking|wifi|internet|electricity|insurance|tuition|mortgage|salary|budget|office|checkup|check-up)$/i;
+
+/** "I edit photos in Lightroom", "I keep my savings at HSBC": a tool or place for a task (many at once). */
+const TOOL = new RegExp(
+  String.raw`(?:^|\s)${SUBJ}${AUX} (edit|edits|write|writes|code|codes|design|designs|draw|draws|plan|plans|track|tracks|store|stores|keep|keeps|manage|manages|host|hosts|build|builds|record|records|mix|mixes|sync|syncs|back up|backs up|organi[sz]e|organi[sz]es|do|does|file|files|book|books|buy|buys|order|orders) ((?:my |our |the |all )?(?:[a-z][\w-]* ){0,2}?[a-z][\w-]*) (?:in|with|on|using|at|through|via|from) ([A-Z][\w.+-]*(?: [A-Z0-9][\w.+-]*)*)`,
+);
+
+/** "switched to Neovim from Emacs": the new value first. */
+const SWITCH_BACK = /\b(?:switched|switching|changed|moved|went|converted|migrated|swapped|jumped)(?: over)? to (?:the |a |an |my |our )?(.+?) from (?:the |a |an |my |our )?(.+)/;
+SWITCH.push(SWITCH_BACK);
+/** "New PIN: 7730", "Got a new locker number: 87": a new value, introduced by its attribute. */
+const NEW_VALUE = /^(?:(?:I |we )?(?:got|have|'ve got|received|was given|were given) )?(?:a |an |my |our )?new ([a-zA-Z][\w -]{0,40}?)(?::| is| -|,)\s+(.+)/i;
+/** "Sofia is my line manager": a name, then the attribute it is the value of. */
+const IS_MY = /^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}) (?:is|'s) (?:now )?(my|our) ((?:[a-z][\w-]* ){0,2}[a-z][\w-]*)$/;
+/** "Yesterday was my first day at Dishoom": a new employer. */
+const FIRST_DAY = /\b(?:my )?first (?:day|week|shift) (?:at|with) (.+)/i;
+
+/** "I no longer drink coffee", "I stopped eating meat", "I quit smoking", "I don't use Vim anymore". */
+const STOPPED = new RegExp(
+  String.raw`(?:^|\s)${SUBJ}(?:'ve| have| has)? (?:no longer|don't|do not|doesn't|does not|never|stopped|quit|gave up|have stopped|'ve stopped|have quit|'ve quit|am done|'m done) (?:really |even |ever )?([a-z]+)(?: (.+))?`,
+);
+const FEELING = new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m|'re| am| are| do| does)?(?: now| really| actually| absolutely| totally| still| kind of| kinda| honestly| just| genuinely| truly| so| no longer)* (${FEELING_VERBS}|into|not into|a fan of|a big fan of|a huge fan of|not a fan of|obsessed with|sick of|tired of|done with|crazy about|mad about) (.+)`);
+/** "My dentist is Dr. Lee", "The standup moved to 10am", "Our project code name is Kestrel": a thing, a link, a value. */
+const LINK_START =
+  "is|are|'s|'re|has|have|will|got|gets|now|currently|still|officially|finally|just|always|permanently|been|was|were|changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought|went|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed|meets|meet|starts|start|begins|begin|happens|runs|opens|takes|costs|leaves|departs|arrives|comes";
+const THING_IS = new RegExp(String.raw`^${THING}(?= (?:${LINK_START})\b)${LINK} (?:(?:at|on|in|for|from|by|with) )?(.+)`);
+
+/** The facts a memory states; empty for most chat. */
+export function factsOf(content: string): Fact[] {
+  const facts: Fact[] = [];
+  // A transcript line ("Caroline: I moved to Boston"): "I" is the speaker, not the user.
+  const speaker = speakerOf(content);
+  const body = speaker ? content.slice(speaker[0].length) : content;
+  for (const { text } of clauses(body)) {
+    if (HYPOTHETICAL.test(text) || MAY.test(text)) continue;
+    let found = false;
+    for (const re of SWITCH) {
+      const m = re.exec(text);
+      if (!m) continue;
+      const reversed = re === SWITCH_BACK;
+      const [from, to] = reversed ? [cleanValue(m[2]), cleanValue(m[1])] : [cleanValue(m[1]), cleanValue(m[2])];
+      if (!from || !to || from === to) continue;
+      facts.push({ subject: "self", attr: ["switch"], value: from, negated: true, multi: true }, { subject: "self", attr: ["switch"], value: to, multi: true });
+      // "replaced my laptop with a MacBook Air": the laptop is now a MacBook Air.
+      if (/replaced|switched out/.test(m[0])) facts.push({ subject: "self", attr: attrWords(m[1]), value: to });
+      found = true;
+      break;
+    }
+    const stopped = STOPPED.exec(text);
+    if (stopped && !/^(?:like|enjoy|know|think|have|want|need|care|mind|remember|understand|see|get|feel|agree|believe|worry)$/.test(stopped[2])) {
+      facts.push({ subject: subjectOf(stopped[1]), attr: [stem(stopped[2].split(" ")[0])], value: stopped[3] ? cleanValue(stopped[3]) : "", negated: true, multi: true });
+      found = true;
+    }
+    const feeling = FEELING.exec(text);
+    if (feeling) {
+      const object = cleanValue(feeling[3]);
+      const polarity = FEELINGS.find(([re]) => re.test(feeling[2]))?.[1];
+      if (object && polarity && !NOT_A_VALUE.test(object.split(" ")[0])) {
+        facts.push({ subject: subjectOf(feeling[1]), attr: ["feels", ...object.split(" ").map(stem)], value: polarity });
+        found = true;
+      }
+    }
+    const fresh = NEW_VALUE.exec(text);
+    if (fresh) {
+      const f = single("self", attrWords(fresh[1]), fresh[2]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const isMy = IS_MY.exec(text.replace(/[.!]+$/, ""));
+    if (isMy && !/^(?:it|this|that|he|she|there|what|who)$/i.test(isMy[1])) {
+      const f = single("self", attrWords(isMy[3]), isMy[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const firstDay = FIRST_DAY.exec(text);
+    if (firstDay && !/^(?:a|an|the|school|college|university|kindergarten)\b/i.test(firstDay[1].trim())) {
+      const f = single("self", ["employer"], firstDay[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    for (const rule of RULES) {
+      const m = rule.re.exec(text);
+      if (!m) continue;
+      const made = rule.make(m, text);
+      for (const f of Array.isArray(made) ? made : made ? [made] : []) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const tool = TOOL.exec(text);
+    if (!found && !stopped && tool) {
+      const value = cleanValue(tool[4]);
+      if (value) {
+        facts.push({ subject: subjectOf(tool[1]), attr: [stem(tool[2]), ...attrWords(tool[3])], value, multi: true });
+        found = true;
+      }
+    }
+    if (!found && !stopped) {
+      const pref = new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (${PREFS}) (.+)`).exec(text);
+      if (pref) {
+        const value = cleanValue(pref[3]);
+        if (value) {
+          facts.push({ subject: subjectOf(pref[1]), attr: [stem(pref[2].split(" ")[0])], value, multi: true });
+          found = true;
+        }
+      }
+    }
+    if (!found) {
+      const m = THING_IS.exec(text);
+      // Present tense or a change: "my flight was on the 14th" is an event, not a current value.
+      const first = m?.[2].split(" ")[0] ?? "";
+      const owner = m?.[1].trim() ?? "";
+      if (
+        m &&
+        (m[3].trim() || m[4]) &&
+        !(m[3].trim() && !m[4] && /^to [a-z]/.test(m[5])) && // "my goal is to help": a plan
+        !/^(?:i|we|you|your|he|she|it|they|this|that|there|here|what|who|which|everything|nothing|something|everyone|someone|his|her|their|let|lets)$/i.test(first) &&
+        !/^(?:it|that|he|she|there|what|who|let|here|where|how)'s$/i.test(owner) &&
+        (owner || !/(?:ing|ed)$/.test(first))
+      ) {
+        const possessor = /^(?:my|our|the|its|their) ([a-z]+)'s$/i.exec(owner)?.[1] ?? /^([A-Za-z][\w-]*)'s$/.exec(owner)?.[1];
+        let attr = attrWords(m[2]);
+        let rest = m[5];
+        // "The bill is paid from the joint account": the verb belongs to the attribute.
+        const passive = /^(\w+ed|paid|held|led|run|kept|made|done|built|sent|written|taught|hosted|owned|handled|covered) (?:from|by|in|at|on|with|through|via|to|for|under) (.+)/.exec(rest);
+        if (passive) {
+          attr = [...attr, stem(passive[1])];
+          rest = passive[2];
+        }
+        const value = cleanValue(rest);
+        if (attr.length && value && !NOT_A_VALUE.test(value.split(" ")[0]) && (owner || /^[a-z]/.test(m[2]) || /^(?:[A-Z][a-z]+ )?[a-z]/.test(m[2]) || COMMON_HEADS.test(m[2]))) {
+          facts.push({ subject: possessor ? subjectOf(possessor) : /^(?:their|his|her)\b/i.test(owner) ? "other" : "self", attr, value });
+        }
+      }
+    }
+  }
+  const who = speaker ? `speaker:${fold(speaker[1]).replace(/\s+/g, "-")}` : undefined;
+  return facts.filter((f) => f.attr.length && f.subject !== "other").map((f) => (who && f.subject === "self" ? { ...f, subject: who } : f));
+}
+
+/** "Caroline: …", "Dr. Weber: …" at the start of a memory: who is speaking. */
+const SPEAKER = /^([A-Z][a-z][\w.'-]*(?: [A-Z][a-z][\w.'-]*){0,2}):\s+/;
+/** Labels that end in a colon without being speakers ("New PIN: 7730", "Update: …"). */
+const NOT_SPEAKERS = new RegExp(`^(?:${NOT_NAMES}|New|Note|Notes|Update|Reminder|Todo|Re|Subject|Address|Phone|Email|Password|Code|Time|Date|Location|Where|When|Home|Work|Fyi|Ps|Edit|Correction|Important|Info)\\b`);
+
+function speakerOf(content: string): RegExpExecArray | null {
+  const m = SPEAKER.exec(content);
+  return m && !NOT_SPEAKERS.test(m[1]) ? m : null;
+}
+
+/** Words that carry no fact: a memory of only these ("Thanks!", "ok, see you") is chat, never a duplicate. */
+const PHATIC = new Set(
+  "a an the i you we it is are was be to of and or so too very really just thanks thank ok okay yes yeah yep no nope sure cool great nice good awesome wow haha lol hi hey hello bye see soon later totally agree same me definitely absolutely right true sounds love that this my your oh ah hmm well glad happy".split(" "),
+);
+/** Fewest words, and fewest words beyond PHATIC, a memory needs before a second copy counts as a duplicate. */
+const DUPLICATE_MIN_WORDS = 4;
+const DUPLICATE_MIN_CONTENT_WORDS = 2;
+
+/**
+ * The folded text a duplicate is recognised by (punctuation, case, accents and spacing aside), or
+ * undefined for memories too short or too empty of content to be facts ("Thanks!", "ok").
+ */
+export function textKey(content: string): string | undefined {
+  const words = fold(content).replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean);
+  if (words.length < DUPLICATE_MIN_WORDS) return undefined;
+  if (words.filter((w) => !PHATIC.has(w)).length < DUPLICATE_MIN_CONTENT_WORDS) return undefined;
+  return `${TEXT_KEY}${words.join(" ")}`;
+}
+
+const valueWords = (value: string) => value.split(/[\s/]+/).filter((w) => w.length > 1 && !/^(?:in|on|at|for|of|to|with|and|or|by)$/.test(w)).map(stem);
+
+/** The keys a memory is stored with (Store.memoriesMatching): its text key, and per fact its attribute words and, for preferences, its value words. */
+export function matchKeysOf(content: string, facts = factsOf(content)): string[] {
+  const keys: string[] = [];
+  const text = textKey(content);
+  if (text) keys.push(text);
+  for (const f of facts) {
+    if (f.negated) continue;
+    for (const w of f.attr) if (w !== "feels") keys.push(`${FACT_KEY}${f.subject}.${w}`);
+    if (f.multi) for (const w of valueWords(f.value)) keys.push(`${VALUE_KEY}${w}`);
+  }
+  return [...new Set(keys)];
+}
+
+/** The keys to find older memories by: a new memory's own, and the values it says it left ("switched from Vim"). */
+export function lookupKeysOf(content: string, facts = factsOf(content)): string[] {
+  const keys = matchKeysOf(content, facts);
+  for (const f of facts) {
+    if (!f.negated) continue;
+    if (f.attr[0] !== "switch") keys.push(`${FACT_KEY}${f.subject}.${f.attr[0]}`);
+    for (const w of valueWords(f.value)) keys.push(`${VALUE_KEY}${w}`);
+  }
+  return [...new Set(keys)];
+}
+
+const subset = (a: string[], b: string[]) => a.every((w) => b.includes(w));
+/**
+ * One attribute: the same subject, and attribute words one within the other, with the same head
+ * noun ("the team standup" and "the standup"), or at least two words shared whole ("the project
+ * review meeting" and "the project review"). "The coffee machine at the office" is not "my office".
+ */
+const sameAttr = (a: Fact, b: Fact) => {
+  if (a.subject !== b.subject) return false;
+  const [short, long] = a.attr.length <= b.attr.length ? [a.attr, b.attr] : [b.attr, a.attr];
+  if (!subset(short, long)) return false;
+  return short[0] === long[0] || short.length >= 2 || short[0] === "feels";
+};
+/** The negated value is among the old value's words ("coffee" in "three coffees a day"); "" matches anything. */
+const mentions = (old: string, negated: string) => negated === "" || subset(valueWords(negated), valueWords(old));
+
+/**
+ * Why `newer` replaces `older` (of one user and agent, `older` current), or undefined when it
+ * doesn't: a fact both state with different values, a negation of an older fact, or a switch away
+ * from an older value.
+ */
+export function replacementReason(newer: string, older: string, newerFacts = factsOf(newer), olderFacts = factsOf(older)): string | undefined {
+  const foldedNew = fold(newer);
+  if (ADDITIVE.test(foldedNew)) return undefined;
+  const changed = CHANGE.test(foldedNew);
+  for (const f of newerFacts) {
+    for (const o of olderFacts) {
+      if (o.negated) continue;
+      if (f.negated) {
+        const matches = f.attr[0] === "switch" ? o.value !== "" && mentions(o.value, f.value) && o.subject === f.subject : sameAttr(f, o) && mentions(o.value, f.value);
+        if (matches) return `no longer ${o.attr.join(" ")}: ${o.value}`;
+        continue;
+      }
+      if (f.attr[0] === "switch" || o.attr[0] === "switch") continue;
+      if (!sameAttr(f, o) || o.value === f.value) continue;
+      if ((f.multi || o.multi) && !PREFERENCE_CHANGE.test(foldedNew)) continue;
+      if (!changed && !(f.multi || o.multi) && false) continue;
+      return `${f.subject}.${f.attr.join("-")}: ${o.value} → ${f.value}`;
+    }
+  }
+  return undefined;
+}

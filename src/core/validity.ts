@@ -1,0 +1,252 @@
+import { MmError, validationError } from "../errors.js";
+import type { MemoryRecord, MemoryRow, Store, StoreWriter } from "../storage/store.js";
+import { lookupKeysOf, factsOf, replacementReason, textKey, TEXT_KEY, type Fact } from "./supersede.js";
+
+/**
+ * Which memories are true now: replaced facts (supersededBy, supersededAt, supersedes), duplicates,
+ * and each memory's history. The rules of detection are in core/supersede.ts; this module applies
+ * them to the store, under the write lock.
+ *
+ * A replacement is recorded on the replaced memory only (its supersededBy and supersededAt, and
+ * an event in its history), so it is one row written in one commit: whole or not at all, even
+ * under `kill -9`. A memory's `supersedes` is read back from the rows that name it.
+ */
+
+/** One earlier version of a memory, or one event of its life, as kept in its `history` column. */
+export interface HistoryEntry {
+  /** "version": the content, tags and metadata before a PATCH; "superseded" / "restored": an event. */
+  type: "version" | "superseded" | "restored";
+  /** When this happened (the PATCH, the replacement, the restore). */
+  at: string;
+  content?: string;
+  agentId?: string | null;
+  tags?: string[];
+  metadata?: Record<string, unknown> | null;
+  entityIds?: string[];
+  /** For a version: when it became true (its updatedAt then). */
+  validFrom?: string;
+  /** For "superseded": the replacing memory; for "restored": the one that had replaced it. */
+  memoryId?: string;
+  /** "explicit", or what detection matched ("self.home: paris → berlin"). */
+  reason?: string;
+}
+
+export function readHistory(text: string | null | undefined): HistoryEntry[] {
+  if (!text) return [];
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    return Array.isArray(parsed) ? (parsed as HistoryEntry[]) : [];
+  } catch {
+    return [];
+  }
+}
+
+export function withHistory(row: MemoryRow, entry: HistoryEntry): string {
+  return JSON.stringify([...readHistory(row.history), entry]);
+}
+
+/** A memory row marked replaced by `by` at `at`, with the event in its history. */
+export function markReplaced(row: MemoryRow, by: string, at: string, reason: string): MemoryRow {
+  return { ...row, supersededBy: by, supersededAt: at, history: withHistory(row, { type: "superseded", at, memoryId: by, reason }) };
+}
+
+/** What a create asks for beyond the row: replacements it names, and whether to detect and deduplicate. */
+export interface Incoming {
+  row: MemoryRow;
+  /** Ids the caller says this memory replaces (checked: same account, same user). */
+  supersedes?: string[];
+  /** Look for older memories this one replaces (default on). */
+  detect: boolean;
+  /** Store nothing when a current memory of the same user and agent already says the same (default on). */
+  dedupe: boolean;
+}
+
+/** What became of one incoming memory. */
+export interface Settled {
+  /** The current memory that already said the same: nothing new was stored. */
+  duplicateOf?: MemoryRecord;
+  /** The memories it replaced (explicitly or detected). */
+  replaced: string[];
+  /** Why it can't be created (an id in `supersedes` that doesn't exist, or is another user's). */
+  error?: MmError;
+}
+
+/** Replacements decided before the commit: existing rows to mark, and new rows marked by later new ones. */
+export interface Plan {
+  items: Incoming[];
+  settled: Settled[];
+  /** existing row id → [index of the incoming that replaces it, reason] */
+  marks: Map<string, { by: number; reason: string }>;
+  /** incoming index → [index of a later incoming that replaces it, reason] */
+  inBatch: Map<number, { by: number; reason: string }>;
+}
+
+/**
+ * Decides, under the write lock and before the commit, what each incoming memory duplicates and
+ * replaces. One filtered query per user in the batch finds the older current memories that share
+ * a match key with any of them (core/supersede.ts): no scan, no vector search.
+ */
+export async function planIncoming(store: Store, items: Incoming[]): Promise<Plan> {
+  const settled: Settled[] = items.map(() => ({ replaced: [] }));
+  const marks = new Map<string, { by: number; reason: string }>();
+  const inBatch = new Map<number, { by: number; reason: string }>();
+  const facts: Fact[][] = items.map((it) => (it.detect ? factsOf(it.row.content) : []));
+
+  // Explicit replacements: every id must be a memory of the same account and user.
+  const byAccount = new Map<string, string[]>();
+  for (const it of items) if (it.supersedes?.length) byAccount.set(it.row.accountId, [...(byAccount.get(it.row.accountId) ?? []), ...it.supersedes]);
+  const found = new Map<string, MemoryRecord>();
+  for (const [accountId, ids] of byAccount) for (const r of await store.memoriesByIds({ accountId }, ids)) found.set(`${accountId}\u0000${r.id}`, r);
+  items.forEach((it, i) => {
+    for (const id of it.supersedes ?? []) {
+      const old = found.get(`${it.row.accountId}\u0000${id}`);
+      if (!old) settled[i].error = new MmError("MEMORY_NOT_FOUND", `Memory ${id} does not exist.`, { field: "supersedes" });
+      else if (old.userId !== it.row.userId) settled[i].error = validationError("supersedes", `memory ${id} belongs to another user; a memory can only replace one of its own user's`);
+    }
+  });
+
+  // Older current memories sharing a key with the batch, per account and user.
+  const groups = new Map<string, number[]>();
+  items.forEach((it, i) => {
+    if (settled[i].error || (!it.detect && !it.dedupe)) return;
+    const k = `${it.row.accountId}\u0000${it.row.userId}`;
+    groups.set(k, [...(groups.get(k) ?? []), i]);
+  });
+  const candidates = new Map<string, MemoryRecord[]>();
+  for (const [k, indexes] of groups) {
+    const [accountId, userId] = k.split("\u0000");
+    const keys = indexes.flatMap((i) => lookupKeysOf(items[i].row.content, facts[i]));
+    candidates.set(k, keys.length ? await store.memoriesMatching({ accountId, userId, current: true }, keys) : []);
+  }
+
+  const superseded = new Set<string>();
+  items.forEach((it, i) => {
+    if (settled[i].error) return;
+    const row = it.row;
+    const same = (r: { agentId: string | null }) => r.agentId === row.agentId;
+    const older = (candidates.get(`${row.accountId}\u0000${row.userId}`) ?? []).filter((r) => same(r) && !superseded.has(r.id));
+    const earlier = items.slice(0, i).map((e, j) => ({ e, j })).filter(({ e, j }) => !settled[j].error && !settled[j].duplicateOf && !inBatch.has(j) && e.row.accountId === row.accountId && e.row.userId === row.userId && same(e.row));
+    if (it.dedupe && !it.supersedes?.length) {
+      const key = textKey(row.content);
+      if (key) {
+        // The same words with other tags or metadata record another event (a turn said again in a
+        // later session): not a duplicate.
+        const sameRecord = (r: MemoryRecord) => sameList(r.tags, row.tags) && (r.metadata ?? "") === (row.metadata ?? "");
+        const twin = older.find((r) => r.matchKeys.includes(key) && sameRecord(r)) ?? earlier.find(({ e }) => textKey(e.row.content) === key && sameRecord(e.row))?.e.row;
+        if (twin) {
+          settled[i].duplicateOf = twin;
+          return;
+        }
+      }
+    }
+    for (const id of it.supersedes ?? []) {
+      marks.set(id, { by: i, reason: "explicit" });
+      settled[i].replaced.push(id);
+      superseded.add(id);
+    }
+    if (!it.detect || !facts[i].length) return;
+    for (const old of older) {
+      if (superseded.has(old.id) || !old.matchKeys.some((k) => !k.startsWith(TEXT_KEY))) continue;
+      const reason = replacementReason(row.content, old.content, facts[i]);
+      if (!reason) continue;
+      marks.set(old.id, { by: i, reason });
+      settled[i].replaced.push(old.id);
+      superseded.add(old.id);
+    }
+    for (const { e, j } of earlier) {
+      if (!facts[j].length && !it.detect) continue;
+      const reason = replacementReason(row.content, e.row.content, facts[i], facts[j].length ? facts[j] : factsOf(e.row.content));
+      if (!reason) continue;
+      inBatch.set(j, { by: i, reason });
+      settled[i].replaced.push(e.row.id);
+    }
+  });
+  return { items, settled, marks, inBatch };
+}
+
+/**
+ * Commits a plan for the incoming memories at `admitted` (the others failed or were refused by
+ * quota): inserts the new rows (a new row replaced by a later one in the same batch goes in already
+ * marked), then marks the older rows they replace, one commit per segment. A crash between the two
+ * commits leaves the new memories stored and the older ones current: the replacement is not
+ * recorded, never half-recorded.
+ */
+export async function applyPlan(w: StoreWriter, plan: Plan, admitted: number[]): Promise<void> {
+  // A replaced memory stopped being true when the one replacing it was recorded.
+  const at = (by: number) => plan.items[by].row.createdAt;
+  const ok = new Set(admitted.filter((i) => !plan.settled[i].error && !plan.settled[i].duplicateOf));
+  const rows = [...ok].sort((a, b) => a - b).map((i) => {
+    const mark = plan.inBatch.get(i);
+    const row = plan.items[i].row;
+    return mark && ok.has(mark.by) ? markReplaced(row, plan.items[mark.by].row.id, at(mark.by), mark.reason) : row;
+  });
+  await w.insertMemories(rows);
+  const marks = [...plan.marks].filter(([, m]) => ok.has(m.by));
+  if (!marks.length) return;
+  await w.store.hooks?.("supersede:after-insert");
+  const byAccount = new Map<string, [string, { by: number; reason: string }][]>();
+  for (const m of marks) {
+    const acct = plan.items[m[1].by].row.accountId;
+    byAccount.set(acct, [...(byAccount.get(acct) ?? []), m]);
+  }
+  for (const [acct, list] of byAccount) {
+    const current = await w.store.getMemoryRows(acct, list.map(([id]) => id));
+    const byId = new Map(list);
+    await w.replaceMemories(
+      current.map((r) => {
+        const { by, reason } = byId.get(r.id)!;
+        return markReplaced(r, plan.items[by].row.id, at(by), reason);
+      }),
+    );
+  }
+}
+
+/** The memory `id` replaced, following supersededBy: refuses self-replacement and cycles. */
+export async function assertNoCycle(store: Store, accountId: string, oldId: string, newId: string): Promise<void> {
+  if (oldId === newId) throw validationError("supersedes", "a memory cannot replace itself");
+  let at: string | null = newId;
+  const seen = new Set<string>();
+  while (at && !seen.has(at)) {
+    seen.add(at);
+    const r: MemoryRecord | undefined = await store.getMemory(accountId, at);
+    at = r?.supersededBy ?? null;
+    if (at === oldId) throw validationError("supersedes", `memory ${newId} is itself replaced, directly or through others, by ${oldId}; that would make a cycle`);
+  }
+}
+
+/**
+ * The search filter for what is true (Store.memoryWhere): by default only current memories;
+ * `includeSuperseded` brings replaced ones back; `asOf` keeps what existed and was current then.
+ */
+export function validityFilter(input: { includeSuperseded?: boolean; asOf?: string }): { current?: true; asOf?: string } {
+  if (input.asOf !== undefined) return { asOf: input.asOf };
+  return input.includeSuperseded ? {} : { current: true };
+}
+
+/**
+ * Ranked hits with every replaced memory moved just below the memory that replaced it, when both
+ * are among them: with includeSuperseded, an old fact never ranks above its replacement.
+ */
+export function replacedAfterReplacing<T extends { record: MemoryRecord; score: number }>(hits: T[]): T[] {
+  if (!hits.some((h) => h.record.supersededBy)) return hits;
+  const ids = new Set(hits.map((h) => h.record.id));
+  const waiting = new Map<string, T[]>();
+  const out: T[] = [];
+  const place = (h: T) => {
+    out.push(h);
+    // Its score is capped at its replacement's, so scores still descend.
+    for (const w of waiting.get(h.record.id) ?? []) place({ ...w, score: Math.min(w.score, h.score) });
+    waiting.delete(h.record.id);
+  };
+  for (const h of hits) {
+    const by = h.record.supersededBy;
+    if (by && ids.has(by) && !out.some((o) => o.record.id === by)) waiting.set(by, [...(waiting.get(by) ?? []), h]);
+    else place(h);
+  }
+  for (const rest of waiting.values()) out.push(...rest);
+  return out;
+}
+
+function sameList(a: string[], b: string[]): boolean {
+  return a.length === b.length && [...a].sort().every((x, i) => x === [...b].sort()[i]);
+}
