@@ -48,9 +48,15 @@ const ctx = await openContext({ storeDir: store, env: process.env });
 try {
   for (const u of users) await load(u);
   const parts = { dev: tally(), heldOut: tally() };
+  const byUser = {};
   for (const u of users) {
     const t = HELD_OUT.has(u.userId) ? parts.heldOut : parts.dev;
-    for (const q of u.questions) await ask(u, q, t);
+    const own = tally();
+    for (const q of u.questions) {
+      await ask(u, q, t);
+      await ask(u, q, own, false);
+    }
+    byUser[u.userId] = { style: u.style, ...figures(own) };
   }
   // Wrong-user questions: every question asked of the next user of the same part, whose memories
   // are about another life, so any hit at 0.5 is wrong.
@@ -66,7 +72,7 @@ try {
       }
     }
   }
-  const report = { mode, users: users.length, memories: users.reduce((n, u) => n + u.memories.length, 0), parts: Object.fromEntries(Object.entries(parts).map(([k, t]) => [k, figures(t)])) };
+  const report = { mode, users: users.length, memories: users.reduce((n, u) => n + u.memories.length, 0), parts: Object.fromEntries(Object.entries(parts).map(([k, t]) => [k, figures(t)])), byUser };
   printTable(report);
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
@@ -89,7 +95,8 @@ async function load(u) {
     }
     await createEntities(ctx, { userId: u.userId }, { entities: [...byEntity.values()].map(({ ids, ...e }) => e) });
     // Map stored observations back to the set's ids by content (unique within a user).
-    const byContent = new Map(u.memories.map((m) => [m.content, m.id]));
+    // mm stores an observation that doesn't name its entity as "Entity: observation".
+    const byContent = new Map(u.memories.flatMap((m) => [[m.content, m.id], [`${m.entity}: ${m.content}`, m.id]]));
     for (let page = 1; ; page++) {
       const p = await listMemories(ctx, { userId: u.userId, page, limit: 100 });
       for (const item of p.items) u.idOf.set(item.id, byContent.get(item.content));
@@ -107,7 +114,7 @@ function tally() {
   return { reworded: { n: 0, returned: 0, first: 0 }, shared: { n: 0, returned: 0, others: 0 }, unanswerable: { n: 0, withHit: 0 }, wrongUser: { n: 0, withHit: 0 } };
 }
 
-async function ask(u, q, t) {
+async function ask(u, q, t, log = true) {
   const { results } = await searchMemories(ctx, { query: q.q, userId: u.userId, mode, threshold: 0, limit: 50 });
   const hits = results.map((h) => ({ id: u.idOf.get(h.id), score: h.score, content: h.content }));
   const passed = hits.filter((h) => h.score >= 0.5);
@@ -132,7 +139,7 @@ async function ask(u, q, t) {
     t.unanswerable.withHit += passed.length ? 1 : 0;
     miss = passed.length > 0;
   }
-  if (show && miss) {
+  if (show && log && miss) {
     const top = hits.slice(0, 2).map((h) => `${answers.has(h.id) ? "*" : ""}${h.score.toFixed(3)} ${h.content.slice(0, 60)}`);
     console.log(`[${u.userId} ${q.kind}] ${q.q}\n    ${top.join("\n    ")}`);
   }

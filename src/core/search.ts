@@ -140,7 +140,10 @@ function withLead(candidates: Candidate[], terms: Term[], unfetchedBound: number
   if (unfetchedBound >= LEAD.unless || !terms.some((t) => englishCount(t.stem) > 0)) return candidates;
   const byCosine = [...candidates].sort((a, b) => (b.cosine ?? 0) - (a.cosine ?? 0));
   const top = byCosine[0];
-  if (top && !(top.coverage ?? 0)) top.lead = leadScore(top.cosine ?? 0, byCosine[1]?.cosine ?? 0);
+  // Only a lead that passes counts: a weaker one would reorder memories it doesn't speak for (a
+  // note that merely shares no word ranked above the partial matches of a question's words).
+  const lead = top && !(top.coverage ?? 0) ? leadScore(top.cosine ?? 0, byCosine[1]?.cosine ?? 0) : 0;
+  if (lead >= LEAD.unless) top.lead = lead;
   return candidates;
 }
 

@@ -87,7 +87,9 @@ describe("mm import --from mcp-memory: an observation keeps its subject (issue 2
     });
     const r = await runMm(["import", "--from", "mcp-memory", file, "--user", "me"], { store });
     expect(r.code, r.stderr).toBe(0);
-    const found = json(await runMm(["memories", "search", "where is Acme headquartered?", "--user", "me"], { store }));
+    // It ranks first, above Globex's HQ; it doesn't pass 0.5, as it lacks "headquartered"
+    // (docs/search-quality.md: a note that lacks some of the question's words is discounted).
+    const found = json(await runMm(["memories", "search", "where is Acme headquartered?", "--user", "me", "--threshold", "0"], { store }));
     expect(found.results[0]?.content).toBe("Acme: HQ is in Phoenix");
     // An observation that names its entity already is stored as written.
     const founded = json(await runMm(["memories", "search", "Founded by Acme's two engineers", "--user", "me"], { store }));

@@ -52,7 +52,7 @@ export function registerImport(program: Command, app: CliApp): void {
           Promise.reject(new MmError("VALIDATION_ERROR", `Cannot read ${file}: ${err.message}`, { details: [{ field: "file", message: err.message }] })),
         );
         if ((await stat(file)).isDirectory()) {
-          throw new MmError("VALIDATION_ERROR", `${file} is a directory; give the file to import (an export's .jsonl, memory.jsonl, or mem0's export).`, {
+          throw new MmError("VALIDATION_ERROR", `${file} is a directory; give the file to import: an export's .jsonl, memory.jsonl, or mem0's export.`, {
             details: [{ field: "file", message: "is a directory" }],
           });
         }
