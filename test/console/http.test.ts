@@ -175,9 +175,9 @@ describe("the console over HTTP", () => {
   });
 
   it("spends no quota or rate for a request from another site or port (an <img> on 127.0.0.1:OTHER); read-only pages still open from a link", async () => {
-    const acct = await server.account("globex", "free");
+    const acct = await server.account("hooli", "free");
     const used = async () => (await server.ledger.usage(acct.id, 1000)).used;
-    const { cookie } = await signIn("globex");
+    const { cookie } = await signIn("hooli");
     const otherPort = new URL(server.url);
     otherPort.port = String(Number(otherPort.port) + 1);
     const img = { "Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image" };
