@@ -125,7 +125,9 @@ describe("maintenance racing writers (real LanceDB, three processes)", () => {
       }
     };
     // At a hook between index build and compaction, then at moments inside LanceDB's own work.
-    const trials: { delayMs?: number; killAt?: string }[] = [{ killAt: "maintenance:before-compact" }, { delayMs: 30 }, { delayMs: 120 }, { delayMs: 300 }, { delayMs: 600 }];
+    // Short delays: on a quiet machine a pass over 200 rows can end within 300 ms, and a kill after
+    // it proves nothing (a CI run once saw only 2 of 5 kills land with delays of 30 to 600 ms).
+    const trials: { delayMs?: number; killAt?: string }[] = [{ killAt: "maintenance:before-compact" }, { delayMs: 5 }, { delayMs: 20 }, { delayMs: 50 }, { delayMs: 120 }];
     let killed = 0;
     for (const trial of trials) {
       await add(200); // fragments and unindexed rows, so the pass has work to be killed in
