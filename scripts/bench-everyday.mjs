@@ -52,10 +52,7 @@ try {
   for (const u of users) {
     const t = HELD_OUT.has(u.userId) ? parts.heldOut : parts.dev;
     const own = tally();
-    for (const q of u.questions) {
-      await ask(u, q, t);
-      await ask(u, q, own, false);
-    }
+    for (const q of u.questions) await ask(u, q, [t, own]);
     byUser[u.userId] = { style: u.style, ...figures(own) };
   }
   // Wrong-user questions: every question asked of the next user of the same part, whose memories
@@ -114,32 +111,35 @@ function tally() {
   return { reworded: { n: 0, returned: 0, first: 0 }, shared: { n: 0, returned: 0, others: 0 }, unanswerable: { n: 0, withHit: 0 }, wrongUser: { n: 0, withHit: 0 } };
 }
 
-async function ask(u, q, t, log = true) {
+/** Asks one question of its user and counts the outcome in each of `tallies` (its part's, its user's). */
+async function ask(u, q, tallies) {
   const { results } = await searchMemories(ctx, { query: q.q, userId: u.userId, mode, threshold: 0, limit: 50 });
   const hits = results.map((h) => ({ id: u.idOf.get(h.id), score: h.score, content: h.content }));
   const passed = hits.filter((h) => h.score >= 0.5);
   const answers = new Set(q.answers);
   let miss = false;
-  if (q.kind === "reworded") {
-    const returned = passed.some((h) => answers.has(h.id));
-    const first = hits.length > 0 && answers.has(hits[0].id);
-    t.reworded.n++;
-    t.reworded.returned += returned ? 1 : 0;
-    t.reworded.first += first ? 1 : 0;
-    miss = !returned || !first;
-  } else if (q.kind === "shared") {
-    const returned = passed.some((h) => answers.has(h.id));
-    const others = passed.filter((h) => !answers.has(h.id)).length;
-    t.shared.n++;
-    t.shared.returned += returned ? 1 : 0;
-    t.shared.others += others;
-    miss = !returned || others > 0;
-  } else {
-    t.unanswerable.n++;
-    t.unanswerable.withHit += passed.length ? 1 : 0;
-    miss = passed.length > 0;
+  for (const t of tallies) {
+    if (q.kind === "reworded") {
+      const returned = passed.some((h) => answers.has(h.id));
+      const first = hits.length > 0 && answers.has(hits[0].id);
+      t.reworded.n++;
+      t.reworded.returned += returned ? 1 : 0;
+      t.reworded.first += first ? 1 : 0;
+      miss = !returned || !first;
+    } else if (q.kind === "shared") {
+      const returned = passed.some((h) => answers.has(h.id));
+      const others = passed.filter((h) => !answers.has(h.id)).length;
+      t.shared.n++;
+      t.shared.returned += returned ? 1 : 0;
+      t.shared.others += others;
+      miss = !returned || others > 0;
+    } else {
+      t.unanswerable.n++;
+      t.unanswerable.withHit += passed.length ? 1 : 0;
+      miss = passed.length > 0;
+    }
   }
-  if (show && log && miss) {
+  if (show && miss) {
     const top = hits.slice(0, 2).map((h) => `${answers.has(h.id) ? "*" : ""}${h.score.toFixed(3)} ${h.content.slice(0, 60)}`);
     console.log(`[${u.userId} ${q.kind}] ${q.q}\n    ${top.join("\n    ")}`);
   }

@@ -59,7 +59,7 @@ export const HYBRID: Readonly<HybridParams> = {
  * cosine, if it holds none of the query's words, scores at least
  * σ(slope · (cosine − max(second cosine, floor) − margin)): it passes 0.5 when it stands `margin`
  * above every other memory of the scope (and above `floor`, what unrelated sentences reach).
- * "bike repair" against "My bicycle has a flat rear tire" (cosine 0.52, the next note 0.31).
+ * "bike repair" against "My bicycle has a flat rear tire" (cosine 0.57, the next note 0.21).
  * Chosen on bench/everyday's dev users; docs/search-quality.md has the trade-off.
  */
 export const LEAD: Readonly<{ slope: number; margin: number; floor: number; unless: number }> = { slope: 20, margin: 0.12, floor: 0.2, unless: 0.5 };

@@ -75,7 +75,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, option
     const top = matches.pool().filter((p) => p.coverage > 0);
     top.sort((a, b) => b.coverage - a.coverage || cmp(b.id!, a.id!));
     const records = await ctx.store.memoriesByIds(filter, top.slice(0, options.prune ? input.limit : KEYWORD_POOL).map((p) => p.id!));
-    return records.map((record) => ({ record, coverage: matches.coverageOf(record) }));
+    return records.map((record) => ({ record, coverage: matches.evidenceOf(record).coverage }));
   }
 
   // The keyword lookups and the vector search's routing run while the query embeds; the vector
@@ -91,9 +91,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, option
     byId.set(record.id, {
       record,
       cosine: 1 - distance,
-      coverage: matches?.coverageOf(record) ?? 0,
-      neighbourCoverage: matches?.neighbourCoverageOf(record) ?? 0,
-      missingShare: matches?.missingShareOf(record) ?? 0,
+      ...(matches?.evidenceOf(record) ?? { coverage: 0, neighbourCoverage: 0, missingShare: 0 }),
     });
   for (const h of vectorHits) add(h.record, h.distance);
   // Fewer vector hits than asked for means the scope has no other memory: every keyword match and
@@ -183,52 +181,58 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter)
       matched.set(r.id, m);
     }
   });
-  const coverageById = new Map<string, number>();
-  const missingById = new Map<string, number>();
   const absentTotal = weights.absent.reduce((a, b) => a + b, 0);
-  /** Matched memories by position: their coverage and conversation. */
-  const byPosition = new Map<string, { coverage: number; conversation: string | null }>();
+  /** Each matched memory's coverage, the query weight share of the words it lacks, and its conversation. */
+  const infos = new Map<string, { coverage: number; missing: number; conversation: string | null }>();
+  /** The same, by position (user and seq), for the neighbours' evidence. */
+  const byPosition = new Map<string, { coverage: number; missing: number; conversation: string | null }>();
   for (const m of matched.values()) {
-    const c = coverage(weights, (i) => m.terms.has(i));
-    coverageById.set(m.id, c);
     let missing = 0;
     for (let i = 0; i < terms.length; i++) if (!m.terms.has(i)) missing += weights.absent[i];
-    if (absentTotal > 0) missingById.set(m.id, missing / absentTotal);
-    if (m.seq > 0) byPosition.set(at(m.userId, m.seq), { coverage: c, conversation: conversationOf(m.metadata, m.tags) });
+    const info = { coverage: coverage(weights, (i) => m.terms.has(i)), missing: absentTotal > 0 ? missing / absentTotal : 0, conversation: conversationOf(m.metadata, m.tags) };
+    infos.set(m.id, info);
+    if (m.seq > 0) byPosition.set(at(m.userId, m.seq), info);
   }
-  /** The best coverage among the memory's neighbours in its own conversation; 0 outside any. */
-  const neighbourCoverage = (userId: string, seq: number, conversation: string | null) => {
-    if (seq <= 0 || conversation === null) return 0;
+  /** The best coverage among the matched neighbours (seq ± 1) whose conversation `accepts` takes. */
+  const neighbourBest = (userId: string, seq: number, accepts: (conversation: string | null) => boolean) => {
     let best = 0;
-    for (const n of [byPosition.get(at(userId, seq - 1)), byPosition.get(at(userId, seq + 1))]) if (n && n.conversation === conversation) best = Math.max(best, n.coverage);
+    for (const n of [byPosition.get(at(userId, seq - 1)), byPosition.get(at(userId, seq + 1))]) if (n && accepts(n.conversation)) best = Math.max(best, n.coverage);
     return best;
   };
-  /** A bound for a position whose conversation isn't known yet: any neighbour that is in one. */
-  const neighbourBound = (userId: string, seq: number) => {
-    let best = 0;
-    for (const n of [byPosition.get(at(userId, seq - 1)), byPosition.get(at(userId, seq + 1))]) if (n && n.conversation !== null) best = Math.max(best, n.coverage);
-    return best;
+  /**
+   * A memory's keyword evidence: its coverage; its neighbours' best coverage in its own
+   * conversation (0 outside any); and, outside a conversation, the query weight share of the query
+   * words it lacks (ranking.ts hybridRaw).
+   */
+  const evidence = (id: string, userId: string, seq: number, conversation: string | null) => {
+    const info = infos.get(id);
+    return {
+      coverage: info?.coverage ?? 0,
+      neighbourCoverage: seq > 0 && conversation !== null ? neighbourBest(userId, seq, (c) => c === conversation) : 0,
+      missingShare: conversation === null ? (info?.missing ?? 0) : 0,
+    };
   };
   return {
-    coverageOf: (r: MemoryRecord) => coverageById.get(r.id) ?? 0,
-    neighbourCoverageOf: (r: MemoryRecord) => neighbourCoverage(r.userId, r.seq, conversationOf(r.metadata, r.tags)),
-    /** Outside a conversation, the query weight share of the query words the memory lacks (ranking.ts hybridRaw). */
-    missingShareOf: (r: MemoryRecord) => (conversationOf(r.metadata, r.tags) === null ? (missingById.get(r.id) ?? 0) : 0),
-    /** Matched memories, and the unmatched neighbours in a conversation of matched ones (by position; no id yet). */
+    /** A fetched memory's evidence; a matched one's conversation is already known. */
+    evidenceOf: (r: MemoryRecord) => evidence(r.id, r.userId, r.seq, infos.has(r.id) ? infos.get(r.id)!.conversation : conversationOf(r.metadata, r.tags)),
+    /**
+     * Matched memories, and the unmatched neighbours in a conversation of matched ones (by position;
+     * no id yet). A neighbour's conversation isn't known until it is fetched: its bound takes any
+     * neighbour that is in a conversation.
+     */
     pool(): PoolEntry[] {
       const out: PoolEntry[] = [];
-      for (const m of matched.values()) {
-        const own = m.seq > 0 ? byPosition.get(at(m.userId, m.seq))!.conversation : null;
-        const missingShare = own === null ? (missingById.get(m.id) ?? 0) : 0;
-        out.push({ id: m.id, userId: m.userId, seq: m.seq, coverage: coverageById.get(m.id)!, neighbourCoverage: neighbourCoverage(m.userId, m.seq, own), missingShare });
+      for (const [id, info] of infos) {
+        const m = matched.get(id)!;
+        out.push({ id, userId: m.userId, seq: m.seq, ...evidence(id, m.userId, m.seq, info.conversation) });
       }
       const seen = new Set(byPosition.keys());
       for (const m of matched.values()) {
-        if (m.seq <= 0 || byPosition.get(at(m.userId, m.seq))!.conversation === null) continue;
+        if (m.seq <= 0 || infos.get(m.id)!.conversation === null) continue;
         for (const seq of [m.seq - 1, m.seq + 1]) {
           if (seq < 1 || seen.has(at(m.userId, seq))) continue;
           seen.add(at(m.userId, seq));
-          out.push({ userId: m.userId, seq, coverage: 0, neighbourCoverage: neighbourBound(m.userId, seq), missingShare: 0 });
+          out.push({ userId: m.userId, seq, coverage: 0, neighbourCoverage: neighbourBest(m.userId, seq, (c) => c !== null), missingShare: 0 });
         }
       }
       return out;
