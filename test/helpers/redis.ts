@@ -3,7 +3,6 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-
 import { freePort } from "./doc-examples.js";
 
 export { freePort };
