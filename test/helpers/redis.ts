@@ -3,6 +3,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterAll, beforeAll } from "vitest";
+import { RedisConnection } from "../../src/storage/shared/redis.js";
 import { freePort } from "./doc-examples.js";
 
 export { freePort };
@@ -86,4 +88,28 @@ function rawPing(port: number): Promise<string> {
     socket.once("error", () => resolve(""));
     socket.once("close", () => resolve(""));
   });
+}
+
+/**
+ * One redis-server for a test file, started before its tests and stopped after them, and
+ * connections to it (closed after the tests) as a replica of `store` would open them.
+ */
+export function useRedis(): { redis: () => TestRedis; connection: (store: string, url?: string) => Promise<RedisConnection> } {
+  let redis: TestRedis | undefined;
+  const connections: RedisConnection[] = [];
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await Promise.all(connections.map((c) => c.close()));
+    await redis?.close();
+  });
+  return {
+    redis: () => redis!,
+    async connection(store, url) {
+      const c = await RedisConnection.open({ url: url ?? redis!.url, store });
+      connections.push(c);
+      return c;
+    },
+  };
 }

@@ -2,27 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MmError } from "../../src/errors.js";
 import { QuotaLedger, type Ledger } from "../../src/limits/ledger.js";
 import { RedisLedger } from "../../src/limits/ledger-redis.js";
-import { RedisConnection } from "../../src/storage/shared/redis.js";
 import { createTestClock, type TestClock } from "../helpers/http-server.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { startRedis, useRedis } from "../helpers/redis.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
-let redis: TestRedis;
-const connections: RedisConnection[] = [];
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await Promise.all(connections.map((c) => c.close()));
-  await redis?.close();
-});
-
-async function connection(store: string, url = redis.url): Promise<RedisConnection> {
-  const c = await RedisConnection.open({ url, store });
-  connections.push(c);
-  return c;
-}
+const { connection } = useRedis();
 
 /** What an outcome looks like whichever ledger gave it: the value, or the error's code and extra fields. */
 async function outcome(p: Promise<unknown>): Promise<unknown> {

@@ -1,24 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RateLimiter, type RateDecision } from "../../src/limits/rate-limiter.js";
 import { RedisRateLimiter } from "../../src/limits/rate-limiter-redis.js";
-import { RedisConnection } from "../../src/storage/shared/redis.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
+import { useRedis } from "../helpers/redis.js";
 
-let redis: TestRedis;
-const connections: RedisConnection[] = [];
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await Promise.all(connections.map((c) => c.close()));
-  await redis?.close();
-});
-
-async function connection(store: string): Promise<RedisConnection> {
-  const c = await RedisConnection.open({ url: redis.url, store });
-  connections.push(c);
-  return c;
-}
+const { connection } = useRedis();
 
 const minute = (n: number, plusMs = 0) => n * 60_000 + plusMs;
 const LIMITS = { read: 5, write: 3, search: 2 };
