@@ -39,7 +39,7 @@ return {n, used}
  * kill between commit and charge leaves one commit unbilled). Unlimited plans have nothing to
  * check and are counted after their commit, as in the file ledger.
  *
- * Durability is Redis's: with `appendonly yes` and `appendfsync everysec` (what docs/scale-out.md
+ * Durability is Redis's: with `appendonly yes` and `appendfsync everysec` (what docs/redis.md
  * asks for), a Redis process crash loses nothing and a machine crash at most about the last second
  * of counts; with `appendfsync always`, nothing acknowledged.
  */

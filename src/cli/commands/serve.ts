@@ -27,7 +27,7 @@ export function registerServe(program: Command, app: CliApp): void {
     .option("--rate-search <n>", "searches per key per minute (default 30)")
     .option("--body-limit <bytes>", "largest request body accepted (default 1 MiB)")
     .option("--no-warm", "don't load the embedding model before listening")
-    .option("--redis <url>", "replicas of this store agree through this Redis: rate limits, quota, locks, revoked keys (default $MM_REDIS_URL; docs/scale-out.md)")
+    .option("--redis <url>", "replicas of this store agree through this Redis: rate limits, quota, locks, revoked keys (default $MM_REDIS_URL; see docs/redis.md)")
     .addHelpText("after", "\nDefaults can also live in <store>/config.json under \"server\": {host, port, rateLimits: {read, write, search}, bodyLimitBytes, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs}.\n\nExample:\n  mm serve --port 8080 --rate-search 120\n  curl -H \"Authorization: Bearer $KEY\" http://127.0.0.1:8080/v1/memories")
     .action(async (flags: ServeFlags, cmd: Command) => {
       // A server pays its start-up once; with the model and the store compiled through the code

@@ -154,7 +154,7 @@ export class RedisConnection {
         level: "warn",
         event: "redis-persistence",
         redis: this.where,
-        message: "Redis keeps the quota ledger in memory only (appendonly no, no save points): a Redis restart loses this month's counts. Run it with appendonly yes (docs/scale-out.md).",
+        message: "Redis keeps the quota ledger in memory only (appendonly no, no save points): a Redis restart loses this month's counts. Run it with appendonly yes (docs/redis.md).",
       });
     } else if (!known) {
       log?.({ time: new Date().toISOString(), level: "warn", event: "redis-persistence", redis: this.where, message: "Could not ask Redis how it persists (CONFIG GET refused); make sure it runs with appendonly yes." });
