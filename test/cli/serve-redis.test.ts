@@ -141,10 +141,11 @@ describe("two mm serve replicas on one store and one Redis (spawned, real model)
     expect((await api(replicas[1].url, keys.revoke, "/v1/memories")).status).toBe(200);
   });
 
-  it("answers 503 while Redis is down (at once, no hang), recovers by itself when it is back, and logs both", async () => {
+  it("answers 503 while Redis is down (killed with -9) (at once, no hang), recovers by itself when it is back, and logs both", async () => {
     const before = await create(replicas[0].url, keys.outage, "written before the outage");
     expect(before.status).toBe(201);
-    await redis.stop();
+    // A crash, not a shutdown: what the append-only file holds is all there is.
+    await redis.kill();
     for (const [i, r] of replicas.entries()) {
       const started = Date.now();
       const res = await create(r.url, keys.outage, `written through replica ${i} during the outage`);
@@ -170,6 +171,8 @@ describe("two mm serve replicas on one store and one Redis (spawned, real model)
       expect(events).toContain("redis-lost");
       expect(events).toContain("redis-back");
     }
+    // The counts made before Redis went away survived its restart, and the 503s were not billed.
+    expect(json(await mm(["usage", "--account", "outage"], { MM_REDIS_URL: redis.url })).used).toBe(3);
     // Nothing was stored while the quota couldn't be counted.
     const list = json(await mm(["memories", "list", "--account", "outage", "--json"]));
     expect(list.items.map((m: { content: string }) => m.content).sort()).toEqual([
