@@ -86,11 +86,11 @@ export class RedisLedger implements Ledger {
       for (const indexes of byAccount.values()) {
         const first = meters[indexes[0]];
         const [counted, used] = await this.count(first.accountId, first.limit, first.bucket, indexes.length, true, now);
-        const usage = this.usageOf(first.accountId, first.limit, used, now);
         if (counted > 0) reserved.push({ accountId: first.accountId, bucket: first.bucket, count: counted });
+        // Each admitted meter reports the count after its own unit, as if charged one by one.
         indexes.forEach((i, k) => {
-          if (k < counted) meters[i].usage = usage;
-          else refused[i] = quotaExceeded(usage);
+          if (k < counted) meters[i].usage = this.usageOf(first.accountId, first.limit, used - counted + k + 1, now);
+          else refused[i] = quotaExceeded(this.usageOf(first.accountId, first.limit, used, now));
         });
       }
     } catch (err) {

@@ -40,6 +40,11 @@ async function story(ledger: Ledger, clock: TestClock): Promise<unknown[]> {
   const meters = [ledger.meter("acct_b", 3, "write"), ledger.meter("acct_c", null, "write"), ledger.meter("acct_b", 3, "write")];
   const group = await ledger.chargeGroup(meters, async (admitted) => admitted);
   out.push({ result: group.result, refused: group.refused.map((r) => r?.code), usage: meters.map((m) => m.usage) });
+  // A group of four of one account with room for three: each admitted one reports its own count.
+  await ledger.charge("acct_f", 5, "write", 2);
+  const four = Array.from({ length: 4 }, () => ledger.meter("acct_f", 5, "write"));
+  const cut = await ledger.chargeGroup(four, async (admitted) => admitted);
+  out.push({ result: cut.result, refused: cut.refused.map((r) => r && { code: r.code, ...r.extra }), usage: four.map((m) => m.usage?.used) });
   // A group whose commit fails charges nobody.
   const failed = [ledger.meter("acct_d", 5, "write"), ledger.meter("acct_c", null, "write")];
   out.push(await outcome(ledger.chargeGroup(failed, fail)));
