@@ -41,7 +41,12 @@ export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
     let output = "";
     proc.stdout!.on("data", (d) => (output += d));
     proc.stderr!.on("data", (d) => (output += d));
-    await waitForPing(port, proc, () => output);
+    try {
+      await waitForPing(port, proc, () => output);
+    } catch (err) {
+      proc.kill("SIGKILL");
+      throw err;
+    }
   };
   const stopWith = async (signal: NodeJS.Signals) => {
     const proc = child;
