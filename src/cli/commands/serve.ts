@@ -107,7 +107,7 @@ export function registerServe(program: Command, app: CliApp): void {
 }
 
 /** `--redis`, else `$MM_REDIS_URL`, and which one it was (messages name it). An empty value means none. */
-export function redisOption(flag: string | undefined, env: Record<string, string | undefined>): { redisUrl?: string; redisSource?: string } {
+function redisOption(flag: string | undefined, env: Record<string, string | undefined>): { redisUrl?: string; redisSource?: string } {
   if (flag !== undefined) {
     if (!flag.trim()) throw new MmError("VALIDATION_ERROR", "--redis needs a URL such as redis://127.0.0.1:6379.", { details: [{ field: "redis", message: "is empty" }] });
     return { redisUrl: flag.trim(), redisSource: "--redis" };
