@@ -200,5 +200,14 @@ describe("mm serve --redis, refused at start", () => {
     const fromEnv = await runMm(["serve", "--port", "0", "--no-warm"], { store, env: { MM_REDIS_URL: "ftp://nowhere" } });
     expect(fromEnv.code).toBe(2);
     expect(fromEnv.stderr).toContain("MM_REDIS_URL");
+    // Other commands count where the replicas count: with that Redis down they say so, and store nothing.
+    for (const args of [["usage"], ["memories", "add", "not stored", "--user", "u1"]]) {
+      const r = await runMm(args, { store, env: { MM_REDIS_URL: `redis://:hunter2-secret@127.0.0.1:${port}` } });
+      expect(r.code, args.join(" ")).toBe(6);
+      expect(r.stderr).toContain("MM_REDIS_URL");
+      expect(r.stderr).not.toContain("hunter2");
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(json(await runMm(["memories", "list", "--json"], { store })).pagination.total).toBe(0);
   });
 });
