@@ -105,11 +105,13 @@ export class RedisLedger implements Ledger {
       await this.giveBack(reserved, now);
       throw err;
     }
-    for (const m of meters) {
-      if (m.limit === null) {
-        const [, used] = await this.count(m.accountId, null, m.bucket, 1, false, this.clock());
-        m.usage = this.usageOf(m.accountId, null, used, this.clock());
-      }
+    // Unlimited plans, counted after the commit: one call per account and bucket, not per meter.
+    const unlimited = new Map<string, OperationMeter[]>();
+    for (const m of meters) if (m.limit === null) unlimited.set(`${m.accountId} ${m.bucket}`, [...(unlimited.get(`${m.accountId} ${m.bucket}`) ?? []), m]);
+    for (const group of unlimited.values()) {
+      const at = this.clock();
+      const [, used] = await this.count(group[0].accountId, null, group[0].bucket, group.length, false, at);
+      group.forEach((m, k) => (m.usage = this.usageOf(m.accountId, null, used - group.length + k + 1, at)));
     }
     return { result, refused };
   }

@@ -37,7 +37,7 @@ async function story(ledger: Ledger, clock: TestClock): Promise<unknown[]> {
   out.push(await outcome(ledger.chargeUpTo("acct_a", 10, "write", 2, async (n) => n)));
   // A group: acct_b has room for one of its two, acct_c is unlimited.
   await ledger.charge("acct_b", 3, "write", 2);
-  const meters = [ledger.meter("acct_b", 3, "write"), ledger.meter("acct_c", null, "write"), ledger.meter("acct_b", 3, "write")];
+  const meters = [ledger.meter("acct_b", 3, "write"), ledger.meter("acct_c", null, "write"), ledger.meter("acct_b", 3, "write"), ledger.meter("acct_c", null, "write")];
   const group = await ledger.chargeGroup(meters, async (admitted) => admitted);
   out.push({ result: group.result, refused: group.refused.map((r) => r?.code), usage: meters.map((m) => m.usage) });
   // A group of four of one account with room for three: each admitted one reports its own count.
