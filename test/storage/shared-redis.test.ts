@@ -146,8 +146,15 @@ describe("connecting to Redis", () => {
       const err = await rejection(openShared({ store: "/s", coordinationDir: "/s", redisUrl: `redis://:wrong-password-456@127.0.0.1:${locked.port}` }), MmError);
       expect(err.code).toBe("SERVICE_UNAVAILABLE");
       expect(JSON.stringify({ m: err.message, c: String(err.cause) })).not.toContain("wrong-password-456");
-      const ok = await openShared({ store: "/s", coordinationDir: "/s", redisUrl: `redis://:right-password-123@127.0.0.1:${locked.port}` });
+      const log: Record<string, unknown>[] = [];
+      const ok = await openShared({ store: "/s", coordinationDir: "/s", redisUrl: `redis://:right-password-123@127.0.0.1:${locked.port}`, log: (e) => log.push(e) });
       expect(await ok.stamp("auth")).toBe("0");
+      // Nor in the log when the connection is lost, nor in the error a request gets.
+      await locked.stop();
+      const lostErr = await rejection(ok.stamp("auth"), MmError);
+      expect(log.map((e) => e.event)).toContain("redis-lost");
+      expect(JSON.stringify(log) + lostErr.message).not.toContain("right-password-123");
+      expect(JSON.stringify(log)).toContain(`redis://127.0.0.1:${locked.port}`);
       await ok.close();
     } finally {
       await locked.close();
