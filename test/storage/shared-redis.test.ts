@@ -69,22 +69,44 @@ describe("the Redis shared driver", () => {
     await Promise.all([a.close(), b.close()]);
   });
 
-  it("frees the lease of a holder killed with kill -9 within its TTL", async () => {
-    const ttl = 1_000;
-    const worker = spawn(process.execPath, [join(__dirname, "..", "helpers", "lease-worker.mjs"), redis.url, "/stores/one", "upkeep", String(ttl)], { stdio: ["ignore", "pipe", "inherit"] });
+  /** A holder in another process, taking `kind` named `name`; resolves once it holds it. */
+  async function holder(kind: "lease" | "lock", name: string, ttl: number) {
+    const worker = spawn(process.execPath, [join(__dirname, "..", "helpers", "lease-worker.mjs"), redis.url, "/stores/one", kind, name, String(ttl)], { stdio: ["ignore", "pipe", "inherit"] });
     const [line] = (await once(worker.stdout!, "data")) as [Buffer];
     expect(line.toString().trim()).toBe("held");
+    return {
+      async kill9(): Promise<number> {
+        worker.kill("SIGKILL");
+        await once(worker, "exit");
+        return Date.now();
+      },
+    };
+  }
+
+  it("frees the lease of a holder killed with kill -9 within its TTL", async () => {
+    const ttl = 1_000;
+    const other = await holder("lease", "upkeep", ttl);
     const s = await shared();
     expect(await s.tryLease("upkeep", ttl)).toBeUndefined();
-    worker.kill("SIGKILL");
-    const killedAt = Date.now();
-    await once(worker, "exit");
+    const killedAt = await other.kill9();
     let lease;
     while (!(lease = await s.tryLease("upkeep", ttl))) await new Promise((r) => setTimeout(r, 25));
-    const freedAfter = Date.now() - killedAt;
     expect(lease.held).toBe(true);
-    expect(freedAfter).toBeLessThanOrEqual(ttl + 100);
+    expect(Date.now() - killedAt).toBeLessThanOrEqual(ttl + 100);
     await lease.release();
+    await s.close();
+  });
+
+  it("frees the lock of a holder killed with kill -9 within its TTL, while a waiter waits", async () => {
+    const ttl = 1_000;
+    const other = await holder("lock", "write", ttl);
+    const s = await shared();
+    // Held, and renewed past its TTL while the holder lives.
+    await new Promise((r) => setTimeout(r, ttl * 1.5));
+    await expect(s.withLock("write", async () => "too soon", { staleMs: ttl, timeoutMs: 100 })).rejects.toMatchObject({ code: "STORE_ERROR" });
+    const killedAt = await other.kill9();
+    expect(await s.withLock("write", async () => "taken", { staleMs: ttl, timeoutMs: 5_000 })).toBe("taken");
+    expect(Date.now() - killedAt).toBeLessThanOrEqual(ttl + 200);
     await s.close();
   });
 
