@@ -28,6 +28,7 @@ export type ErrorCode =
   | "STORE_ERROR"
   | "LISTEN_ERROR"
   | "REMOTE_UNAVAILABLE"
+  | "SERVICE_UNAVAILABLE"
   | "INTERRUPTED"
   | "INTERNAL_ERROR";
 
@@ -74,6 +75,8 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorClass> = {
   LISTEN_ERROR: { status: 500, exit: EXIT.config },
   /** `mm --remote`: the server gave no answer (refused, timed out, or not mm's API). */
   REMOTE_UNAVAILABLE: { status: 502, exit: EXIT.config },
+  /** A service the server depends on (Redis, with `--redis`) can't be reached: retry later. */
+  SERVICE_UNAVAILABLE: { status: 503, exit: EXIT.config },
   INTERRUPTED: { status: 499, exit: EXIT.interrupted },
   INTERNAL_ERROR: { status: 500, exit: EXIT.internal },
 };
@@ -114,6 +117,7 @@ const OPERATOR_ONLY: Partial<Record<ErrorCode, string>> = {
   EMBEDDER_UNAVAILABLE: "The embedding service is unavailable; try again later.",
   EMBEDDER_MISMATCH: "The embedding service returned vectors this store can't use; the server's log has the details.",
   STORE_ERROR: "The store is unavailable; try again later.",
+  SERVICE_UNAVAILABLE: "A service this server depends on is unavailable; try again later.",
   INTERNAL_ERROR: "An internal error occurred.",
 };
 

@@ -1,9 +1,9 @@
-import { join } from "node:path";
 import type { Command } from "commander";
 import { Accounts, type Account } from "../core/accounts.js";
 import { crashHooks, openContext, warmEmbedder, type Context } from "../core/context.js";
 import { startUpkeep } from "../core/upkeep.js";
-import { QuotaLedger, type Bucket, type OperationMeter } from "../limits/ledger.js";
+import type { Bucket, OperationMeter } from "../limits/ledger.js";
+import { openCommandLedger } from "../limits/index.js";
 import { createdStoreNote, locateStore, missingStore, storeStatus } from "../core/store-location.js";
 import type { CliApp } from "./main.js";
 import { confirmDelete } from "./prompt.js";
@@ -115,7 +115,9 @@ export async function openCommandContext(app: CliApp, cmd: Command, options: { w
   const warmed = options.warmEmbedder && !app.io.embedder && status === "ready" ? await warmEmbedder(storeDir, app.io.env) : undefined;
   const accountRef = globals.account ?? (app.io.env.MM_ACCOUNT || undefined);
   const account = await new Accounts(storeDir, app.io.clock).resolve(accountRef ?? "acct_default");
-  const base = await openContext({
+  // With $MM_REDIS_URL, commands count against the same ledger as the replicas serving the store.
+  const { ledger, close: closeLedger } = await openCommandLedger(storeDir, app.io.env, app.io.clock);
+  const opened = await openContext({
     storeDir,
     env: app.io.env,
     embedder: app.io.embedder,
@@ -123,9 +125,12 @@ export async function openCommandContext(app: CliApp, cmd: Command, options: { w
     accountId: account.id,
     hooks: crashHooks(app.io.env.MM_TEST_CRASH_AT),
     warmed,
+  }).catch(async (err) => {
+    await closeLedger();
+    throw err;
   });
+  const base = { ...opened, close: async () => (await opened.close(), await closeLedger()) };
   if (status === "missing") app.output.personNote(createdStoreNote(location));
-  const ledger = new QuotaLedger(join(storeDir, "ledger"), app.io.clock);
   const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
   return {
     ...base,

@@ -61,15 +61,15 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
     const meter = deps.ledger.meter(account.id, account.quota, action.bucket);
     // As on /v1: a request refused for quota takes no rate allowance.
     await meter.check(1);
-    const rate = deps.limiter.take(`console:${account.id}`, action.bucket);
+    const rate = await deps.limiter.take(`console:${account.id}`, action.bucket);
     c.header("X-RateLimit-Limit", String(rate.limit));
     c.header("X-RateLimit-Remaining", String(rate.remaining));
     c.header("X-RateLimit-Reset", String(rate.reset));
     if (!rate.allowed) throw new MmError("RATE_LIMIT_EXCEEDED", `Too many ${action.bucket} requests; retry in ${rate.retryAfter} s.`, { retryAfter: rate.retryAfter });
     // Billed as the endpoint it mirrors is (limits/ledger.ts): by its commits, else once answered.
     const ctx: Context = { ...deps.ctx, accountId: account.id, meter };
-    return meter.run(() => action.run(ctx, { params: {}, query: {}, body: undefined, ...input })).catch((err) => {
-      if (isQuotaExceeded(err)) deps.limiter.refund(`console:${account.id}`, action.bucket);
+    return meter.run(() => action.run(ctx, { params: {}, query: {}, body: undefined, ...input })).catch(async (err) => {
+      if (isQuotaExceeded(err)) await deps.limiter.refund(`console:${account.id}`, action.bucket);
       throw err;
     });
   };

@@ -2,8 +2,8 @@ import { Hono, type Context as HonoContext, type MiddlewareHandler } from "hono"
 import type { Context } from "../core/context.js";
 import type { Accounts, Principal } from "../core/accounts.js";
 import { errorDetail, forClient, MmError, toMmError, validationError } from "../errors.js";
-import { isQuotaExceeded, type QuotaLedger, type Usage } from "../limits/ledger.js";
-import type { RateDecision, RateLimiter } from "../limits/rate-limiter.js";
+import { isQuotaExceeded, type Ledger, type Usage } from "../limits/ledger.js";
+import type { Limiter, RateDecision } from "../limits/rate-limiter.js";
 import { mountConsole } from "../console/app.js";
 import { mountMcp } from "./mcp.js";
 import { buildOpenApi } from "./openapi.js";
@@ -20,8 +20,9 @@ export interface AppDeps {
   /** The store, embedder and clock; each request acts as its key's account on a copy. */
   ctx: Context;
   accounts: Accounts;
-  ledger: QuotaLedger;
-  limiter: RateLimiter;
+  /** The quota ledger and the rate limiter: in the store's files and memory, or in Redis (`--redis`). */
+  ledger: Ledger;
+  limiter: Limiter;
   bodyLimitBytes?: number;
   /** Structured request log sink (one object per request, and one per error a client only sees generically); never receives the key. */
   log?: (entry: Record<string, unknown>) => void;
@@ -115,11 +116,11 @@ async function handle(c: HonoContext<Env>, route: Route, deps: AppDeps): Promise
   try {
     await meter.check(1);
   } catch (err) {
-    setRateHeaders(c, deps.limiter.peek(keyId, route.bucket));
+    setRateHeaders(c, await deps.limiter.peek(keyId, route.bucket));
     setQuotaHeaders(c, await usage());
     throw err;
   }
-  const rate = deps.limiter.take(keyId, route.bucket);
+  const rate = await deps.limiter.take(keyId, route.bucket);
   setRateHeaders(c, rate);
   if (!rate.allowed) {
     setQuotaHeaders(c, await usage());
@@ -133,7 +134,7 @@ async function handle(c: HonoContext<Env>, route: Route, deps: AppDeps): Promise
     setQuotaHeaders(c, await meter.settle());
   } catch (failure) {
     const err = await meter.settleFailure(failure);
-    if (isQuotaExceeded(err)) deps.limiter.refund(keyId, route.bucket);
+    if (isQuotaExceeded(err)) await deps.limiter.refund(keyId, route.bucket);
     setQuotaHeaders(c, meter.usage ?? (await usage()));
     throw err;
   }

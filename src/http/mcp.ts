@@ -1,7 +1,7 @@
 import type { Context as HonoContext, Hono, MiddlewareHandler } from "hono";
 import type { Principal } from "../core/accounts.js";
 import { MmError, validationError } from "../errors.js";
-import type { RateLimiter } from "../limits/rate-limiter.js";
+import type { Limiter } from "../limits/rate-limiter.js";
 import type { AppDeps } from "./app.js";
 
 /**
@@ -22,7 +22,7 @@ export function mountMcp(app: Hono<{ Variables: { principal?: Principal; body?: 
   app.post("/mcp", limitBody, async (c: HonoContext<{ Variables: { principal?: Principal; body?: string } }>) => {
     const principal = await deps.accounts.authenticate(c.req.header("Authorization"));
     c.set("principal", principal);
-    takeReads(deps.limiter, principal.keyId, c.get("body"));
+    await takeReads(deps.limiter, principal.keyId, c.get("body"));
     const [{ createMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
       import("../mcp/server.js"),
       import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
@@ -35,7 +35,7 @@ export function mountMcp(app: Hono<{ Variables: { principal?: Principal; body?: 
         const meter = deps.ledger.meter(principal.account.id, principal.account.quota, tool.bucket);
         // As on /v1: a call refused for quota takes no rate allowance.
         await meter.check(1);
-        const rate = deps.limiter.take(principal.keyId, tool.bucket);
+        const rate = await deps.limiter.take(principal.keyId, tool.bucket);
         if (!rate.allowed) throw rateLimited(tool.bucket, rate.retryAfter);
         return meter;
       },
@@ -69,7 +69,7 @@ function rateLimited(bucket: string, retryAfter: number): MmError {
  * in the minute's reads is refused whole with 429. A batch over MAX_BATCH messages is refused
  * with 400. A body that isn't JSON is left to the SDK, which answers a JSON-RPC parse error.
  */
-function takeReads(limiter: RateLimiter, keyId: string, body: string | undefined): void {
+async function takeReads(limiter: Limiter, keyId: string, body: string | undefined): Promise<void> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body ?? "");
@@ -82,7 +82,6 @@ function takeReads(limiter: RateLimiter, keyId: string, body: string | undefined
   }
   const reads = messages.filter((m) => m && typeof m === "object" && typeof m.method === "string" && "id" in m && m.method !== "tools/call").length;
   if (!reads) return;
-  const rate = limiter.peek(keyId, "read");
-  if (rate.remaining < reads) throw rateLimited("read", rate.retryAfter);
-  for (let i = 0; i < reads; i++) limiter.take(keyId, "read");
+  const rate = await limiter.take(keyId, "read", reads);
+  if (!rate.allowed) throw rateLimited("read", rate.retryAfter);
 }

@@ -1,15 +1,16 @@
 import { createServer, STATUS_CODES, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { join } from "node:path";
 import { getRequestListener, RequestError } from "@hono/node-server";
 import { Accounts } from "../core/accounts.js";
 import { crashHooks, openContext } from "../core/context.js";
 import { startUpkeep } from "../core/upkeep.js";
 import type { Embedder, EmbedderConfig, Env } from "../embedder/index.js";
 import { maskSecrets } from "../secrets.js";
-import { QuotaLedger } from "../limits/ledger.js";
-import { DEFAULT_RATE_LIMITS, RateLimiter, type RateLimits } from "../limits/rate-limiter.js";
+import { openLedger, openLimiter } from "../limits/index.js";
+import { DEFAULT_RATE_LIMITS, type RateLimits } from "../limits/rate-limiter.js";
+import { openShared } from "../storage/shared/index.js";
+import type { RedisShared } from "../storage/shared/redis.js";
 import { MmError, validationError } from "../errors.js";
 import { createApp, DEFAULT_BODY_LIMIT } from "./app.js";
 
@@ -41,6 +42,14 @@ export interface ServerOptions {
    * request is answered (it runs synchronously): `mm serve` records its address there.
    */
   onBound?: (url: string) => void;
+  /**
+   * `--redis URL` / `$MM_REDIS_URL`: replicas of one store agree through this Redis (locks and
+   * leases, change stamps, the quota ledger, the rate limits). Without it, the store's files and
+   * this process's memory, as always.
+   */
+  redisUrl?: string;
+  /** Where `redisUrl` came from, for messages: `--redis` (default) or `MM_REDIS_URL`. */
+  redisSource?: string;
   /** Tests: an embedder in place of the store's model, and one clock for data, quota and rate windows. */
   embedder?: Embedder;
   clock?: () => Date;
@@ -70,17 +79,27 @@ function listenError(err: NodeJS.ErrnoException, host: string, port: number): Er
 /** Starts the /v1 API on the store. Loopback by default: exposing it is an explicit choice. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const clock = options.clock ?? (() => new Date());
-  const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock, hooks: crashHooks(options.env?.MM_TEST_CRASH_AT) });
+  // Redis first: a wrong URL or a Redis that doesn't answer is refused before the store opens.
+  let log: ((entry: Record<string, unknown>) => void) | undefined;
+  const shared = await openShared({ store: options.storeDir, coordinationDir: options.storeDir, redisUrl: options.redisUrl, redisSource: options.redisSource, log: (entry) => log?.(entry) });
+  const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock, hooks: crashHooks(options.env?.MM_TEST_CRASH_AT) }).catch(async (err) => {
+    await shared.close();
+    throw err;
+  });
   const configured = ctx.store.config.server ?? {};
   const accounts = new Accounts(options.storeDir, clock);
   // Every log line is masked for the embedder's API key, in every form an upstream may echo it in.
   const secrets = embedderSecrets(ctx.store.config.embedder, options.env ?? {});
-  const log = options.log && ((entry: Record<string, unknown>) => options.log!(JSON.parse(maskSecrets(JSON.stringify(entry), secrets))));
+  log = options.log && ((entry: Record<string, unknown>) => options.log!(JSON.parse(maskSecrets(JSON.stringify(entry), secrets))));
+  const rateLimits = { ...DEFAULT_RATE_LIMITS, ...configured.rateLimits, ...options.rateLimits };
+  const redis = shared.driver === "redis";
+  if (redis) await (shared as RedisShared).connection.checkPersistence();
   const app = createApp({
     ctx,
     accounts,
-    ledger: new QuotaLedger(join(options.storeDir, "ledger"), clock),
-    limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...configured.rateLimits, ...options.rateLimits }, () => clock().getTime()),
+    ledger: await openLedger(shared, options.storeDir, clock),
+    // With Redis, Redis's clock sets the windows, unless a test brings its own.
+    limiter: await openLimiter(shared, rateLimits, redis && !options.clock ? undefined : () => clock().getTime()),
     bodyLimitBytes: options.bodyLimitBytes ?? configured.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
     log,
   });
@@ -155,6 +174,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
   } catch (err) {
     await ctx.close();
+    await shared.close();
     throw listenError(err as NodeJS.ErrnoException, host, port);
   }
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${(server.address() as AddressInfo).port}`;
@@ -201,6 +221,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         clearInterval(memoryTimer);
         await upkeep.maintainer.stop();
         await ctx.close();
+        await shared.close();
       })();
       return closing;
     },

@@ -21,6 +21,32 @@ export interface Usage {
 }
 
 /**
+ * The monthly quota ledger, whatever keeps it: files in the store (QuotaLedger, below: the
+ * processes of one machine) or Redis (ledger-redis.ts: replicas). Both charge an operation iff it
+ * was committed (or, for one that stores nothing, answered) and stop exactly at the limit.
+ */
+export interface Ledger {
+  usage(accountId: string, limit: number | null): Promise<Usage>;
+  /** Counts `count` operations, or throws QUOTA_EXCEEDED (counting nothing) when they don't fit. */
+  charge(accountId: string, limit: number | null, bucket: Bucket, count?: number): Promise<Usage>;
+  /** Check, commit, charge: `count` operations are counted iff `commit` returned. */
+  chargeCommitted<T>(accountId: string, limit: number | null, bucket: Bucket, count: number, commit: () => Promise<T>): Promise<{ result: T; usage: Usage }>;
+  /** Check, commit, charge for a batch cut to what is left: `commit` stores the first `admitted`. */
+  chargeUpTo<T>(
+    accountId: string,
+    limit: number | null,
+    bucket: Bucket,
+    count: number,
+    commit: (admitted: number) => Promise<T>,
+  ): Promise<{ result: T; admitted: number; usage: Usage; refusal?: MmError }>;
+  /** Check, commit, charge for one operation per meter that one commit stores together. */
+  chargeGroup<T>(meters: OperationMeter[], commit: (admitted: boolean[]) => Promise<T>): Promise<{ result: T; refused: (MmError | undefined)[] }>;
+  /** This month's operations per UTC day, `days[i]` being day i + 1, up to today. */
+  daily(accountId: string): Promise<{ period: string; days: number[] }>;
+  meter(accountId: string, limit: number | null, bucket: Bucket): OperationMeter;
+}
+
+/**
  * The monthly quota ledger: per account, per UTC month, one append-only file of fixed 32-byte
  * records (`<ISO time> <bucket>\n`) under `<store>/ledger/<account>/<YYYY-MM>.log`.
  *
@@ -38,7 +64,7 @@ export interface Usage {
  * - Fast: the append and the size check are synchronous system calls on a local file, ~10 µs each
  *   against ~300-800 µs for their promise versions (thread-pool round trips), on every request.
  */
-export class QuotaLedger {
+export class QuotaLedger implements Ledger {
   constructor(
     private readonly dir: string,
     private readonly clock: () => Date = () => new Date(),
@@ -229,7 +255,7 @@ export class OperationMeter implements Meter {
   usage: Usage | undefined;
 
   constructor(
-    readonly ledger: QuotaLedger,
+    readonly ledger: Ledger,
     readonly accountId: string,
     readonly limit: number | null,
     readonly bucket: Bucket,
@@ -314,7 +340,7 @@ export function quotaExceeded(usage: Usage): MmError {
   });
 }
 
-function period(d: Date): string {
+export function period(d: Date): string {
   return d.toISOString().slice(0, 7);
 }
 

@@ -16,11 +16,35 @@ export interface RateDecision {
 }
 
 /**
+ * Per-minute rate limits per key and bucket: fixed one-minute windows aligned to the minute
+ * (decisions.md). Two drivers: in memory (RateLimiter, below: one server) and on Redis
+ * (rate-limiter-redis.ts: every replica counts in one window). The Redis driver answers with a
+ * promise, so callers await every call.
+ */
+export interface Limiter {
+  /** Per bucket, per minute: also what the console's usage page shows as the plan's limits. */
+  readonly limits: RateLimits;
+  /** Takes `count` requests from the key's bucket, all or none, if the window has that many left. */
+  take(keyId: string, bucket: Bucket, count?: number): RateDecision | Promise<RateDecision>;
+  /** What `take` would decide, taking nothing (for the headers of a request refused for another reason). */
+  peek(keyId: string, bucket: Bucket): RateDecision | Promise<RateDecision>;
+  /** Gives back a request taken in the current window (one refused afterwards with QUOTA_EXCEEDED). */
+  refund(keyId: string, bucket: Bucket): void | Promise<void>;
+}
+
+/** The decision for a window: `used` requests of `limit` taken, at `nowMs`. */
+export function rateDecision(allowed: boolean, limit: number, used: number, nowMs: number): RateDecision {
+  const reset = (Math.floor(nowMs / 60_000) + 1) * 60;
+  const retryAfter = Math.max(1, Math.ceil(reset - nowMs / 1000));
+  return { allowed, limit, remaining: allowed ? limit - used : 0, reset, retryAfter };
+}
+
+/**
  * Fixed one-minute windows aligned to the minute, per key and bucket (decisions.md). In memory:
  * limits are per server process, which is what a self-hosted single server needs. The clock is
  * injected so tests step through windows without sleeping.
  */
-export class RateLimiter {
+export class RateLimiter implements Limiter {
   private readonly windows = new Map<string, { window: number; count: number }>();
 
   constructor(
@@ -29,14 +53,14 @@ export class RateLimiter {
     private readonly clock: () => number = () => Date.now(),
   ) {}
 
-  /** Takes one request from the key's bucket, if the window has any left. */
-  take(keyId: string, bucket: Bucket): RateDecision {
-    return this.decide(keyId, bucket, true);
+  /** Takes `count` requests (one by default) from the key's bucket, all or none, if the window has that many left. */
+  take(keyId: string, bucket: Bucket, count = 1): RateDecision {
+    return this.decide(keyId, bucket, count);
   }
 
   /** What `take` would decide, taking nothing (for the headers of a request refused for another reason). */
   peek(keyId: string, bucket: Bucket): RateDecision {
-    return this.decide(keyId, bucket, false);
+    return this.decide(keyId, bucket, 0);
   }
 
   /** Gives back a request taken in the current window (one refused afterwards with QUOTA_EXCEEDED). */
@@ -45,10 +69,9 @@ export class RateLimiter {
     if (state && state.window === Math.floor(this.clock() / 60_000) && state.count > 0) state.count--;
   }
 
-  private decide(keyId: string, bucket: Bucket, take: boolean): RateDecision {
+  private decide(keyId: string, bucket: Bucket, take: number): RateDecision {
     const now = this.clock();
     const window = Math.floor(now / 60_000);
-    const reset = (window + 1) * 60;
     const limit = this.limits[bucket];
     const slot = `${keyId}:${bucket}`;
     let state = this.windows.get(slot);
@@ -57,10 +80,9 @@ export class RateLimiter {
       this.windows.set(slot, state);
       if (this.windows.size > 10_000) this.evict(window);
     }
-    const retryAfter = Math.max(1, Math.ceil(reset - now / 1000));
-    if (state.count >= limit) return { allowed: false, limit, remaining: 0, reset, retryAfter };
-    if (take) state.count++;
-    return { allowed: true, limit, remaining: limit - state.count, reset, retryAfter };
+    if (state.count + Math.max(take, 1) > limit) return rateDecision(false, limit, state.count, now);
+    state.count += take;
+    return rateDecision(true, limit, state.count, now);
   }
 
   private evict(current: number): void {

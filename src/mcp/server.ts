@@ -18,7 +18,7 @@ export interface McpServerOptions {
    */
   meter?(tool: McpTool, ctx: Context): Promise<OperationMeter>;
   /** Told of a call that `meter` admitted but that was then refused for quota (it lost the race for the last units). */
-  refund?(tool: McpTool): void;
+  refund?(tool: McpTool): void | Promise<void>;
   /** Told of every call as it starts, so a closing server can let running calls answer first. */
   track?(call: Promise<unknown>): void;
   /**
@@ -78,8 +78,8 @@ export function createMcpServer(options: McpServerOptions): Server {
       const meter = await options.meter?.(tool, ctx);
       const run = () => tool.run(meter ? { ...ctx, meter } : ctx, args ?? {}, options.scope ?? {});
       const body = meter
-        ? await meter.run(run).catch((err) => {
-            if (isQuotaExceeded(err)) options.refund?.(tool);
+        ? await meter.run(run).catch(async (err) => {
+            if (isQuotaExceeded(err)) await options.refund?.(tool);
             throw err;
           })
         : await run();

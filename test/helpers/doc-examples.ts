@@ -102,7 +102,8 @@ function serveInBackground(line: string, port: string): string {
   return `${line.trim()} 2>>"$PWD/serve.log" &\nfor _ in $(seq 1 300); do curl -s -o /dev/null "http://127.0.0.1:${port}/v1/openapi.json" && break; sleep 0.1; done`;
 }
 
-function freePort(): Promise<number> {
+/** A port nothing listens on now (the OS's pick). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once("error", reject);

@@ -4,10 +4,12 @@ export type { CliResult };
 
 /**
  * Runs the real CLI in-process (piped, so JSON output) on `storeDir` as `account`, with the test
- * embedder and the given clock: the same store, embedder and clock a test server uses.
+ * embedder and the given clock: the same store, embedder and clock a test server uses (and, with
+ * `$MM_TEST_REDIS_URL`, the same Redis, as the test server does).
  */
 export function runCli(storeDir: string, account: string, args: string[], clock?: () => Date): Promise<CliResult> {
-  return runCliOn(storeDir, ["--account", account, "--json", ...args], { clock });
+  const redis = process.env.MM_TEST_REDIS_URL;
+  return runCliOn(storeDir, ["--account", account, "--json", ...args], { clock, ...(redis ? { env: { MM_REDIS_URL: redis } } : {}) });
 }
 
 const ID = /\b(mem|ent|rel)_[0-9A-Z]{24}\b/g;

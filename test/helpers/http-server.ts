@@ -4,7 +4,9 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import { Accounts, type Plan } from "../../src/core/accounts.js";
 import { startServer, type RunningServer, type ServerTimeouts } from "../../src/http/server.js";
-import { QuotaLedger, nextMonth } from "../../src/limits/ledger.js";
+import { nextMonth, type Ledger } from "../../src/limits/ledger.js";
+import { openLedger } from "../../src/limits/index.js";
+import { openShared } from "../../src/storage/shared/index.js";
 import type { RateLimits } from "../../src/limits/rate-limiter.js";
 import type { Embedder } from "../../src/embedder/types.js";
 import { createTestEmbedder } from "./test-embedder.js";
@@ -51,7 +53,8 @@ export interface TestServer {
   storeDir: string;
   clock: TestClock;
   accounts: Accounts;
-  ledger: QuotaLedger;
+  /** The server's quota ledger: the store's files, or Redis with `redisUrl`. */
+  ledger: Ledger;
   /** The header, request and keep-alive timeouts the server runs with. */
   timeouts: ServerTimeouts;
   /** Creates an account with one key (enterprise unless told otherwise). */
@@ -70,16 +73,23 @@ export interface TestServerOptions {
   realModel?: boolean;
   /** Another embedder in place of the test embedder (a slow or failing one). */
   embedder?: Embedder;
+  /**
+   * Serve with `--redis` (ledger and rate limits in Redis, windows on the test clock). Default:
+   * `$MM_TEST_REDIS_URL`, so a whole HTTP suite can run again on the Redis drivers.
+   */
+  redisUrl?: string;
 }
 
 /** A real server on a real port over a real LanceDB store in a fresh temp directory. */
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
   const storeDir = await mkdtemp(join(tmpdir(), "mm-http-"));
   const clock = options.clock ?? createTestClock();
+  const redisUrl = options.redisUrl ?? (process.env.MM_TEST_REDIS_URL || undefined);
   let server: RunningServer;
   try {
     server = await startServer({
       storeDir,
+      redisUrl,
       port: 0,
       embedder: options.realModel ? undefined : (options.embedder ?? createTestEmbedder()),
       clock,
@@ -94,13 +104,14 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     throw err;
   }
   const accounts = new Accounts(storeDir, clock);
+  const shared = await openShared({ store: storeDir, coordinationDir: storeDir, redisUrl });
   return {
     url: server.url,
     storeDir,
     clock,
     timeouts: server.timeouts,
     accounts,
-    ledger: new QuotaLedger(join(storeDir, "ledger"), clock),
+    ledger: await openLedger(shared, storeDir, clock),
     async account(name, plan = "enterprise") {
       const account = await accounts.create({ name, plan });
       const key = await accounts.createKey({ account: account.id, name: `${name}-key` });
@@ -108,6 +119,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     },
     async close() {
       await server.close();
+      await shared.close();
       await rm(storeDir, { recursive: true, force: true });
     },
   };

@@ -12,6 +12,7 @@ interface ServeFlags {
   rateWrite?: string;
   rateSearch?: string;
   bodyLimit?: string;
+  redis?: string;
   warm: boolean;
 }
 
@@ -26,6 +27,7 @@ export function registerServe(program: Command, app: CliApp): void {
     .option("--rate-search <n>", "searches per key per minute (default 30)")
     .option("--body-limit <bytes>", "largest request body accepted (default 1 MiB)")
     .option("--no-warm", "don't load the embedding model before listening")
+    .option("--redis <url>", "replicas of this store agree through this Redis: rate limits, quota, locks, revoked keys (default $MM_REDIS_URL; see docs/redis.md)")
     .addHelpText("after", "\nDefaults can also live in <store>/config.json under \"server\": {host, port, rateLimits: {read, write, search}, bodyLimitBytes, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs}.\n\nExample:\n  mm serve --port 8080 --rate-search 120\n  curl -H \"Authorization: Bearer $KEY\" http://127.0.0.1:8080/v1/memories")
     .action(async (flags: ServeFlags, cmd: Command) => {
       // A server pays its start-up once; with the model and the store compiled through the code
@@ -72,6 +74,7 @@ export function registerServe(program: Command, app: CliApp): void {
         env: io.env,
         rateLimits,
         bodyLimitBytes: int("body-limit", flags.bodyLimit, 1),
+        ...redisOption(flags.redis, io.env),
         warm: flags.warm,
         log,
       });
@@ -101,6 +104,16 @@ export function registerServe(program: Command, app: CliApp): void {
       }
       await stopped;
     });
+}
+
+/** `--redis`, else `$MM_REDIS_URL`, and which one it was (messages name it). An empty value means none. */
+function redisOption(flag: string | undefined, env: Record<string, string | undefined>): { redisUrl?: string; redisSource?: string } {
+  if (flag !== undefined) {
+    if (!flag.trim()) throw new MmError("VALIDATION_ERROR", "--redis needs a URL such as redis://127.0.0.1:6379.", { details: [{ field: "redis", message: "is empty" }] });
+    return { redisUrl: flag.trim(), redisSource: "--redis" };
+  }
+  const fromEnv = env.MM_REDIS_URL?.trim();
+  return fromEnv ? { redisUrl: fromEnv, redisSource: "MM_REDIS_URL" } : {};
 }
 
 /** A log entry as a line for a person: `19:20:01  GET /v1/memories  200  3.1 ms  acct_…`. */

@@ -1,0 +1,213 @@
+import type { ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RedisLedger } from "../../src/limits/ledger-redis.js";
+import { RedisConnection } from "../../src/storage/shared/redis.js";
+import { collect, json, runMm, spawnMm } from "../helpers/spawn-mm.js";
+import { freePort, startRedis, type TestRedis } from "../helpers/redis.js";
+import { useTempDirs } from "../helpers/temp.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+
+const tempDir = useTempDirs();
+
+interface Replica {
+  child: ChildProcess;
+  url: string;
+  logs: string[];
+}
+
+/** `mm serve --redis` on the store, spawned as a user would; resolves once it listens. */
+async function replica(store: string, redisUrl: string, args: string[] = []): Promise<Replica> {
+  const child = spawnMm(["serve", "--port", "0", "--redis", redisUrl, ...args], { store });
+  const logs: string[] = [];
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`mm serve exited ${code}: ${logs.join("\n")}`)));
+    createInterface({ input: child.stderr! }).on("line", (line) => {
+      logs.push(line);
+      if (line.includes('"event":"listening"')) resolve(JSON.parse(line).url);
+    });
+  });
+  child.stdout!.resume();
+  return { child, url, logs };
+}
+
+const api = (url: string, key: string, path: string, init: RequestInit = {}) =>
+  fetch(url + path, { ...init, headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json", ...(init.headers as object) } });
+
+const create = (url: string, key: string, content: string) => api(url, key, "/v1/memories", { method: "POST", body: JSON.stringify({ content, userId: "u1" }) });
+
+/** Waits until the current minute has at least `seconds` left, so a rate window doesn't turn mid-test. */
+async function roomInMinute(seconds: number): Promise<void> {
+  const left = 60 - (Date.now() % 60_000) / 1000;
+  if (left < seconds) await new Promise((r) => setTimeout(r, left * 1000 + 50));
+}
+
+describe("two mm serve replicas on one store and one Redis (spawned, real model)", () => {
+  let redis: TestRedis;
+  let root: string;
+  let store: string;
+  let replicas: Replica[];
+  let keys: Record<string, string>;
+  const mm = (args: string[], env: Record<string, string> = {}) => runMm(args, { store, env });
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    root = await mkdtemp(join(tmpdir(), "mm-replicas-"));
+    store = join(root, "store");
+    expect((await mm(["init"])).code).toBe(0);
+    keys = {};
+    for (const [name, plan] of [["quota", "free"], ["rate", "enterprise"], ["revoke", "enterprise"], ["outage", "enterprise"]]) {
+      expect((await mm(["accounts", "create", name, "--plan", plan])).code).toBe(0);
+      keys[name] = json(await mm(["keys", "create", "--account", name, "--name", "k"])).key;
+    }
+    const args = ["--rate-read", "7", "--rate-write", "1000", "--rate-search", "1000"];
+    replicas = await Promise.all([replica(store, redis.url, args), replica(store, redis.url, args)]);
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const r of replicas ?? []) {
+      r.child.kill("SIGTERM");
+      await collect(r.child).catch(() => undefined);
+    }
+    await redis?.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("checks Redis's persistence at start and says so", () => {
+    for (const r of replicas) {
+      const entry = r.logs.map((l) => JSON.parse(l)).find((e) => e.event === "redis-persistence");
+      expect(entry).toMatchObject({ appendonly: "yes", appendfsync: "everysec", redis: redis.url });
+    }
+  });
+
+  it("shares a rate limit: the N+1th request of a minute across both replicas gets 429", async () => {
+    await roomInMinute(15);
+    const statuses: number[] = [];
+    const remaining: string[] = [];
+    for (let i = 0; i < 9; i++) {
+      const res = await api(replicas[i % 2].url, keys.rate, "/v1/memories");
+      statuses.push(res.status);
+      remaining.push(res.headers.get("X-RateLimit-Remaining")!);
+      if (res.status === 429) expect(Number(res.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
+      await res.arrayBuffer();
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 200, 429, 429]);
+    expect(remaining).toEqual(["6", "5", "4", "3", "2", "1", "0", "0", "0"]);
+  });
+
+  it("stops the quota exactly at its limit across replicas: used equals the 201s", async () => {
+    const accountId = json(await mm(["accounts", "list"])).items.find((a: { name: string }) => a.name === "quota").id;
+    // The account has used 990 of its 1,000 this month (counted where the replicas count).
+    const connection = await RedisConnection.open({ url: redis.url, store });
+    await new RedisLedger(connection).charge(accountId, null, "write", 990);
+    await connection.close();
+    const clients = Array.from({ length: 12 }, (_, c) => c);
+    const statuses = (
+      await Promise.all(
+        clients.map(async (c) => {
+          const out: number[] = [];
+          for (let i = 0; i < 3; i++) {
+            const res = await create(replicas[(c + i) % 2].url, keys.quota, `client ${c} note ${i} about the quota edge`);
+            out.push(res.status);
+            await res.arrayBuffer();
+          }
+          return out;
+        }),
+      )
+    ).flat();
+    const created = statuses.filter((s) => s === 201).length;
+    expect(created).toBe(10);
+    expect(statuses.filter((s) => s === 403)).toHaveLength(36 - 10);
+    // The CLI with $MM_REDIS_URL reads the replicas' ledger; the memories stored match it.
+    const usage = json(await mm(["usage", "--account", "quota"], { MM_REDIS_URL: redis.url }));
+    expect(usage).toMatchObject({ used: 1000, limit: 1000 });
+    const list = await api(replicas[0].url, keys.quota, "/v1/memories?userId=u1");
+    expect(list.status).toBe(403);
+    const stored = json(await mm(["memories", "list", "--account", "quota", "--json"], { MM_REDIS_URL: "" }));
+    expect(stored.pagination.total).toBe(10);
+  });
+
+  it("refuses a key revoked with mm keys revoke on every replica, at its next request", async () => {
+    const second = json(await mm(["keys", "create", "--account", "revoke", "--name", "second"]));
+    for (const r of replicas) expect((await api(r.url, second.key, "/v1/memories")).status).toBe(200);
+    expect(json(await mm(["keys", "revoke", second.id], { MM_REDIS_URL: redis.url })).revoked).toBe(true);
+    for (const r of replicas) {
+      const res = await api(r.url, second.key, "/v1/memories");
+      expect(res.status).toBe(401);
+    }
+    // The account's other key still works.
+    expect((await api(replicas[1].url, keys.revoke, "/v1/memories")).status).toBe(200);
+  });
+
+  it("answers 503 while Redis is down (killed with -9) (at once, no hang), recovers by itself when it is back, and logs both", async () => {
+    const before = await create(replicas[0].url, keys.outage, "written before the outage");
+    expect(before.status).toBe(201);
+    // A crash, not a shutdown: what the append-only file holds is all there is.
+    await redis.kill();
+    for (const [i, r] of replicas.entries()) {
+      const started = Date.now();
+      const res = await create(r.url, keys.outage, `written through replica ${i} during the outage`);
+      const body = await res.json();
+      expect(res.status).toBe(503);
+      expect(body.error.code).toBe("SERVICE_UNAVAILABLE");
+      expect(JSON.stringify(body)).not.toMatch(/redis|127\.0\.0\.1|ECONNREFUSED/i);
+      expect(Date.now() - started).toBeLessThan(3_000);
+    }
+    await redis.start();
+    for (const [i, r] of replicas.entries()) {
+      const deadline = Date.now() + 15_000;
+      let status = 0;
+      while (Date.now() < deadline) {
+        const res = await create(r.url, keys.outage, `written through replica ${i} after the outage`);
+        status = res.status;
+        await res.arrayBuffer();
+        if (status === 201) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(status).toBe(201);
+      const events = r.logs.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l).event);
+      expect(events).toContain("redis-lost");
+      expect(events).toContain("redis-back");
+    }
+    // The counts made before Redis went away survived its restart, and the 503s were not billed.
+    expect(json(await mm(["usage", "--account", "outage"], { MM_REDIS_URL: redis.url })).used).toBe(3);
+    // Nothing was stored while the quota couldn't be counted.
+    const list = json(await mm(["memories", "list", "--account", "outage", "--json"]));
+    expect(list.items.map((m: { content: string }) => m.content).sort()).toEqual([
+      "written before the outage",
+      "written through replica 0 after the outage",
+      "written through replica 1 after the outage",
+    ]);
+  });
+});
+
+describe("mm serve --redis, refused at start", () => {
+  it("a URL that isn't redis://, and a Redis that doesn't answer: a clear message, no stack, no password, exit non-zero", async () => {
+    const store = join(await tempDir(), "store");
+    expect((await runMm(["init"], { store })).code).toBe(0);
+    const bad = await runMm(["serve", "--port", "0", "--no-warm", "--redis", "http://127.0.0.1:6379"], { store });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--redis");
+    expect(bad.stderr).not.toMatch(/\n\s+at /);
+    const port = await freePort();
+    const down = await runMm(["serve", "--port", "0", "--no-warm", "--redis", `redis://:hunter2-secret@127.0.0.1:${port}`], { store });
+    expect(down.code).toBe(6);
+    expect(down.stderr).toContain(`redis://127.0.0.1:${port}`);
+    expect(down.stderr).not.toContain("hunter2");
+    expect(down.stderr).not.toMatch(/\n\s+at /);
+    const fromEnv = await runMm(["serve", "--port", "0", "--no-warm"], { store, env: { MM_REDIS_URL: "ftp://nowhere" } });
+    expect(fromEnv.code).toBe(2);
+    expect(fromEnv.stderr).toContain("MM_REDIS_URL");
+    // Other commands count where the replicas count: with that Redis down they say so, and store nothing.
+    for (const args of [["usage"], ["memories", "add", "not stored", "--user", "u1"]]) {
+      const r = await runMm(args, { store, env: { MM_REDIS_URL: `redis://:hunter2-secret@127.0.0.1:${port}` } });
+      expect(r.code, args.join(" ")).toBe(6);
+      expect(r.stderr).toContain("MM_REDIS_URL");
+      expect(r.stderr).not.toContain("hunter2");
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(json(await runMm(["memories", "list", "--json"], { store })).pagination.total).toBe(0);
+  });
+});
