@@ -38,6 +38,24 @@ const api = (url: string, key: string, path: string, init: RequestInit = {}) =>
 
 const create = (url: string, key: string, content: string) => api(url, key, "/v1/memories", { method: "POST", body: JSON.stringify({ content, userId: "u1" }) });
 
+/** The search limit is low so the shared-rate test reaches it; the other tests don't search. */
+const SERVE_ARGS = ["--rate-read", "1000", "--rate-write", "1000", "--rate-search", "7"];
+
+/**
+ * A GET of the id, retried for up to READ_BOUND_MS: a write acknowledged by one replica is
+ * readable on another once that one's store handle has caught up (docs/scale-out.md).
+ */
+const READ_BOUND_MS = 5_000;
+async function readable(url: string, key: string, id: string): Promise<Response> {
+  const deadline = Date.now() + READ_BOUND_MS;
+  for (;;) {
+    const res = await api(url, key, `/v1/memories/${id}`);
+    await res.arrayBuffer();
+    if (res.status !== 404 || Date.now() > deadline) return res;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Waits until the current minute has at least `seconds` left, so a rate window doesn't turn mid-test. */
 async function roomInMinute(seconds: number): Promise<void> {
   const left = 60 - (Date.now() % 60_000) / 1000;
@@ -58,12 +76,11 @@ describe("two mm serve replicas on one store and one Redis (spawned, real model)
     store = join(root, "store");
     expect((await mm(["init"])).code).toBe(0);
     keys = {};
-    for (const [name, plan] of [["quota", "free"], ["rate", "enterprise"], ["revoke", "enterprise"], ["outage", "enterprise"]]) {
+    for (const [name, plan] of [["quota", "free"], ["rate", "enterprise"], ["revoke", "enterprise"], ["outage", "enterprise"], ["writers", "enterprise"]]) {
       expect((await mm(["accounts", "create", name, "--plan", plan])).code).toBe(0);
       keys[name] = json(await mm(["keys", "create", "--account", name, "--name", "k"])).key;
     }
-    const args = ["--rate-read", "7", "--rate-write", "1000", "--rate-search", "1000"];
-    replicas = await Promise.all([replica(store, redis.url, args), replica(store, redis.url, args)]);
+    replicas = await Promise.all([replica(store, redis.url, SERVE_ARGS), replica(store, redis.url, SERVE_ARGS)]);
   }, 120_000);
 
   afterAll(async () => {
@@ -87,7 +104,7 @@ describe("two mm serve replicas on one store and one Redis (spawned, real model)
     const statuses: number[] = [];
     const remaining: string[] = [];
     for (let i = 0; i < 9; i++) {
-      const res = await api(replicas[i % 2].url, keys.rate, "/v1/memories");
+      const res = await api(replicas[i % 2].url, keys.rate, "/v1/memories/search", { method: "POST", body: JSON.stringify({ query: "anything", userId: "u1" }) });
       statuses.push(res.status);
       remaining.push(res.headers.get("X-RateLimit-Remaining")!);
       if (res.status === 429) expect(Number(res.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
@@ -128,6 +145,58 @@ describe("two mm serve replicas on one store and one Redis (spawned, real model)
     const stored = json(await mm(["memories", "list", "--account", "quota", "--json"], { MM_REDIS_URL: "" }));
     expect(stored.pagination.total).toBe(10);
   });
+
+  it("stores every acknowledged create once, with 12 clients spread across the replicas, and each is readable by id on every replica", async () => {
+    const acked = (
+      await Promise.all(
+        Array.from({ length: 12 }, async (_, c) => {
+          const ids: string[] = [];
+          for (let i = 0; i < 4; i++) {
+            const res = await create(replicas[(c + i) % replicas.length].url, keys.writers, `client ${c} wrote note ${i} about the shared store`);
+            expect(res.status).toBe(201);
+            ids.push(((await res.json()) as { id: string }).id);
+          }
+          return ids;
+        }),
+      )
+    ).flat();
+    expect(new Set(acked).size).toBe(48);
+    for (const r of replicas) {
+      for (const id of acked) expect((await readable(r.url, keys.writers, id)).status).toBe(200);
+    }
+    const listed = json(await mm(["memories", "list", "--account", "writers", "--limit", "100", "--json"], { MM_REDIS_URL: redis.url }));
+    expect(listed.pagination.total).toBe(48);
+    expect(new Set(listed.items.map((m: { id: string }) => m.id))).toEqual(new Set(acked));
+  });
+
+  it("loses nothing a replica acknowledged when it is killed with -9 mid-write, and the others keep serving", async () => {
+    const victim = await replica(store, redis.url, SERVE_ARGS);
+    const acked: string[] = [];
+    const other: string[] = [];
+    let stop = false;
+    const writers = Array.from({ length: 4 }, async (_, c) => {
+      for (let i = 0; !stop; i++) {
+        const res = await create(victim.url, keys.writers, `client ${c} wrote crash note ${i}`).catch(() => undefined);
+        if (!res) return;
+        if (res.status === 201) acked.push(((await res.json()) as { id: string }).id);
+        else other.push(`${res.status} ${await res.text()}`);
+      }
+    });
+    const deadline = Date.now() + 60_000;
+    while (acked.length < 6 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(other).toEqual([]);
+    expect(acked.length).toBeGreaterThanOrEqual(6);
+    victim.child.kill("SIGKILL");
+    stop = true;
+    await Promise.all(writers);
+    await collect(victim.child).catch(() => undefined);
+    for (const [i, r] of replicas.entries()) {
+      for (const id of acked) expect((await readable(r.url, keys.writers, id)).status).toBe(200);
+      const res = await create(r.url, keys.writers, `written through replica ${i} after another died`);
+      expect(res.status).toBe(201);
+      await res.arrayBuffer();
+    }
+  }, 120_000);
 
   it("refuses a key revoked with mm keys revoke on every replica, at its next request", async () => {
     const second = json(await mm(["keys", "create", "--account", "revoke", "--name", "second"]));
