@@ -4,7 +4,7 @@ import { Accounts, type Account } from "../core/accounts.js";
 import { crashHooks, openContext, warmEmbedder, type Context } from "../core/context.js";
 import { startUpkeep } from "../core/upkeep.js";
 import { QuotaLedger, type Bucket, type OperationMeter } from "../limits/ledger.js";
-import { createdStoreNote, locateStore, missingStore, storeStatus } from "../core/store-location.js";
+import { coordinationDirOf, createdStoreNote, locateStore, missingStore, storeStatus } from "../core/store-location.js";
 import type { CliApp } from "./main.js";
 import { confirmDelete } from "./prompt.js";
 import { isRemote, remoteContext, remoteEntityRef, resolveRemote } from "./remote.js";
@@ -125,7 +125,7 @@ export async function openCommandContext(app: CliApp, cmd: Command, options: { w
     warmed,
   });
   if (status === "missing") app.output.personNote(createdStoreNote(location));
-  const ledger = new QuotaLedger(join(storeDir, "ledger"), app.io.clock);
+  const ledger = new QuotaLedger(join(coordinationDirOf(storeDir, app.io.env), "ledger"), app.io.clock);
   const bucket = BUCKETS[`${cmd.parent?.name()}.${cmd.name()}`];
   return {
     ...base,

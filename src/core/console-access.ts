@@ -3,9 +3,11 @@ import { renameSync, writeFileSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { MmError, validationError } from "../errors.js";
-import { JsonFile } from "../storage/json-file.js";
+import { documentsOf, type DocumentSource } from "../storage/database.js";
+import { Document } from "../storage/documents.js";
 import { Store } from "../storage/store.js";
 import { Accounts, type Account } from "./accounts.js";
+import { coordinationDirOf } from "./store-location.js";
 
 /** A sign-in link works once, for this long (the issue's 15 minutes). */
 export const LINK_TTL_MS = 15 * 60_000;
@@ -61,15 +63,16 @@ export interface ConsoleSession {
  * re-reads the file whenever it changes.
  */
 export class ConsoleAccess {
-  private readonly file: JsonFile<ConsoleData>;
+  private readonly file: Document<ConsoleData>;
   private readonly accounts: Accounts;
 
+  /** `store`: an open store, or a store's location (a directory or an object-store URI). */
   constructor(
-    storeDir: string,
+    store: DocumentSource,
     private readonly clock: () => Date = () => new Date(),
   ) {
-    this.file = new JsonFile<ConsoleData>(storeDir, "console.json", (data) => data ?? { version: 1, links: [], sessions: [] });
-    this.accounts = new Accounts(storeDir, clock);
+    this.file = new Document<ConsoleData>(documentsOf(store), "console", { parse: (data) => (data as ConsoleData | undefined) ?? { version: 1, links: [], sessions: [] } });
+    this.accounts = new Accounts(store, clock);
   }
 
   /** A one-time sign-in token for the account (id or name), valid for `ttlMs`. */
@@ -206,7 +209,7 @@ const RUNNING_SERVER = "serve.json";
  * that it is written before the server answers its first request. (Written whole, then renamed.)
  */
 export function recordRunningServer(storeDir: string, url: string, pid: number): () => Promise<void> {
-  const path = join(storeDir, RUNNING_SERVER);
+  const path = join(coordinationDirOf(storeDir, process.env), RUNNING_SERVER);
   writeFileSync(`${path}.${pid}.tmp`, JSON.stringify({ url, pid, startedAt: new Date().toISOString() }) + "\n", { mode: 0o600 });
   renameSync(`${path}.${pid}.tmp`, path);
   return async () => {
@@ -217,7 +220,7 @@ export function recordRunningServer(storeDir: string, url: string, pid: number):
 
 async function readRunning(storeDir: string): Promise<{ url: string; pid: number } | undefined> {
   try {
-    const r = JSON.parse(await readFile(join(storeDir, RUNNING_SERVER), "utf8")) as { url?: unknown; pid?: unknown };
+    const r = JSON.parse(await readFile(join(coordinationDirOf(storeDir, process.env), RUNNING_SERVER), "utf8")) as { url?: unknown; pid?: unknown };
     return typeof r.url === "string" && typeof r.pid === "number" ? { url: r.url, pid: r.pid } : undefined;
   } catch {
     return undefined;

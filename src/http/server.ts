@@ -72,14 +72,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const clock = options.clock ?? (() => new Date());
   const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock, hooks: crashHooks(options.env?.MM_TEST_CRASH_AT) });
   const configured = ctx.store.config.server ?? {};
-  const accounts = new Accounts(options.storeDir, clock);
+  const accounts = new Accounts(ctx.store, clock);
   // Every log line is masked for the embedder's API key, in every form an upstream may echo it in.
   const secrets = embedderSecrets(ctx.store.config.embedder, options.env ?? {});
   const log = options.log && ((entry: Record<string, unknown>) => options.log!(JSON.parse(maskSecrets(JSON.stringify(entry), secrets))));
   const app = createApp({
     ctx,
     accounts,
-    ledger: new QuotaLedger(join(options.storeDir, "ledger"), clock),
+    ledger: new QuotaLedger(join(ctx.store.coordinationDir, "ledger"), clock),
     limiter: new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...configured.rateLimits, ...options.rateLimits }, () => clock().getTime()),
     bodyLimitBytes: options.bodyLimitBytes ?? configured.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
     log,

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import { Accounts, KEY_SHOWN_ONCE, type Account, type KeyInfo } from "../../core/accounts.js";
 import { QuotaLedger } from "../../limits/ledger.js";
 import { PLANS } from "../../schemas/enums.js";
-import { createdStoreNote, ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
+import { coordinationDirOf, createdStoreNote, ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
 import { count, when, type TableKit } from "../output.js";
 
@@ -93,7 +93,7 @@ export function registerAccounts(program: Command, app: CliApp): void {
       const storeDir = await storeOf(app, cmd);
       const ref = accountFlag(app, cmd) ?? "acct_default";
       const account = await new Accounts(storeDir, app.io.clock).resolve(ref);
-      const usage = await new QuotaLedger(join(storeDir, "ledger"), app.io.clock).usage(account.id, account.quota);
+      const usage = await new QuotaLedger(join(coordinationDirOf(storeDir, app.io.env), "ledger"), app.io.clock).usage(account.id, account.quota);
       const body = { accountId: account.id, name: account.name, plan: account.plan, period: usage.period, used: usage.used, limit: usage.limit, resetAt: usage.resetAt };
       await app.output.result(body, (t) =>
         t.record([

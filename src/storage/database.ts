@@ -1,0 +1,79 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { FileDocuments, TableDocuments, type DocumentDriver } from "./documents.js";
+import { lanceSession, loadLance, type Connection, type Session } from "./lance.js";
+import { coordinationDir, objectStorageOptions, objectStoreError, placeOf, type StorePlace } from "./location.js";
+import { LocalShared } from "./shared/local.js";
+import type { Shared } from "./shared/types.js";
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * How stale a read of an object store may be: LanceDB re-checks a table's latest version at most
+ * this often per handle (each check is a LIST request). Writes always start from the latest
+ * version (Store.write refreshes its handles under the write lock), so this bounds only how soon
+ * another process's write becomes visible to reads. A local store checks on every read (0).
+ */
+export const OBJECT_READ_CONSISTENCY_S = 1;
+
+/**
+ * Connects LanceDB to a store's database: `<dir>/db` for a local store, the URI itself for an
+ * object store (credentials from the environment, storage/location.ts). A connection failure on
+ * an object store becomes a STORE_ERROR that says what is wrong (missing container, refused
+ * credentials, unreachable endpoint).
+ */
+export async function connectDatabase(place: StorePlace, env: Env, metadataCacheBytes: number): Promise<{ db: Connection; session: Session }> {
+  const { lancedb } = loadLance();
+  const session = lanceSession(metadataCacheBytes);
+  if (place.kind === "local") {
+    // readConsistencyInterval 0: every read sees the latest commit, including other processes'.
+    return { db: await lancedb.connect(join(place.dir, "db"), { readConsistencyInterval: 0, session }), session };
+  }
+  const storageOptions = objectStorageOptions(place, env);
+  try {
+    const db = await lancedb.connect(place.uri, { storageOptions, readConsistencyInterval: OBJECT_READ_CONSISTENCY_S, session });
+    // connect() checks nothing by itself: a first listing proves the container and the credentials.
+    await db.tableNames();
+    return { db, session };
+  } catch (err) {
+    throw objectStoreError(err, place, storageOptions);
+  }
+}
+
+/** The store's Shared when the caller gives none: local files in the coordination directory (one machine). */
+export function defaultShared(place: StorePlace, env: Env): Shared {
+  const dir = coordinationDir(place, env);
+  if (place.kind === "object") mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return new LocalShared(dir);
+}
+
+/** A store's documents, given as an open store (which has them) or as its location. */
+export type DocumentSource = string | { documents: DocumentDriver };
+
+const objectDocuments = new Map<string, Promise<TableDocuments>>();
+
+/**
+ * The documents of a store (storage/documents.ts) for a service that doesn't open the whole store
+ * (Accounts, ConsoleAccess from the CLI): a local store's files, or an object store's `meta`
+ * table, whose connection is opened once per process and URI.
+ */
+export function documentsOf(source: DocumentSource, env: Env = process.env): () => Promise<DocumentDriver> {
+  if (typeof source !== "string") return () => Promise.resolve(source.documents);
+  const place = placeOf(source);
+  if (place.kind === "local") {
+    const files = new FileDocuments(place.dir, new LocalShared(place.dir));
+    return () => Promise.resolve(files);
+  }
+  return () => {
+    let opened = objectDocuments.get(place.uri);
+    if (!opened) {
+      opened = (async () => {
+        const { db } = await connectDatabase(place, env, 8 * 1024 * 1024);
+        return TableDocuments.open(db, defaultShared(place, env), place.uri);
+      })();
+      opened.catch(() => objectDocuments.delete(place.uri));
+      objectDocuments.set(place.uri, opened);
+    }
+    return opened;
+  };
+}
