@@ -44,7 +44,7 @@ export async function connectDatabase(place: StorePlace, env: Env, metadataCache
 export function defaultShared(place: StorePlace, env: Env): Shared {
   const dir = coordinationDir(place, env);
   if (place.kind === "object") mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return new LocalShared(dir);
+  return new LocalShared(dir, { stamps: place.kind === "object" });
 }
 
 /** A store's documents, given as an open store (which has them) or as its location. */

@@ -62,6 +62,8 @@ export class Document<T> {
     const driver = await this.driver();
     const stamp = await driver.stamp(this.name);
     if (this.cache?.stamp === stamp) return this.cache.data;
+    // Changed: a handle that may lag (object storage) catches up first, or it would cache the old data under the new stamp.
+    if (this.cache) await driver.refresh?.();
     const data = (await this.load(driver)).data;
     this.cache = { stamp, data };
     return data;

@@ -145,14 +145,15 @@ export function coordinationDir(place: StorePlace, env: Env): string {
 
 /**
  * An object-store failure as the person can act on it: the container is missing (mm does not
- * create containers), the credentials were refused, the endpoint can't be reached. LanceDB's own
- * text is kept last, with every secret masked.
+ * create containers), the credentials were refused, the endpoint can't be reached. Anything else
+ * keeps LanceDB's own first line, with every secret masked.
  */
 export function objectStoreError(err: unknown, place: Extract<StorePlace, { kind: "object" }>, options: Record<string, string>): MmError {
   if (err instanceof MmError) return err;
   const raw = err instanceof Error ? err.message : String(err);
   const noun = SCHEMES[place.scheme].bucket;
   const endpoint = options.azure_endpoint ?? options.aws_endpoint ?? SCHEMES[place.scheme].what;
+  const detail = () => ` (${maskSecrets(raw.split("\n")[0].slice(0, 300), storageSecrets(options))})`;
   let message: string;
   if (/status: 404|ContainerNotFound|NoSuchBucket|bucket.*not found/i.test(raw)) {
     message = `the ${noun} "${place.bucket}" does not exist at ${endpoint}. Create it first; mm does not create ${noun}s.`;
@@ -161,10 +162,10 @@ export function objectStoreError(err: unknown, place: Extract<StorePlace, { kind
   } else if (/error sending request|connect|timed out|dns error|Connection refused|tcp/i.test(raw)) {
     message = `${endpoint} can't be reached.`;
   } else {
-    message = "the object store failed.";
+    // Unrecognised: LanceDB's own words, first line, secrets masked.
+    message = `the object store failed${detail()}.`;
   }
-  const detail = maskSecrets(raw.split("\n")[0].slice(0, 300), storageSecrets(options));
-  return new MmError("STORE_ERROR", `mm can't use the store at ${place.uri}: ${message} (${detail})`, {}, { cause: err });
+  return new MmError("STORE_ERROR", `mm can't use the store at ${place.uri}: ${message}`, {}, { cause: err });
 }
 
 function credentialNames(scheme: ObjectScheme): string {

@@ -260,13 +260,13 @@ export class Store extends MemoryReads {
   }
 
   /** True when `location` holds a store, without creating or opening anything. */
-  static async exists(location: string): Promise<boolean> {
-    return (await Store.configAt(location)) !== undefined;
+  static async exists(location: string, env?: Env): Promise<boolean> {
+    return (await Store.configAt(location, env)) !== undefined;
   }
 
   /** The store's configuration (its embedder, among others), without opening the store; undefined if none. */
-  static configAt(location: string): Promise<StoreConfig | undefined> {
-    return configDocument(documentsOf(location)).read();
+  static configAt(location: string, env?: Env): Promise<StoreConfig | undefined> {
+    return configDocument(documentsOf(location, env)).read();
   }
 
   /**
