@@ -1,0 +1,114 @@
+#!/usr/bin/env node
+// Object storage against the local store, one process, the real model (use-lite): creates/s (8
+// concurrent clients, as group commit gathers them, and one at a time), search p50/p95, and the
+// object-store requests one create and one search cost, counted in Azurite's debug log. Starts its
+// own Azurite on a free port; needs `npm run build` first. Figures go to docs/object-storage.md.
+//   node scripts/measure-object-store.mjs [--memories 2000] [--searches 100]
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const args = process.argv.slice(2);
+const flag = (name, fallback) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : fallback);
+const N = Number(flag("memories", "2000"));
+const SEARCHES = Number(flag("searches", "100"));
+const ACCOUNT = "devstoreaccount1";
+const KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+const { openContext } = await import(join(root, "dist/core/context.js"));
+const { createMemory } = await import(join(root, "dist/core/memories.js"));
+const { searchMemories } = await import(join(root, "dist/core/search.js"));
+const { OBJECT_READ_CONSISTENCY_S } = await import(join(root, "dist/storage/database.js"));
+
+const work = mkdtempSync(join(tmpdir(), "mm-objmeasure-"));
+const port = await freePort();
+const debugLog = join(work, "azurite-debug.log");
+const azurite = spawn(join(root, "node_modules/.bin/azurite-blob"), ["--location", join(work, "azurite"), "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent", "--debug", debugLog], { stdio: "ignore" });
+try {
+  await waitFor(port);
+  const endpoint = `http://127.0.0.1:${port}/${ACCOUNT}`;
+  const { BlobServiceClient, StorageSharedKeyCredential } = await import("@azure/storage-blob");
+  await new BlobServiceClient(endpoint, new StorageSharedKeyCredential(ACCOUNT, KEY)).getContainerClient("measure").create();
+  const env = { ...process.env, AZURE_STORAGE_ACCOUNT_NAME: ACCOUNT, AZURE_STORAGE_ACCOUNT_KEY: KEY, AZURE_STORAGE_ENDPOINT: endpoint, AZURE_STORAGE_ALLOW_HTTP: "true", XDG_STATE_HOME: join(work, "state") };
+  const out = {};
+  for (const [name, store] of [["local", join(work, "local-store")], ["azurite", "az://measure/store"]]) out[name] = await measure(store, env, name === "azurite");
+  console.log(JSON.stringify({ memories: N, searches: SEARCHES, readConsistencyIntervalS: OBJECT_READ_CONSISTENCY_S, ...out }, null, 2));
+} finally {
+  azurite.kill();
+  rmSync(work, { recursive: true, force: true });
+}
+
+async function measure(store, env, counted) {
+  const ctx = await openContext({ storeDir: store, env });
+  await ctx.embedder();
+  const texts = Array.from({ length: N + 100 }, (_, i) => sentence(i));
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (next < N) {
+      const i = next++;
+      await createMemory(ctx, { content: texts[i], userId: `user${i % 20}` });
+    }
+  }));
+  const concurrentPerS = N / ((performance.now() - t0) / 1000);
+  const requests = () => (counted ? readFileSync(debugLog, "utf8").split("\n").filter((l) => l.includes("BlobStorageContextMiddleware: RequestMethod=")).length : 0);
+  let before = requests();
+  const t1 = performance.now();
+  for (let i = N; i < N + 100; i++) await createMemory(ctx, { content: texts[i], userId: `user${i % 20}` });
+  const sequentialPerS = 100 / ((performance.now() - t1) / 1000);
+  const perCreate = (requests() - before) / 100;
+  const latencies = [];
+  before = requests();
+  for (let q = 0; q < SEARCHES; q++) {
+    const t = performance.now();
+    await searchMemories(ctx, { query: `what did ${["Ana", "Bo", "Chen", "Dara"][q % 4]} say about ${TOPICS[q % TOPICS.length]}`, userId: `user${q % 20}` });
+    latencies.push(performance.now() - t);
+  }
+  const perSearch = (requests() - before) / SEARCHES;
+  await ctx.close();
+  latencies.sort((a, b) => a - b);
+  const round = (x) => Math.round(x * 10) / 10;
+  return {
+    createsPerS8Clients: round(concurrentPerS),
+    createsPerSOneClient: round(sequentialPerS),
+    searchP50Ms: round(latencies[Math.floor(latencies.length / 2)]),
+    searchP95Ms: round(latencies[Math.floor(latencies.length * 0.95)]),
+    ...(counted ? { requestsPerCreate: round(perCreate), requestsPerSearch: round(perSearch) } : {}),
+  };
+}
+
+const TOPICS = ["the garden", "the trip to Porto", "the new job", "the dentist", "the boat", "the book club", "the kitchen", "the marathon", "the piano", "the move"];
+function sentence(i) {
+  const who = ["Ana", "Bo", "Chen", "Dara", "Eli"][i % 5];
+  const verb = ["talked about", "worried about", "planned", "finished", "remembered", "booked", "asked about"][i % 7];
+  return `${who} ${verb} ${TOPICS[(i * 7) % TOPICS.length]} on day ${i}, noting detail ${(i * 37) % 101}.`;
+}
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once("error", rej);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+async function waitFor(port) {
+  const { connect } = await import("node:net");
+  for (let i = 0; i < 300; i++) {
+    const ok = await new Promise((r) => {
+      const c = connect(port, "127.0.0.1");
+      c.once("connect", () => (c.destroy(), r(true)));
+      c.once("error", () => r(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("azurite did not start");
+}
