@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // Object storage against the local store, one process, the real model (use-lite): creates/s (8
 // concurrent clients, as group commit gathers them, and one at a time), search p50/p95, and the
-// object-store requests one create and one search cost, counted in Azurite's debug log. Starts its
-// own Azurite on a free port; needs `npm run build` first. Figures go to docs/object-storage.md.
+// object-store requests one create and one search cost, counted by a pass-through HTTP proxy in
+// front of Azurite (its --debug log logs every body: over 512 MB for 2,000 creates). Starts its own
+// Azurite on a free port; needs `npm run build` first. Figures go to docs/object-storage.md.
 //   node scripts/measure-object-store.mjs [--memories 2000] [--searches 100]
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
+import { Agent, createServer as createHttpServer, request } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -16,6 +18,7 @@ const args = process.argv.slice(2);
 const flag = (name, fallback) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : fallback);
 const N = Number(flag("memories", "2000"));
 const SEARCHES = Number(flag("searches", "100"));
+const TOPICS = ["the garden", "the trip to Porto", "the new job", "the dentist", "the boat", "the book club", "the kitchen", "the marathon", "the piano", "the move"];
 const ACCOUNT = "devstoreaccount1";
 const KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
@@ -23,11 +26,23 @@ const { openContext } = await import(join(root, "dist/core/context.js"));
 const { createMemory } = await import(join(root, "dist/core/memories.js"));
 const { searchMemories } = await import(join(root, "dist/core/search.js"));
 const { OBJECT_READ_CONSISTENCY_S } = await import(join(root, "dist/storage/database.js"));
+const { Maintainer } = await import(join(root, "dist/storage/maintenance.js"));
 
 const work = mkdtempSync(join(tmpdir(), "mm-objmeasure-"));
 const port = await freePort();
-const debugLog = join(work, "azurite-debug.log");
-const azurite = spawn(join(root, "node_modules/.bin/azurite-blob"), ["--location", join(work, "azurite"), "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent", "--debug", debugLog], { stdio: "ignore" });
+const azurite = spawn(join(root, "node_modules/.bin/azurite-blob"), ["--location", join(work, "azurite"), "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent"], { stdio: "ignore" });
+let proxied = 0;
+const agent = new Agent({ keepAlive: true });
+const proxy = createHttpServer((req, res) => {
+  proxied++;
+  const upstream = request({ host: "127.0.0.1", port, path: req.url, method: req.method, headers: req.headers, agent }, (r) => {
+    res.writeHead(r.statusCode, r.headers);
+    r.pipe(res);
+  });
+  upstream.on("error", () => res.destroy());
+  req.pipe(upstream);
+});
+const proxyPort = await new Promise((r) => proxy.listen(0, "127.0.0.1", () => r(proxy.address().port)));
 try {
   await waitFor(port);
   const endpoint = `http://127.0.0.1:${port}/${ACCOUNT}`;
@@ -35,17 +50,27 @@ try {
   await new BlobServiceClient(endpoint, new StorageSharedKeyCredential(ACCOUNT, KEY)).getContainerClient("measure").create();
   const env = { ...process.env, AZURE_STORAGE_ACCOUNT_NAME: ACCOUNT, AZURE_STORAGE_ACCOUNT_KEY: KEY, AZURE_STORAGE_ENDPOINT: endpoint, AZURE_STORAGE_ALLOW_HTTP: "true", XDG_STATE_HOME: join(work, "state") };
   const out = {};
-  for (const [name, store] of [["local", join(work, "local-store")], ["azurite", "az://measure/store"]]) out[name] = await measure(store, env, name === "azurite");
+  const counted = { ...env, AZURE_STORAGE_ENDPOINT: `http://127.0.0.1:${proxyPort}/${ACCOUNT}` };
+  for (const [name, store] of [["local", join(work, "local-store")], ["azurite", "az://measure/store"]]) out[name] = await measure(store, env, name === "azurite" ? counted : undefined);
   console.log(JSON.stringify({ memories: N, searches: SEARCHES, readConsistencyIntervalS: OBJECT_READ_CONSISTENCY_S, ...out }, null, 2));
 } finally {
   azurite.kill();
+  proxy.close();
+  agent.destroy();
   rmSync(work, { recursive: true, force: true });
 }
 
-async function measure(store, env, counted) {
+/** A context with the background maintainer `mm serve` runs (compaction every 32 small fragments, a pass every 2 s). */
+async function served(store, env, maintain = true) {
   const ctx = await openContext({ storeDir: store, env });
   await ctx.embedder();
-  const texts = Array.from({ length: N + 100 }, (_, i) => sentence(i));
+  const maintainer = maintain ? new Maintainer(ctx.store, { intervalMs: 2000 }).start() : undefined;
+  return { ctx, close: async () => (await maintainer?.stop(), await ctx.close()) };
+}
+
+async function measure(store, env, countedEnv) {
+  const { ctx, close } = await served(store, env);
+  const texts = Array.from({ length: N + 200 }, (_, i) => sentence(i));
   let next = 0;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: 8 }, async () => {
@@ -55,33 +80,43 @@ async function measure(store, env, counted) {
     }
   }));
   const concurrentPerS = N / ((performance.now() - t0) / 1000);
-  const requests = () => (counted ? readFileSync(debugLog, "utf8").split("\n").filter((l) => l.includes("BlobStorageContextMiddleware: RequestMethod=")).length : 0);
-  let before = requests();
   const t1 = performance.now();
   for (let i = N; i < N + 100; i++) await createMemory(ctx, { content: texts[i], userId: `user${i % 20}` });
   const sequentialPerS = 100 / ((performance.now() - t1) / 1000);
-  const perCreate = (requests() - before) / 100;
+  const query = (q) => ({ query: `what did ${["Ana", "Bo", "Chen", "Dara"][q % 4]} say about ${TOPICS[q % TOPICS.length]}`, userId: `user${q % 20}` });
   const latencies = [];
-  before = requests();
   for (let q = 0; q < SEARCHES; q++) {
     const t = performance.now();
-    await searchMemories(ctx, { query: `what did ${["Ana", "Bo", "Chen", "Dara"][q % 4]} say about ${TOPICS[q % TOPICS.length]}`, userId: `user${q % 20}` });
+    await searchMemories(ctx, query(q));
     latencies.push(performance.now() - t);
   }
-  const perSearch = (requests() - before) / SEARCHES;
-  await ctx.close();
+  const fragments = (await ctx.store.stats()).memories.fragments;
+  await close();
   latencies.sort((a, b) => a - b);
   const round = (x) => Math.round(x * 10) / 10;
-  return {
+  const figures = {
     createsPerS8Clients: round(concurrentPerS),
     createsPerSOneClient: round(sequentialPerS),
     searchP50Ms: round(latencies[Math.floor(latencies.length / 2)]),
     searchP95Ms: round(latencies[Math.floor(latencies.length * 0.95)]),
-    ...(counted ? { requestsPerCreate: round(perCreate), requestsPerSearch: round(perSearch) } : {}),
+    fragmentsAfter: fragments,
   };
+  if (!countedEnv) return figures;
+  // The same store through the counting proxy: compacted first, then a warm process, one operation
+  // at a time, no maintainer (its passes would be counted too).
+  const { ctx: counted, close: closeCounted } = await served(store, countedEnv, false);
+  await counted.store.optimize({ keepVersionsMs: 0 });
+  await searchMemories(counted, query(0));
+  let before = proxied;
+  for (let i = N + 100; i < N + 130; i++) await createMemory(counted, { content: texts[i], userId: `user${i % 20}` });
+  const perCreate = (proxied - before) / 30;
+  before = proxied;
+  for (let q = 0; q < 30; q++) await searchMemories(counted, query(q));
+  const perSearch = (proxied - before) / 30;
+  await closeCounted();
+  return { ...figures, requestsPerCreate: round(perCreate), requestsPerSearch: round(perSearch) };
 }
 
-const TOPICS = ["the garden", "the trip to Porto", "the new job", "the dentist", "the boat", "the book club", "the kitchen", "the marathon", "the piano", "the move"];
 function sentence(i) {
   const who = ["Ana", "Bo", "Chen", "Dara", "Eli"][i % 5];
   const verb = ["talked about", "worried about", "planned", "finished", "remembered", "booked", "asked about"][i % 7];
