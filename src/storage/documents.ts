@@ -132,7 +132,7 @@ export class FileDocuments implements DocumentDriver {
       return `${s.ino}:${s.mtimeNs}:${s.size}`;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return "none";
-      throw err;
+      throw new MmError("STORE_ERROR", `Cannot read ${this.path(name)}: ${(err as Error).message}`, {}, { cause: err });
     }
   }
 
