@@ -65,7 +65,7 @@ export function registerServe(program: Command, app: CliApp): void {
       // `mm console` finds this server's address (its port) in the store while it runs.
       let forget: (() => Promise<void>) | undefined;
       const server = await startServer({
-        onBound: (url) => void (forget = recordRunningServer(storeDir, url, process.pid)),
+        onBound: (url) => void (forget = recordRunningServer(storeDir, url, process.pid, io.env)),
         storeDir,
         host: flags.host,
         port,
