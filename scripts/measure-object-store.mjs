@@ -18,12 +18,37 @@ const args = process.argv.slice(2);
 const flag = (name, fallback) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : fallback);
 const N = Number(flag("memories", "2000"));
 const SEARCHES = Number(flag("searches", "100"));
+/**
+ * How long after one process's create returns another, already open and warm, process can read
+ * the memory by id (polling every 10 ms): bounded by the read-consistency interval.
+ */
+async function visibility(store, env) {
+  const writer = await openContext({ storeDir: store, env });
+  const reader = await openContext({ storeDir: store, env });
+  await writer.embedder();
+  const delays = [];
+  for (let i = 0; i < 10; i++) {
+    const { id } = await createMemory(writer, { content: `visibility probe ${i}`, userId: "probe" });
+    const t = performance.now();
+    for (;;) {
+      const seen = await getMemory(reader, id).then(() => true, () => false);
+      if (seen) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    delays.push(Math.round(performance.now() - t));
+    await new Promise((r) => setTimeout(r, 300 + 137 * i)); // different phases of the reader's interval
+  }
+  await Promise.all([writer.close(), reader.close()]);
+  delays.sort((a, b) => a - b);
+  return { p50: delays[5], max: delays[9] };
+}
+
 const TOPICS = ["the garden", "the trip to Porto", "the new job", "the dentist", "the boat", "the book club", "the kitchen", "the marathon", "the piano", "the move"];
 const ACCOUNT = "devstoreaccount1";
 const KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
 const { openContext } = await import(join(root, "dist/core/context.js"));
-const { createMemory } = await import(join(root, "dist/core/memories.js"));
+const { createMemory, getMemory } = await import(join(root, "dist/core/memories.js"));
 const { searchMemories } = await import(join(root, "dist/core/search.js"));
 const { OBJECT_READ_CONSISTENCY_S } = await import(join(root, "dist/storage/database.js"));
 const { Maintainer } = await import(join(root, "dist/storage/maintenance.js"));
@@ -52,12 +77,13 @@ try {
   const out = {};
   const counted = { ...env, AZURE_STORAGE_ENDPOINT: `http://127.0.0.1:${proxyPort}/${ACCOUNT}` };
   for (const [name, store] of [["local", join(work, "local-store")], ["azurite", "az://measure/store"]]) out[name] = await measure(store, env, name === "azurite" ? counted : undefined);
-  console.log(JSON.stringify({ memories: N, searches: SEARCHES, readConsistencyIntervalS: OBJECT_READ_CONSISTENCY_S, ...out }, null, 2));
+  const interval = process.env.MM_STORE_READ_CONSISTENCY_S?.trim() ? Number(process.env.MM_STORE_READ_CONSISTENCY_S) : OBJECT_READ_CONSISTENCY_S;
+  console.log(JSON.stringify({ memories: N, searches: SEARCHES, readConsistencyIntervalS: interval, ...out }, null, 2));
 } finally {
-  azurite.kill();
   proxy.close();
   agent.destroy();
-  rmSync(work, { recursive: true, force: true });
+  await new Promise((r) => (azurite.exitCode !== null ? r() : (azurite.once("exit", r), azurite.kill())));
+  rmSync(work, { recursive: true, force: true, maxRetries: 5 });
 }
 
 /** A context with the background maintainer `mm serve` runs (compaction every 32 small fragments, a pass every 2 s). */
@@ -114,7 +140,7 @@ async function measure(store, env, countedEnv) {
   for (let q = 0; q < 30; q++) await searchMemories(counted, query(q));
   const perSearch = (proxied - before) / 30;
   await closeCounted();
-  return { ...figures, requestsPerCreate: round(perCreate), requestsPerSearch: round(perSearch) };
+  return { ...figures, requestsPerCreate: round(perCreate), requestsPerSearch: round(perSearch), visibleAfterMs: await visibility(store, env) };
 }
 
 function sentence(i) {

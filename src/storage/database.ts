@@ -13,6 +13,7 @@ type Env = Record<string, string | undefined>;
  * this often per handle (each check is a LIST request). Writes always start from the latest
  * version (Store.write refreshes its handles under the write lock), so this bounds only how soon
  * another process's write becomes visible to reads. A local store checks on every read (0).
+ * `$MM_STORE_READ_CONSISTENCY_S` overrides it (0: every read checks, one LIST request per table).
  */
 export const OBJECT_READ_CONSISTENCY_S = 1;
 
@@ -31,7 +32,9 @@ export async function connectDatabase(place: StorePlace, env: Env, metadataCache
   }
   const storageOptions = objectStorageOptions(place, env);
   try {
-    const db = await lancedb.connect(place.uri, { storageOptions, readConsistencyInterval: OBJECT_READ_CONSISTENCY_S, session });
+    const interval = Number(env.MM_STORE_READ_CONSISTENCY_S?.trim() || OBJECT_READ_CONSISTENCY_S);
+    const readConsistencyInterval = Number.isFinite(interval) && interval >= 0 ? interval : OBJECT_READ_CONSISTENCY_S;
+    const db = await lancedb.connect(place.uri, { storageOptions, readConsistencyInterval, session });
     // connect() checks nothing by itself: a first listing proves the container and the credentials.
     await db.tableNames();
     return { db, session };
