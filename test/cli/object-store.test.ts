@@ -73,12 +73,15 @@ describe("mm on a store in Azure Blob Storage (spawned, real Azurite)", () => {
     const server = spawnMm(["serve", "--port", "0"], { store, env: { ...az.env, XDG_STATE_HOME: state } });
     const done = collect(server);
     try {
-      const url = await new Promise<string>((resolve, reject) => {
+      const listening = await new Promise<{ url: string; coordination?: string }>((resolve, reject) => {
         createInterface({ input: server.stderr! }).on("line", (line) => {
-          if (line.includes('"listening"')) resolve(JSON.parse(line).url);
+          if (line.includes('"listening"')) resolve(JSON.parse(line));
         });
         server.once("exit", () => reject(new Error("mm serve exited before listening")));
       });
+      const url = listening.url;
+      // It says where this machine keeps the store's locks and counts (one machine without Redis).
+      expect(listening.coordination).toMatch(new RegExp(`^${state}/mm/stores/[0-9a-f]{16}$`));
       const key = json(ok(await mm(["keys", "create", "--account", "default", "--name", "live"])));
       const call = (method: string, path: string, body?: unknown) =>
         fetch(`${url}/v1${path}`, {
