@@ -1,8 +1,10 @@
 import { createHash, randomInt, timingSafeEqual } from "node:crypto";
 import { MmError, validationError } from "../errors.js";
 import { PLAN_QUOTAS } from "../schemas/enums.js";
-import { AuthFile, DEFAULT_ACCOUNT, type AccountRecord, type AuthData, type KeyRecord, type Plan } from "../storage/auth-file.js";
-import { KeyUse } from "../storage/key-use.js";
+import { authDocument, DEFAULT_ACCOUNT, type AccountRecord, type AuthData, type KeyRecord, type Plan } from "../storage/auth-file.js";
+import { documentsOf, type DocumentSource } from "../storage/database.js";
+import type { Document } from "../storage/documents.js";
+import { keyUseOf, type KeyUse } from "../storage/key-use.js";
 import { newId } from "./ids.js";
 
 export { DEFAULT_ACCOUNT };
@@ -58,18 +60,20 @@ const MAX_REVOKED_KEYS = 50;
  * resource belongs to an account; a key acts as its account and sees nothing of any other.
  */
 export class Accounts {
-  private readonly file: AuthFile;
+  private readonly file: Document<AuthData>;
   /** Last uses are kept apart from auth.json (storage/key-use.ts). */
   private readonly keyUse: KeyUse;
   /** When this process last recorded each key's use. */
   private readonly touched = new Map<string, number>();
 
+  /** `store`: an open store, or a store's location (a directory or an object-store URI). */
   constructor(
-    storeDir: string,
+    store: DocumentSource,
     private readonly clock: () => Date = () => new Date(),
   ) {
-    this.file = new AuthFile(storeDir);
-    this.keyUse = new KeyUse(storeDir);
+    const documents = documentsOf(store);
+    this.file = authDocument(documents);
+    this.keyUse = keyUseOf(documents);
   }
 
   async create(raw: unknown): Promise<Account> {
@@ -151,7 +155,8 @@ export class Accounts {
   async listKeys(accountIdOrName?: string): Promise<{ items: KeyInfo[] }> {
     const data = await this.file.read();
     const accountId = accountIdOrName === undefined ? undefined : findAccount(data, accountIdOrName).id;
-    return { items: data.keys.filter((k) => accountId === undefined || k.accountId === accountId).map((k) => toKeyInfo({ ...k, lastUsedAt: this.lastUse(k) })) };
+    const keys = data.keys.filter((k) => accountId === undefined || k.accountId === accountId);
+    return { items: await Promise.all(keys.map(async (k) => toKeyInfo({ ...k, lastUsedAt: await this.lastUse(k) }))) };
   }
 
   /**
@@ -200,16 +205,13 @@ export class Accounts {
     if (last !== undefined && now.getTime() - last < TOUCH_EVERY_MS) return;
     if (this.touched.size >= 10_000) this.touched.clear();
     this.touched.set(keyId, now.getTime());
-    try {
-      this.keyUse.touch(keyId, now);
-    } catch {
-      // A read-only store still serves; the key's last use is only not recorded.
-    }
+    // Not awaited: in object storage a use is a commit, and the request shouldn't wait for it.
+    void this.keyUse.touch(keyId, now);
   }
 
   /** A key's last use: its key-use file's mtime, or what auth.json recorded (stores from before key-use/). */
-  private lastUse(k: KeyRecord): string | null {
-    const touched = this.keyUse.lastUse(k.id);
+  private async lastUse(k: KeyRecord): Promise<string | null> {
+    const touched = await this.keyUse.lastUse(k.id);
     if (!touched) return k.lastUsedAt;
     return k.lastUsedAt && k.lastUsedAt > touched ? k.lastUsedAt : touched;
   }

@@ -3,9 +3,13 @@ import { renameSync, writeFileSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { MmError, validationError } from "../errors.js";
-import { JsonFile } from "../storage/json-file.js";
+import { documentsOf, type DocumentSource } from "../storage/database.js";
+import { Document } from "../storage/documents.js";
 import { Store } from "../storage/store.js";
 import { Accounts, type Account } from "./accounts.js";
+import { coordinationDirOf } from "./store-location.js";
+
+type Env = Record<string, string | undefined>;
 
 /** A sign-in link works once, for this long (the issue's 15 minutes). */
 export const LINK_TTL_MS = 15 * 60_000;
@@ -61,15 +65,16 @@ export interface ConsoleSession {
  * re-reads the file whenever it changes.
  */
 export class ConsoleAccess {
-  private readonly file: JsonFile<ConsoleData>;
+  private readonly file: Document<ConsoleData>;
   private readonly accounts: Accounts;
 
+  /** `store`: an open store, or a store's location (a directory or an object-store URI). */
   constructor(
-    storeDir: string,
+    store: DocumentSource,
     private readonly clock: () => Date = () => new Date(),
   ) {
-    this.file = new JsonFile<ConsoleData>(storeDir, "console.json", (data) => data ?? { version: 1, links: [], sessions: [] });
-    this.accounts = new Accounts(storeDir, clock);
+    this.file = new Document<ConsoleData>(documentsOf(store), "console", { parse: (data) => (data as ConsoleData | undefined) ?? { version: 1, links: [], sessions: [] } });
+    this.accounts = new Accounts(store, clock);
   }
 
   /** A one-time sign-in token for the account (id or name), valid for `ttlMs`. */
@@ -205,19 +210,20 @@ const RUNNING_SERVER = "serve.json";
  * function removes the record (on shutdown; only if it is still this server's). Synchronous, so
  * that it is written before the server answers its first request. (Written whole, then renamed.)
  */
-export function recordRunningServer(storeDir: string, url: string, pid: number): () => Promise<void> {
-  const path = join(storeDir, RUNNING_SERVER);
+export function recordRunningServer(storeDir: string, url: string, pid: number, env: Env = {}): () => Promise<void> {
+  const path = join(coordinationDirOf(storeDir, env), RUNNING_SERVER);
   writeFileSync(`${path}.${pid}.tmp`, JSON.stringify({ url, pid, startedAt: new Date().toISOString() }) + "\n", { mode: 0o600 });
   renameSync(`${path}.${pid}.tmp`, path);
   return async () => {
-    const now = await readRunning(storeDir);
+    const now = await readRunning(storeDir, env);
     if (now?.pid === pid) await rm(path, { force: true });
   };
 }
 
-async function readRunning(storeDir: string): Promise<{ url: string; pid: number } | undefined> {
+/** Where the record is: the store's directory, or an object store's coordination directory (which `env` places). */
+async function readRunning(storeDir: string, env: Env): Promise<{ url: string; pid: number } | undefined> {
   try {
-    const r = JSON.parse(await readFile(join(storeDir, RUNNING_SERVER), "utf8")) as { url?: unknown; pid?: unknown };
+    const r = JSON.parse(await readFile(join(coordinationDirOf(storeDir, env), RUNNING_SERVER), "utf8")) as { url?: unknown; pid?: unknown };
     return typeof r.url === "string" && typeof r.pid === "number" ? { url: r.url, pid: r.pid } : undefined;
   } catch {
     return undefined;
@@ -225,8 +231,8 @@ async function readRunning(storeDir: string): Promise<{ url: string; pid: number
 }
 
 /** The address of the `mm serve` running on this store, if its process is alive. */
-export async function runningServerOrigin(storeDir: string): Promise<string | undefined> {
-  const r = await readRunning(storeDir);
+export async function runningServerOrigin(storeDir: string, env: Env = {}): Promise<string | undefined> {
+  const r = await readRunning(storeDir, env);
   if (!r) return undefined;
   try {
     process.kill(r.pid, 0);
@@ -246,7 +252,7 @@ export async function runningServerOrigin(storeDir: string): Promise<string | un
  * http://127.0.0.1:8080. A wildcard host (0.0.0.0, ::) becomes 127.0.0.1: pass a URL to link to
  * an address other people can reach.
  */
-export async function consoleOrigin(storeDir: string, url?: string): Promise<string> {
+export async function consoleOrigin(storeDir: string, url?: string, env: Env = {}): Promise<string> {
   if (url !== undefined) {
     let parsed: URL | undefined;
     try {
@@ -257,9 +263,9 @@ export async function consoleOrigin(storeDir: string, url?: string): Promise<str
     if (!parsed || !/^https?:$/.test(parsed.protocol)) throw validationError("url", "must be an http:// or https:// URL, such as http://127.0.0.1:8080");
     return parsed.origin;
   }
-  const running = await runningServerOrigin(storeDir);
+  const running = await runningServerOrigin(storeDir, env);
   if (running) return running;
-  const server = (await Store.configAt(storeDir))?.server ?? {};
+  const server = (await Store.configAt(storeDir, env))?.server ?? {};
   const host = !server.host || server.host === "0.0.0.0" || server.host === "::" ? "127.0.0.1" : server.host;
   return `http://${host.includes(":") ? `[${host}]` : host}:${server.port ?? 8080}`;
 }

@@ -1,5 +1,6 @@
 import { MmError } from "../errors.js";
 import { createEmbedder, DEFAULT_EMBEDDER, type Embedder, type EmbedderConfig, type Env } from "../embedder/index.js";
+import type { Shared } from "../storage/shared/types.js";
 import { Store, type StoreTuning } from "../storage/store.js";
 
 /** Runs a multi-query read against one pinned version of the store (see Store.snapshot). */
@@ -70,6 +71,8 @@ export interface ContextOptions {
    * does env MM_TEST_TUNING (JSON), for tests that spawn `mm`.
    */
   tuning?: Partial<StoreTuning>;
+  /** What the store's processes agree through (default: local lock files; storage/shared). */
+  shared?: Shared;
 }
 
 /**
@@ -97,7 +100,7 @@ export async function findOwnerAccount(storeDir: string, id: string): Promise<{ 
     const accountId = await store.ownerOf(id);
     if (!accountId) return undefined;
     const { Accounts } = await import("./accounts.js");
-    const account = await new Accounts(storeDir).resolve(accountId).catch(() => undefined);
+    const account = await new Accounts(store).resolve(accountId).catch(() => undefined);
     return { id: accountId, name: account?.name ?? accountId };
   } finally {
     store.close();
@@ -110,7 +113,7 @@ export async function openContext(options: ContextOptions): Promise<Context> {
     options.createWith ?? (injected ? { provider: injected.provider, model: injected.model, dims: injected.dims } : DEFAULT_EMBEDDER);
   let warmed = injected ? undefined : options.warmed;
   const tuning = options.tuning ?? (options.env?.MM_TEST_TUNING ? (JSON.parse(options.env.MM_TEST_TUNING) as Partial<StoreTuning>) : undefined);
-  const store = await Store.open(options.storeDir, { create: options.create === false ? undefined : createWith, now: options.clock, tuning });
+  const store = await Store.open(options.storeDir, { create: options.create === false ? undefined : createWith, now: options.clock, tuning, env: options.env, shared: options.shared });
   if (injected) store.assertEmbedder(injected);
   store.hooks = options.hooks;
   let embedder: Promise<Embedder> | undefined = injected ? Promise.resolve(injected) : undefined;

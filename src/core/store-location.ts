@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { MmError } from "../errors.js";
 import { DEFAULT_EMBEDDER, type EmbedderConfig, type Env } from "../embedder/index.js";
+import { coordinationDir, placeOf } from "../storage/location.js";
 import { resolveStorePath } from "../storage/paths.js";
 import { Store } from "../storage/store.js";
 
@@ -14,7 +15,23 @@ export interface StoreLocation {
 /** `--store`, then MM_STORE, then the XDG data directory (storage/paths.ts). */
 export function locateStore(flag: string | undefined, env: Env): StoreLocation {
   const source = flag?.trim() ? "--store" : env.MM_STORE?.trim() ? "MM_STORE" : "default";
-  return { dir: resolveStorePath(flag, env), source };
+  const dir = resolveStorePath(flag, env);
+  placeOf(dir); // an object-store URI mm can't use is refused here, before anything is made
+  return { dir, source };
+}
+
+/**
+ * Where this machine's processes coordinate for the store at `dir` (locks, the quota ledger, the
+ * running server's address): a local store's own directory; for an object store, a local state
+ * directory (storage/location.ts).
+ */
+export function coordinationDirOf(dir: string, env: Env): string {
+  return coordinationDir(placeOf(dir), env);
+}
+
+/** True when the store is in object storage (az://, s3://, gs://). */
+export function isObjectStore(dir: string): boolean {
+  return placeOf(dir).kind === "object";
 }
 
 function named(loc: StoreLocation): string {
@@ -26,6 +43,7 @@ function named(loc: StoreLocation): string {
  * file, or a path through a file) is a STORE_ERROR that names it, not a file-system error.
  */
 export async function storeStatus(loc: StoreLocation): Promise<"ready" | "missing"> {
+  if (isObjectStore(loc.dir)) return (await Store.exists(loc.dir)) ? "ready" : "missing";
   const kind = await kindOf(loc.dir);
   if (kind === "file") throw new MmError("STORE_ERROR", `${named(loc)} is a file, not a store directory. Point ${loc.source === "default" ? "--store" : loc.source} at a directory.`);
   if (kind === "missing") {

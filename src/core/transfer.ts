@@ -66,7 +66,7 @@ export async function exportStore(ctx: Context, options: ExportOptions, write: (
   await write(JSON.stringify(header));
   let accountIds = [ctx.accountId];
   if (options.allAccounts) {
-    const { items } = await new Accounts(ctx.store.dir).list();
+    const { items } = await new Accounts(ctx.store).list();
     for (const a of items) {
       await write(JSON.stringify({ kind: "account", id: a.id, name: a.name, plan: a.plan, createdAt: a.createdAt }));
       counts.accounts++;
@@ -234,7 +234,7 @@ export async function importExport(ctx: Context, records: AsyncIterable<InputRec
         if (options.allAccounts && p.value.accountId !== undefined) p.accountId = String(p.value.accountId);
         if (type === "account") await importAccount(ctx, p, options, known);
         else if (options.allAccounts && p.accountId !== ctx.accountId && !known.has(p.accountId)) {
-          await new Accounts(ctx.store.dir).resolve(p.accountId);
+          await new Accounts(ctx.store).resolve(p.accountId);
           known.add(p.accountId);
         }
       } catch (err) {
@@ -306,7 +306,7 @@ async function importAccount(ctx: Context, p: Pending, options: ImportOptions, k
     p.skipped = "account lines apply only with --all-accounts";
     return;
   }
-  const created = await new Accounts(ctx.store.dir).ensure({ id: v.id, name: v.name, plan: v.plan, createdAt: v.createdAt });
+  const created = await new Accounts(ctx.store).ensure({ id: v.id, name: v.name, plan: v.plan, createdAt: v.createdAt });
   known.add(p.id);
   if (!created) p.skipped = "the account exists";
 }

@@ -9,6 +9,7 @@ import type { Embedder, EmbedderConfig, Env } from "../embedder/index.js";
 import { maskSecrets } from "../secrets.js";
 import { openLedger, openLimiter } from "../limits/index.js";
 import { DEFAULT_RATE_LIMITS, type RateLimits } from "../limits/rate-limiter.js";
+import { coordinationDir, placeOf } from "../storage/location.js";
 import { openShared } from "../storage/shared/index.js";
 import type { RedisShared } from "../storage/shared/redis.js";
 import { MmError, validationError } from "../errors.js";
@@ -81,13 +82,24 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const clock = options.clock ?? (() => new Date());
   // Redis first: a wrong URL or a Redis that doesn't answer is refused before the store opens.
   let log: ((entry: Record<string, unknown>) => void) | undefined;
-  const shared = await openShared({ store: options.storeDir, coordinationDir: options.storeDir, redisUrl: options.redisUrl, redisSource: options.redisSource, log: (entry) => log?.(entry) });
-  const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock, hooks: crashHooks(options.env?.MM_TEST_CRASH_AT) }).catch(async (err) => {
+  // A local store keeps its locks and documents' stamps in its own files even with Redis (every
+  // replica of a local store is on its one machine); Redis then holds the quota and rate counts.
+  // An object store's replicas may be anywhere: with Redis, everything they agree on is there.
+  const place = placeOf(options.storeDir);
+  const shared = await openShared({
+    store: options.storeDir,
+    coordinationDir: coordinationDir(place, options.env ?? process.env),
+    redisUrl: options.redisUrl,
+    redisSource: options.redisSource,
+    log: (entry) => log?.(entry),
+  });
+  const storeShared = place.kind === "object" && shared.driver === "redis" ? shared : undefined;
+  const ctx = await openContext({ storeDir: options.storeDir, env: options.env, embedder: options.embedder, clock, hooks: crashHooks(options.env?.MM_TEST_CRASH_AT), shared: storeShared }).catch(async (err) => {
     await shared.close();
     throw err;
   });
   const configured = ctx.store.config.server ?? {};
-  const accounts = new Accounts(options.storeDir, clock);
+  const accounts = new Accounts(ctx.store, clock);
   // Every log line is masked for the embedder's API key, in every form an upstream may echo it in.
   const secrets = embedderSecrets(ctx.store.config.embedder, options.env ?? {});
   log = options.log && ((entry: Record<string, unknown>) => options.log!(JSON.parse(maskSecrets(JSON.stringify(entry), secrets))));
@@ -97,7 +109,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const app = createApp({
     ctx,
     accounts,
-    ledger: await openLedger(shared, options.storeDir, clock),
+    ledger: await openLedger(shared, ctx.store.coordinationDir, clock),
     // With Redis, Redis's clock sets the windows, unless a test brings its own.
     limiter: await openLimiter(shared, rateLimits, redis && !options.clock ? undefined : () => clock().getTime()),
     bodyLimitBytes: options.bodyLimitBytes ?? configured.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,

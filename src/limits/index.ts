@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { coordinationDir, placeOf } from "../storage/location.js";
 import { openShared, type Shared } from "../storage/shared/index.js";
 import type { RedisShared } from "../storage/shared/redis.js";
 import { QuotaLedger, type Ledger } from "./ledger.js";
@@ -8,8 +9,8 @@ import { DEFAULT_RATE_LIMITS, RateLimiter, type Limiter, type RateLimits } from 
  * The quota ledger that goes with a store's `Shared`: in Redis beside the Redis driver, else the
  * store's files. The Redis drivers load only then: a local command never loads ioredis.
  */
-export async function openLedger(shared: Shared, storeDir: string, clock: () => Date = () => new Date()): Promise<Ledger> {
-  if (shared.driver !== "redis") return new QuotaLedger(join(storeDir, "ledger"), clock);
+export async function openLedger(shared: Shared, dir: string, clock: () => Date = () => new Date()): Promise<Ledger> {
+  if (shared.driver !== "redis") return new QuotaLedger(join(dir, "ledger"), clock);
   const { RedisLedger } = await import("./ledger-redis.js");
   return new RedisLedger((shared as RedisShared).connection, clock);
 }
@@ -29,6 +30,7 @@ export async function openLimiter(shared: Shared, limits: RateLimits = DEFAULT_R
  * machine counts where the servers count), else the store's files. `close` ends the connection.
  */
 export async function openCommandLedger(storeDir: string, env: Record<string, string | undefined>, clock?: () => Date): Promise<{ ledger: Ledger; close(): Promise<void> }> {
-  const shared = await openShared({ store: storeDir, coordinationDir: storeDir, redisUrl: env.MM_REDIS_URL?.trim() || undefined, redisSource: "MM_REDIS_URL" });
-  return { ledger: await openLedger(shared, storeDir, clock), close: () => shared.close() };
+  const coordination = coordinationDir(placeOf(storeDir), env);
+  const shared = await openShared({ store: storeDir, coordinationDir: coordination, redisUrl: env.MM_REDIS_URL?.trim() || undefined, redisSource: "MM_REDIS_URL" });
+  return { ledger: await openLedger(shared, coordination, clock), close: () => shared.close() };
 }

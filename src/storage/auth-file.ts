@@ -1,4 +1,4 @@
-import { JsonFile } from "./json-file.js";
+import { Document, type DocumentDriver } from "./documents.js";
 
 export type Plan = "free" | "hobby" | "enterprise";
 
@@ -31,13 +31,15 @@ export interface AuthData {
 export const DEFAULT_ACCOUNT: AccountRecord = { id: "acct_default", name: "default", plan: "enterprise", createdAt: "1970-01-01T00:00:00.000Z" };
 
 /**
- * Accounts and API key hashes in `<store>/auth.json` (see JsonFile): a key revoked by
- * `mm keys revoke` is refused by a running server on its very next request.
+ * Where keys live: accounts and API key hashes are the store's `auth` document
+ * (storage/documents.ts): `<store>/auth.json` in a local store, the `auth` row of the `meta`
+ * table in object storage. It is changed only under the `auth` lock, and a key revoked by
+ * `mm keys revoke` is refused by a running server on its next request (the document's stamp
+ * changed). When each key was last used is kept apart (storage/key-use.ts), so that recording
+ * a use doesn't rewrite this document.
  */
-export class AuthFile extends JsonFile<AuthData> {
-  constructor(storeDir: string) {
-    super(storeDir, "auth.json", (data) => withDefault(data ?? { version: 1, accounts: [], keys: [] }));
-  }
+export function authDocument(driver: () => Promise<DocumentDriver>): Document<AuthData> {
+  return new Document<AuthData>(driver, "auth", { parse: (data) => withDefault((data as AuthData | undefined) ?? { version: 1, accounts: [], keys: [] }) });
 }
 
 function withDefault(data: AuthData): AuthData {

@@ -89,3 +89,9 @@ export function toStringArray(cell: unknown): string[] {
   if (typeof maybe.toArray === "function") return Array.from(maybe.toArray(), String);
   return [];
 }
+
+/** LanceDB's "Retryable commit conflict for version N: This Rewrite transaction was preempted by concurrent transaction Delete…" */
+export function isCommitConflict(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  return /commit conflict|preempted by concurrent|incompatible with concurrent/i.test(message);
+}

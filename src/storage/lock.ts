@@ -25,7 +25,7 @@ const DEFAULT_TIMEOUT_MS = 60_000;
  * Writers wait longer: a maintenance pass holds the store's lock while it rewrites the table, which
  * at 1M memories took up to 108 s (measured; README, "Speed, memory and scale").
  */
-const WRITE_LOCK_TIMEOUT_MS = 5 * 60_000;
+export const WRITE_LOCK_TIMEOUT_MS = 5 * 60_000;
 
 /** Same-process waiters queue here, so they don't poll the file lock against themselves. */
 const localQueues = new Map<string, Promise<unknown>>();

@@ -1,10 +1,10 @@
 import { readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { withLock } from "./lock.js";
 import { buildVectorIndex, TEXT_INDEX, vectorIndexOf, vectorIndexPartitions, wantedVectorIndex } from "./indexes.js";
-import type { Table } from "./lance.js";
+import { isCommitConflict, type Table } from "./lance.js";
 import type { Segment } from "./segments.js";
-import type { OptimizeResult, SegmentStats, Store, StoreTuning, TableStats } from "./store.js";
+import type { Shared } from "./shared/types.js";
+import type { OptimizeResult, SegmentStats, StoreTuning, TableStats } from "./store-types.js";
 
 /**
  * Compaction and index upkeep, off the write path.
@@ -35,6 +35,21 @@ const CLEANUP_ROUNDS = 3;
 const MAX_UNINDEXED_ROWS = 2_000;
 /** LanceDB leaves `data/.tmp*` behind after a kill -9; only ones this old are surely orphaned. */
 const ORPHAN_TMP_AGE_MS = 60 * 60_000;
+
+/** What maintenance needs of a store (storage/store.ts's Store is one): its tables, tuning and coordination. */
+export interface Maintained {
+  readonly tuning: StoreTuning;
+  readonly shared: Shared;
+  /** The LanceDB database's local directory (orphaned temp files are removed there); undefined in object storage. */
+  readonly localDbDir: string | undefined;
+  /** How many writes the store's handle has committed. */
+  readonly writes: number;
+  hooks?: (point: string) => void | Promise<void>;
+  segments(): Promise<Segment[]>;
+  graphTable(): Table;
+  forgetRouting(): void;
+  renew(): Promise<void>;
+}
 
 export interface SegmentWork {
   /** Train (or retrain) the vector index with this many partitions first. */
@@ -108,7 +123,7 @@ export interface MaintenancePass extends OptimizeResult {
  * that have not changed since this maintainer last worked on them.
  */
 export async function maintain(
-  store: Store,
+  store: Maintained,
   options: {
     force: boolean;
     keepVersionsMs: number;
@@ -182,7 +197,7 @@ export async function maintain(
       cleanedLater(segment.name);
     }
     options.lastWork?.set(segment.name, await segment.table.version());
-    pass.tempFilesRemoved += await removeOrphanTempFiles(join(store.dir, "db", `${segment.name}.lance`));
+    pass.tempFilesRemoved += await removeOrphanTempFiles(store.localDbDir, `${segment.name}.lance`);
     if (work) await cleanDue(); // settling a segment can take minutes: the others' replaced versions wait no longer
   }
 
@@ -194,7 +209,7 @@ export async function maintain(
       await record("graph", reason, async () => addOptimizeStats(pass, await graph.optimize({ cleanupOlderThan: cleanupOlderThan() })));
     }
     options.lastWork?.set("graph", await graph.version());
-    pass.tempFilesRemoved += await removeOrphanTempFiles(join(store.dir, "db", "graph.lance"));
+    pass.tempFilesRemoved += await removeOrphanTempFiles(store.localDbDir, "graph.lance");
   }
   if (pass.work.length) store.forgetRouting();
   pass.ms = Date.now() - started;
@@ -202,31 +217,27 @@ export async function maintain(
 }
 
 /**
- * Runs `fn` holding the store's maintenance lock (one pass at a time, across processes). With
- * `wait: false`, returns undefined at once when another pass holds it.
+ * Runs `fn` holding the store's maintenance lock (one pass at a time, across processes, or across
+ * replicas with a shared Redis). With `wait: false`, returns undefined at once when another pass
+ * holds it: a lease, which a holder that dies loses within MAINTENANCE_LEASE_MS.
  */
-export async function withMaintenanceLock<T>(storeDir: string, fn: () => Promise<T>, options: { wait?: boolean } = {}): Promise<T | undefined> {
-  const path = join(storeDir, ".maintenance-lock");
-  if (options.wait !== false) return withLock(path, fn, { timeoutMs: 60 * 60_000 });
-  let entered = false;
+export async function withMaintenanceLock<T>(shared: Shared, fn: () => Promise<T>, options: { wait?: boolean } = {}): Promise<T | undefined> {
+  if (options.wait !== false) return shared.withLock("maintenance", fn, { timeoutMs: 60 * 60_000 });
+  const lease = await shared.tryLease("maintenance", MAINTENANCE_LEASE_MS);
+  if (!lease) return undefined;
   try {
-    return await withLock(
-      path,
-      () => {
-        entered = true;
-        return fn();
-      },
-      { timeoutMs: 0 },
-    );
-  } catch (err) {
-    if (!entered) return undefined;
-    throw err;
+    return await fn();
+  } finally {
+    await lease.release();
   }
 }
 
+/** A maintenance lease whose holder stopped renewing it (killed) is free again after this long. */
+const MAINTENANCE_LEASE_MS = 30_000;
+
 /** One pass if anything is due, unless another process is already maintaining the store. */
-export async function maintainIfDue(store: Store): Promise<MaintenancePass | undefined> {
-  return withMaintenanceLock(store.dir, () => maintain(store, { force: false, keepVersionsMs: BACKGROUND_KEEP_VERSIONS_MS }), { wait: false });
+export async function maintainIfDue(store: Maintained): Promise<MaintenancePass | undefined> {
+  return withMaintenanceLock(store.shared, () => maintain(store, { force: false, keepVersionsMs: BACKGROUND_KEEP_VERSIONS_MS }), { wait: false });
 }
 
 /** A maintainer renews its store's LanceDB handles (Store.renew) after this many writes of its process… */
@@ -254,7 +265,7 @@ export class Maintainer {
   renewals = 0;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: Maintained,
     private readonly options: {
       intervalMs?: number;
       keepVersionsMs?: number;
@@ -281,7 +292,7 @@ export class Maintainer {
   async runOnce(): Promise<MaintenancePass | undefined> {
     await this.running;
     const pass = await withMaintenanceLock(
-      this.store.dir,
+      this.store.shared,
       () =>
         maintain(this.store, {
           force: false,
@@ -369,11 +380,6 @@ async function tolerateConflict(pass: MaintenancePass, fn: () => Promise<void>):
   }
 }
 
-/** LanceDB's "Retryable commit conflict for version N: This Rewrite transaction was preempted by concurrent transaction Delete…" */
-export function isCommitConflict(err: unknown): boolean {
-  const message = err instanceof Error ? err.message : String(err);
-  return /commit conflict|preempted by concurrent|incompatible with concurrent/i.test(message);
-}
 
 function addOptimizeStats(pass: MaintenancePass, stats: { compaction: { fragmentsRemoved: number; fragmentsAdded: number }; prune: { oldVersionsRemoved: number; bytesRemoved: number } }): void {
   pass.fragmentsRemoved += stats.compaction.fragmentsRemoved;
@@ -382,9 +388,11 @@ function addOptimizeStats(pass: MaintenancePass, stats: { compaction: { fragment
   pass.bytesRemoved += stats.prune.bytesRemoved;
 }
 
-async function removeOrphanTempFiles(tableDir: string): Promise<number> {
+/** LanceDB's `data/.tmp*` files older than ORPHAN_TMP_AGE_MS in a local table (object stores leave none: their writes are single PUTs). */
+async function removeOrphanTempFiles(dbDir: string | undefined, table: string): Promise<number> {
+  if (!dbDir) return 0;
   let removed = 0;
-  const dataDir = join(tableDir, "data");
+  const dataDir = join(dbDir, table, "data");
   let names: string[];
   try {
     names = await readdir(dataDir);

@@ -1,11 +1,10 @@
-import { readFile, stat } from "node:fs/promises";
-import { join } from "node:path";
 import { MmError } from "../errors.js";
+import { Document, type DocumentDriver } from "./documents.js";
 import type { Connection, Table } from "./lance.js";
-import { writeFileAtomic } from "./atomic-file.js";
 
 /**
- * The memories live in segments: LanceDB tables named in `db/segments.json`, oldest first. The
+ * The memories live in segments: LanceDB tables named in the `segments` document (storage/documents.ts;
+ * `db/segments.json` in a local store), oldest first. The
  * newest is the active segment and takes every insert; once it holds `segmentRows` rows it is
  * sealed (a new, empty active segment is created) and is never appended to again.
  *
@@ -26,36 +25,34 @@ export interface Segment {
 }
 
 export const FIRST_SEGMENT = "memories";
-const MANIFEST = "segments.json";
 
 interface Manifest {
   segments: string[];
 }
 
+/** The segment list as a document: a store without one has the first segment only. */
+export function segmentList(driver: () => Promise<DocumentDriver>): Document<Manifest> {
+  return new Document<Manifest>(driver, "segments", { parse: parseManifest, pretty: false });
+}
+
 /**
- * This process's view of the segment list. `current()` costs one `stat` when nothing changed;
- * when another process sealed a segment, it re-reads the list and opens the new table.
+ * This process's view of the segment list. `current()` costs one stamp check (a `stat`, or a cached
+ * table version) when nothing changed; when another process sealed a segment, it re-reads the
+ * list and opens the new table.
  */
 export class SegmentSet {
-  private key = "";
-  private names: string[] = [FIRST_SEGMENT];
   private readonly tables = new Map<string, Table>();
 
   constructor(
     private readonly db: Connection,
-    private readonly storeDir: string,
+    private readonly list: Document<Manifest>,
     first?: Table,
   ) {
     if (first) this.tables.set(FIRST_SEGMENT, first);
   }
 
   async current(): Promise<Segment[]> {
-    const key = await manifestKey(this.storeDir);
-    if (key !== this.key) {
-      this.names = (await readManifest(this.storeDir))?.segments ?? [FIRST_SEGMENT];
-      this.key = key;
-    }
-    const names = this.names;
+    const names = (await this.list.read()).segments;
     return Promise.all(names.map(async (name, i) => ({ name, table: await this.table(name), sealed: i < names.length - 1 })));
   }
 
@@ -87,19 +84,17 @@ export class SegmentSet {
    */
   async append(name: string): Promise<void> {
     const segments = [...(await this.current()).map((s) => s.name), name];
-    await writeManifest(this.storeDir, { segments });
-    this.key = "";
+    await this.list.write({ segments });
   }
 
   /** Back to the single first segment (an emptied store); the caller drops the other tables. */
   async reset(): Promise<string[]> {
     const others = (await this.current()).map((s) => s.name).filter((n) => n !== FIRST_SEGMENT);
-    await writeManifest(this.storeDir, { segments: [FIRST_SEGMENT] });
+    await this.list.write({ segments: [FIRST_SEGMENT] });
     for (const name of others) {
       this.tables.get(name)?.close();
       this.tables.delete(name);
     }
-    this.key = "";
     return others;
   }
 
@@ -114,38 +109,11 @@ export function segmentName(index: number): string {
   return index === 0 ? FIRST_SEGMENT : `${FIRST_SEGMENT}_${index + 1}`;
 }
 
-async function manifestKey(storeDir: string): Promise<string> {
-  try {
-    const s = await stat(join(storeDir, "db", MANIFEST), { bigint: true });
-    return `${s.ino}:${s.mtimeNs}:${s.size}`;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return "none";
-    throw err;
-  }
-}
-
-async function readManifest(storeDir: string): Promise<Manifest | undefined> {
-  const path = join(storeDir, "db", MANIFEST);
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new MmError("STORE_ERROR", `Cannot read ${path}: ${(err as Error).message}`, {}, { cause: err });
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    throw new MmError("STORE_ERROR", `${path} is not valid JSON; the store's segment list is damaged.`, {}, { cause: err });
-  }
-  const segments = (parsed as Partial<Manifest>)?.segments;
+function parseManifest(data: unknown, where: string): Manifest {
+  if (data === undefined) return { segments: [FIRST_SEGMENT] };
+  const segments = (data as Partial<Manifest>)?.segments;
   if (!Array.isArray(segments) || !segments.length || segments[0] !== FIRST_SEGMENT || !segments.every((s) => typeof s === "string" && /^memories(_\d+)?$/.test(s))) {
-    throw new MmError("STORE_ERROR", `${path} does not list the store's segments; the store's segment list is damaged.`);
+    throw new MmError("STORE_ERROR", `${where} does not list the store's segments; the store's segment list is damaged.`);
   }
   return { segments };
-}
-
-function writeManifest(storeDir: string, manifest: Manifest): Promise<void> {
-  return writeFileAtomic(join(storeDir, "db", MANIFEST), JSON.stringify(manifest) + "\n");
 }

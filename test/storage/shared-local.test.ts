@@ -1,3 +1,4 @@
+import { readdir } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import { LocalShared } from "../../src/storage/shared/local.js";
 import { useTempDirs } from "../helpers/temp.js";
@@ -33,5 +34,21 @@ describe("the local shared driver", () => {
       ),
     );
     expect(most).toBe(1);
+  });
+
+  it("has no stamps of its own for a local store; with stamps (an object store's coordination dir) a touch by one is seen by another", async () => {
+    const dir = await tempDir();
+    const plain = new LocalShared(dir);
+    await plain.touch("auth");
+    expect(await plain.stamp("auth")).toBeUndefined();
+    expect(await readdir(dir)).toEqual([]);
+    const a = new LocalShared(dir, { stamps: true });
+    const b = new LocalShared(dir, { stamps: true });
+    const before = await b.stamp("auth");
+    await a.touch("auth");
+    const after = await b.stamp("auth");
+    expect(after).not.toBe(before);
+    expect(await b.stamp("auth")).toBe(after);
+    expect(await b.stamp("console")).toBe(before);
   });
 });

@@ -24,7 +24,7 @@ export function registerConsole(program: Command, app: CliApp): void {
   /** A new one-time link: JSON `{url, account, expiresAt}` when piped, the URL on a terminal. */
   const makeLink = async (cmd: Command, flags: LinkFlags) => {
     const dir = await storeDir(cmd);
-    const origin = await consoleOrigin(dir, flags.url);
+    const origin = await consoleOrigin(dir, flags.url, app.io.env);
     const link = await new ConsoleAccess(dir, app.io.clock).createLink(accountOf(cmd));
     return { url: signInUrl(origin, link.token), account: { id: link.account.id, name: link.account.name }, expiresAt: link.expiresAt, origin };
   };

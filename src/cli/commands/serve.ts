@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { stopCodeCache } from "../../code-cache.js";
 import { MmError } from "../../errors.js";
-import { locateStore, missingStore, storeStatus } from "../../core/store-location.js";
+import { coordinationDirOf, isObjectStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
 import { count } from "../output.js";
 
@@ -67,7 +67,7 @@ export function registerServe(program: Command, app: CliApp): void {
       // `mm console` finds this server's address (its port) in the store while it runs.
       let forget: (() => Promise<void>) | undefined;
       const server = await startServer({
-        onBound: (url) => void (forget = recordRunningServer(storeDir, url, process.pid)),
+        onBound: (url) => void (forget = recordRunningServer(storeDir, url, process.pid, io.env)),
         storeDir,
         host: flags.host,
         port,
@@ -91,10 +91,13 @@ export function registerServe(program: Command, app: CliApp): void {
         if (!io.onShutdown) resolve();
       });
       const accounts = await server.accounts();
-      log({ time: new Date().toISOString(), event: "listening", url: server.url, store: storeDir, accounts });
+      // An object store without Redis is coordinated through this machine's files: say so, as the one limit of this setup.
+      const coordination = isObjectStore(storeDir) ? coordinationDirOf(storeDir, io.env) : undefined;
+      log({ time: new Date().toISOString(), event: "listening", url: server.url, store: storeDir, ...(coordination ? { coordination } : {}), accounts });
       if (output.isTable) {
         const { bold, dim } = output.styles;
         output.note(`mm serve: listening on ${bold(server.url)} for the store ${storeDir}`);
+        if (coordination) output.note(dim(`Locks, quotas and rate limits are kept in ${coordination}: replicas on this machine only (more machines need Redis).`));
         output.note("Each API key sees only its own account's data:");
         for (const a of accounts) {
           const keys = a.keys ? `${a.keys} key${a.keys === 1 ? "" : "s"}` : "no key yet: mm keys create --account " + a.name + " --name …";

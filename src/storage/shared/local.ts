@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { withLock } from "../lock.js";
 import type { Lease, LockOptions, Shared } from "./types.js";
@@ -5,15 +7,24 @@ import type { Lease, LockOptions, Shared } from "./types.js";
 /**
  * The local-files driver: what mm always did on one machine. A lock is a directory in the store
  * (`<store>/.<name>-lock`, storage/lock.ts: mkdir is atomic, a dead holder's lock is taken over at
- * once); a lease is the same lock, taken without waiting and held until released. Change stamps
- * are the files' own (JsonFile stats them), so `stamp` has nothing to add.
+ * once); a lease is the same lock, taken without waiting and held until released.
+ *
+ * Change stamps: a local store's documents are files whose own stat says when they changed, so by
+ * default `stamp` has nothing to add. An object store's documents are table rows, which this
+ * process would otherwise see change only after LanceDB's read-consistency interval: with
+ * `stamps: true` (the coordination directory of an object store), `touch` writes a token to
+ * `<dir>/.<name>-stamp` and `stamp` reads it, so every process on the machine notices a change
+ * (a revoked key) on its next request.
  */
 const leasedHere = new Set<string>();
 
 export class LocalShared implements Shared {
   readonly driver = "local" as const;
 
-  constructor(readonly storeDir: string) {}
+  constructor(
+    readonly storeDir: string,
+    private readonly options: { stamps?: boolean } = {},
+  ) {}
 
   withLock<T>(name: string, fn: () => Promise<T>, options?: LockOptions): Promise<T> {
     return withLock(this.lockDir(name), fn, options);
@@ -37,11 +48,28 @@ export class LocalShared implements Shared {
     return outcome === "held" ? lease : undefined;
   }
 
-  async stamp(): Promise<string | undefined> {
-    return undefined;
+  async stamp(name: string): Promise<string | undefined> {
+    if (!this.options.stamps) return undefined;
+    try {
+      // Synchronous: a read of a tiny local file takes microseconds, and every request asks.
+      return readFileSync(this.stampFile(name), "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return "none";
+      throw err;
+    }
   }
 
-  async touch(): Promise<void> {}
+  async touch(name: string): Promise<void> {
+    if (!this.options.stamps) return;
+    const file = this.stampFile(name);
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, randomUUID(), { mode: 0o600 });
+    renameSync(tmp, file);
+  }
+
+  private stampFile(name: string): string {
+    return join(this.storeDir, `.${name.replace(/[^\w-]/g, "-")}-stamp`);
+  }
 
   async close(): Promise<void> {}
 

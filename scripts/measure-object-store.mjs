@@ -1,0 +1,175 @@
+#!/usr/bin/env node
+// Object storage against the local store, one process, the real model (use-lite): creates/s (8
+// concurrent clients, as group commit gathers them, and one at a time), search p50/p95, and the
+// object-store requests one create and one search cost, counted by a pass-through HTTP proxy in
+// front of Azurite (its --debug log logs every body: over 512 MB for 2,000 creates). Starts its own
+// Azurite on a free port; needs `npm run build` first. Figures go to docs/object-storage.md.
+//   node scripts/measure-object-store.mjs [--memories 2000] [--searches 100]
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { Agent, createServer as createHttpServer, request } from "node:http";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const args = process.argv.slice(2);
+const flag = (name, fallback) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : fallback);
+const N = Number(flag("memories", "2000"));
+const SEARCHES = Number(flag("searches", "100"));
+/**
+ * How long after one process's create returns another, already open and warm, process can read
+ * the memory by id (polling every 10 ms): bounded by the read-consistency interval.
+ */
+async function visibility(store, env) {
+  const writer = await openContext({ storeDir: store, env });
+  const reader = await openContext({ storeDir: store, env });
+  await writer.embedder();
+  const delays = [];
+  for (let i = 0; i < 10; i++) {
+    const { id } = await createMemory(writer, { content: `visibility probe ${i}`, userId: "probe" });
+    const t = performance.now();
+    for (;;) {
+      const seen = await getMemory(reader, id).then(() => true, () => false);
+      if (seen) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    delays.push(Math.round(performance.now() - t));
+    await new Promise((r) => setTimeout(r, 300 + 137 * i)); // different phases of the reader's interval
+  }
+  await Promise.all([writer.close(), reader.close()]);
+  delays.sort((a, b) => a - b);
+  return { p50: delays[5], max: delays[9] };
+}
+
+const TOPICS = ["the garden", "the trip to Porto", "the new job", "the dentist", "the boat", "the book club", "the kitchen", "the marathon", "the piano", "the move"];
+const ACCOUNT = "devstoreaccount1";
+const KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+const { openContext } = await import(join(root, "dist/core/context.js"));
+const { createMemory, getMemory } = await import(join(root, "dist/core/memories.js"));
+const { searchMemories } = await import(join(root, "dist/core/search.js"));
+const { OBJECT_READ_CONSISTENCY_S } = await import(join(root, "dist/storage/database.js"));
+const { Maintainer } = await import(join(root, "dist/storage/maintenance.js"));
+
+const work = mkdtempSync(join(tmpdir(), "mm-objmeasure-"));
+const port = await freePort();
+const azurite = spawn(join(root, "node_modules/.bin/azurite-blob"), ["--location", join(work, "azurite"), "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent"], { stdio: "ignore" });
+let proxied = 0;
+const agent = new Agent({ keepAlive: true });
+const proxy = createHttpServer((req, res) => {
+  proxied++;
+  const upstream = request({ host: "127.0.0.1", port, path: req.url, method: req.method, headers: req.headers, agent }, (r) => {
+    res.writeHead(r.statusCode, r.headers);
+    r.pipe(res);
+  });
+  upstream.on("error", () => res.destroy());
+  req.pipe(upstream);
+});
+const proxyPort = await new Promise((r) => proxy.listen(0, "127.0.0.1", () => r(proxy.address().port)));
+try {
+  await waitFor(port);
+  const endpoint = `http://127.0.0.1:${port}/${ACCOUNT}`;
+  const { BlobServiceClient, StorageSharedKeyCredential } = await import("@azure/storage-blob");
+  await new BlobServiceClient(endpoint, new StorageSharedKeyCredential(ACCOUNT, KEY)).getContainerClient("measure").create();
+  const env = { ...process.env, AZURE_STORAGE_ACCOUNT_NAME: ACCOUNT, AZURE_STORAGE_ACCOUNT_KEY: KEY, AZURE_STORAGE_ENDPOINT: endpoint, AZURE_STORAGE_ALLOW_HTTP: "true", XDG_STATE_HOME: join(work, "state") };
+  const out = {};
+  const counted = { ...env, AZURE_STORAGE_ENDPOINT: `http://127.0.0.1:${proxyPort}/${ACCOUNT}` };
+  for (const [name, store] of [["local", join(work, "local-store")], ["azurite", "az://measure/store"]]) out[name] = await measure(store, env, name === "azurite" ? counted : undefined);
+  const interval = process.env.MM_STORE_READ_CONSISTENCY_S?.trim() ? Number(process.env.MM_STORE_READ_CONSISTENCY_S) : OBJECT_READ_CONSISTENCY_S;
+  console.log(JSON.stringify({ memories: N, searches: SEARCHES, readConsistencyIntervalS: interval, ...out }, null, 2));
+} finally {
+  proxy.close();
+  agent.destroy();
+  await new Promise((r) => (azurite.exitCode !== null ? r() : (azurite.once("exit", r), azurite.kill())));
+  rmSync(work, { recursive: true, force: true, maxRetries: 5 });
+}
+
+/** A context with the background maintainer `mm serve` runs (compaction every 32 small fragments, a pass every 2 s). */
+async function served(store, env, maintain = true) {
+  const ctx = await openContext({ storeDir: store, env });
+  await ctx.embedder();
+  const maintainer = maintain ? new Maintainer(ctx.store, { intervalMs: 2000 }).start() : undefined;
+  return { ctx, close: async () => (await maintainer?.stop(), await ctx.close()) };
+}
+
+async function measure(store, env, countedEnv) {
+  const { ctx, close } = await served(store, env);
+  const texts = Array.from({ length: N + 200 }, (_, i) => sentence(i));
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (next < N) {
+      const i = next++;
+      await createMemory(ctx, { content: texts[i], userId: `user${i % 20}` });
+    }
+  }));
+  const concurrentPerS = N / ((performance.now() - t0) / 1000);
+  const t1 = performance.now();
+  for (let i = N; i < N + 100; i++) await createMemory(ctx, { content: texts[i], userId: `user${i % 20}` });
+  const sequentialPerS = 100 / ((performance.now() - t1) / 1000);
+  const query = (q) => ({ query: `what did ${["Ana", "Bo", "Chen", "Dara"][q % 4]} say about ${TOPICS[q % TOPICS.length]}`, userId: `user${q % 20}` });
+  const latencies = [];
+  for (let q = 0; q < SEARCHES; q++) {
+    const t = performance.now();
+    await searchMemories(ctx, query(q));
+    latencies.push(performance.now() - t);
+  }
+  const fragments = (await ctx.store.stats()).memories.fragments;
+  await close();
+  latencies.sort((a, b) => a - b);
+  const round = (x) => Math.round(x * 10) / 10;
+  const figures = {
+    createsPerS8Clients: round(concurrentPerS),
+    createsPerSOneClient: round(sequentialPerS),
+    searchP50Ms: round(latencies[Math.floor(latencies.length / 2)]),
+    searchP95Ms: round(latencies[Math.floor(latencies.length * 0.95)]),
+    fragmentsAfter: fragments,
+  };
+  if (!countedEnv) return figures;
+  // The same store through the counting proxy: compacted first, then a warm process, one operation
+  // at a time, no maintainer (its passes would be counted too).
+  const { ctx: counted, close: closeCounted } = await served(store, countedEnv, false);
+  await counted.store.optimize({ keepVersionsMs: 0 });
+  await searchMemories(counted, query(0));
+  let before = proxied;
+  for (let i = N + 100; i < N + 130; i++) await createMemory(counted, { content: texts[i], userId: `user${i % 20}` });
+  const perCreate = (proxied - before) / 30;
+  before = proxied;
+  for (let q = 0; q < 30; q++) await searchMemories(counted, query(q));
+  const perSearch = (proxied - before) / 30;
+  await closeCounted();
+  return { ...figures, requestsPerCreate: round(perCreate), requestsPerSearch: round(perSearch), visibleAfterMs: await visibility(store, env) };
+}
+
+function sentence(i) {
+  const who = ["Ana", "Bo", "Chen", "Dara", "Eli"][i % 5];
+  const verb = ["talked about", "worried about", "planned", "finished", "remembered", "booked", "asked about"][i % 7];
+  return `${who} ${verb} ${TOPICS[(i * 7) % TOPICS.length]} on day ${i}, noting detail ${(i * 37) % 101}.`;
+}
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once("error", rej);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+}
+
+async function waitFor(port) {
+  const { connect } = await import("node:net");
+  for (let i = 0; i < 300; i++) {
+    const ok = await new Promise((r) => {
+      const c = connect(port, "127.0.0.1");
+      c.once("connect", () => (c.destroy(), r(true)));
+      c.once("error", () => r(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("azurite did not start");
+}

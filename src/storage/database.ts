@@ -1,0 +1,98 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { FileDocuments, TableDocuments, type DocumentDriver } from "./documents.js";
+import { lanceSession, loadLance, type Connection, type Session } from "./lance.js";
+import { coordinationDir, objectStorageOptions, objectStoreError, placeOf, type StorePlace } from "./location.js";
+import { LocalShared } from "./shared/local.js";
+import type { Shared } from "./shared/types.js";
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * How stale a read of an object store may be: LanceDB re-checks a table's latest version at most
+ * this often per handle (each check is a LIST request). Writes always start from the latest
+ * version (Store.write refreshes its handles under the write lock), so this bounds only how soon
+ * another process's write becomes visible to reads. A local store checks on every read (0).
+ * `$MM_STORE_READ_CONSISTENCY_S` overrides it (0: every read checks, one LIST request per table).
+ */
+export const OBJECT_READ_CONSISTENCY_S = 1;
+
+/**
+ * Connects LanceDB to a store's database: `<dir>/db` for a local store, the URI itself for an
+ * object store (credentials from the environment, storage/location.ts). A connection failure on
+ * an object store becomes a STORE_ERROR that says what is wrong (missing container, refused
+ * credentials, unreachable endpoint).
+ */
+export async function connectDatabase(place: StorePlace, env: Env, metadataCacheBytes: number): Promise<{ db: Connection; session: Session }> {
+  const { lancedb } = loadLance();
+  const session = lanceSession(metadataCacheBytes);
+  if (place.kind === "local") {
+    // readConsistencyInterval 0: every read sees the latest commit, including other processes'.
+    return { db: await lancedb.connect(join(place.dir, "db"), { readConsistencyInterval: 0, session }), session };
+  }
+  const storageOptions = objectStorageOptions(place, env);
+  try {
+    const interval = Number(env.MM_STORE_READ_CONSISTENCY_S?.trim() || OBJECT_READ_CONSISTENCY_S);
+    const readConsistencyInterval = Number.isFinite(interval) && interval >= 0 ? interval : OBJECT_READ_CONSISTENCY_S;
+    const db = await lancedb.connect(place.uri, { storageOptions, readConsistencyInterval, session });
+    // connect() checks nothing by itself: a first listing proves the container and the credentials.
+    await db.tableNames();
+    return { db, session };
+  } catch (err) {
+    throw objectStoreError(err, place, storageOptions);
+  }
+}
+
+/** Local files in the coordination directory: what one machine's processes of a store agree through. */
+export function defaultShared(place: StorePlace, env: Env): Shared {
+  const dir = coordinationDir(place, env);
+  if (place.kind === "object") mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return new LocalShared(dir, { stamps: place.kind === "object" });
+}
+
+/**
+ * The store's Shared when the caller gives none. An object store with `$MM_REDIS_URL` agrees
+ * through Redis, as `mm serve --redis` replicas of it do on any machine: a command then takes the
+ * same write lock and touches the same change stamps (`mm keys revoke` reaches every replica).
+ * Anything else: local files (defaultShared). A local store keeps its files even with Redis: all
+ * its processes are on its one machine, and Redis only counts its quota and rate limits.
+ * `owned`: a connection this call opened, for the caller to close.
+ */
+export async function sharedFor(place: StorePlace, env: Env): Promise<{ shared: Shared; owned: boolean }> {
+  const redisUrl = env.MM_REDIS_URL?.trim();
+  if (place.kind === "local" || !redisUrl) return { shared: defaultShared(place, env), owned: false };
+  const { openShared } = await import("./shared/index.js");
+  return { shared: await openShared({ store: place.uri, coordinationDir: coordinationDir(place, env), redisUrl, redisSource: "MM_REDIS_URL" }), owned: true };
+}
+
+/** A store's documents, given as an open store (which has them) or as its location. */
+export type DocumentSource = string | { documents: DocumentDriver };
+
+const objectDocuments = new Map<string, Promise<TableDocuments>>();
+
+/**
+ * The documents of a store (storage/documents.ts) for a service that doesn't open the whole store
+ * (Accounts, ConsoleAccess from the CLI): a local store's files, or an object store's `meta`
+ * table, whose connection is opened once per process and URI.
+ */
+export function documentsOf(source: DocumentSource, env: Env = process.env): () => Promise<DocumentDriver> {
+  if (typeof source !== "string") return () => Promise.resolve(source.documents);
+  const place = placeOf(source);
+  if (place.kind === "local") {
+    const files = new FileDocuments(place.dir, new LocalShared(place.dir));
+    return () => Promise.resolve(files);
+  }
+  return () => {
+    let opened = objectDocuments.get(place.uri);
+    if (!opened) {
+      opened = (async () => {
+        const { db } = await connectDatabase(place, env, 8 * 1024 * 1024);
+        // Kept for the process's life, as the connection is; the CLI exits when its command ends.
+        return TableDocuments.open(db, (await sharedFor(place, env)).shared, place.uri);
+      })();
+      opened.catch(() => objectDocuments.delete(place.uri));
+      objectDocuments.set(place.uri, opened);
+    }
+    return opened;
+  };
+}

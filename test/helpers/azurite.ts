@@ -1,0 +1,110 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+/** Azurite's well-known development account (published in Microsoft's Azurite documentation). */
+export const AZURITE_ACCOUNT = "devstoreaccount1";
+export const AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+export interface Azurite {
+  port: number;
+  endpoint: string;
+  /** The environment `mm` reads for an `az://` store on this emulator. */
+  env: Record<string, string>;
+  /** A new, empty container (3–63 lowercase characters), created through the Blob API. */
+  container(prefix?: string): Promise<string>;
+  /** Requests Azurite logged so far (with `debug: true`): one entry per HTTP request it served. */
+  requests(): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts Microsoft's Azure Storage emulator on a free port, in its own temp directory, for tests
+ * against a real object store (it honours conditional writes, which LanceDB's commits rely on).
+ */
+export async function startAzurite(options: { debug?: boolean } = {}): Promise<Azurite> {
+  const location = await mkdtemp(join(tmpdir(), "mm-azurite-"));
+  const port = await freePort();
+  const debugLog = join(location, "debug.log");
+  const args = ["--location", location, "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent"];
+  if (options.debug) args.push("--debug", debugLog);
+  const child = spawn(join(ROOT, "node_modules", ".bin", "azurite-blob"), args, { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout!.on("data", (d) => (output += d));
+  child.stderr!.on("data", (d) => (output += d));
+  await waitForPort(port, child, () => output);
+  const endpoint = `http://127.0.0.1:${port}/${AZURITE_ACCOUNT}`;
+  const { BlobServiceClient, StorageSharedKeyCredential } = await import("@azure/storage-blob");
+  const service = new BlobServiceClient(endpoint, new StorageSharedKeyCredential(AZURITE_ACCOUNT, AZURITE_KEY));
+  return {
+    port,
+    endpoint,
+    env: {
+      AZURE_STORAGE_ACCOUNT_NAME: AZURITE_ACCOUNT,
+      AZURE_STORAGE_ACCOUNT_KEY: AZURITE_KEY,
+      AZURE_STORAGE_ENDPOINT: endpoint,
+      AZURE_STORAGE_ALLOW_HTTP: "true",
+    },
+    async container(prefix = "mm") {
+      const name = `${prefix}-${randomBytes(6).toString("hex")}`;
+      await service.getContainerClient(name).create();
+      return name;
+    },
+    async requests() {
+      const { readFile } = await import("node:fs/promises");
+      const text = await readFile(debugLog, "utf8").catch(() => "");
+      return text.split("\n").filter((l) => l.includes("BlobStorageContextMiddleware: RequestMethod="));
+    },
+    async stop() {
+      await stopChild(child);
+      await rm(location, { recursive: true, force: true });
+    },
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`azurite-blob exited (${child.exitCode}):\n${output()}`);
+    if (await canConnect(port)) return;
+    if (Date.now() > deadline) throw new Error(`azurite-blob did not listen on ${port} within 30 s:\n${output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+    setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
+  });
+}
