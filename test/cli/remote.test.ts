@@ -1,5 +1,7 @@
+import { spawn } from "node:child_process";
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer } from "node:net";
 import { createClient, MmApiError } from "../../src/client/index.js";
@@ -7,7 +9,7 @@ import { nodeFetch } from "../../src/cli/http-fetch.js";
 import { rejection } from "../helpers/errors.js";
 import { runCli } from "../helpers/run-cli.js";
 import { startTestServer, type TestAccount, type TestServer } from "../helpers/http-server.js";
-import { json, runMm } from "../helpers/spawn-mm.js";
+import { collect, json, MM_BIN, runMm } from "../helpers/spawn-mm.js";
 import { runInTerminal } from "../helpers/terminal.js";
 import { useTempDirs } from "../helpers/temp.js";
 
@@ -106,6 +108,41 @@ describe("the same output as on the store itself", () => {
     const r = await runCli(join(server.storeDir, "not-used"), ["memories", "list", "--user", "ada"], { env: { MM_URL: server.url, MM_API_KEY: acme.key } });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe((await local(["memories", "list", "--user", "ada"])).stdout);
+  });
+});
+
+describe("a remote command's start-up", () => {
+  it("loads its own command group and the client, never the store, the model or zod", async () => {
+    const trace = join(await tempDir(), "trace.txt");
+    const tracer = fileURLToPath(new URL("../helpers/trace-imports.mjs", import.meta.url));
+    // Spawned, not run: the server answers from this process.
+    const child = spawn(process.execPath, ["--import", tracer, MM_BIN, "--remote", server.url, "--key", acme.key, "memories", "get", memory], {
+      env: { ...process.env, MM_TRACE_FILE: trace, MM_URL: "", MM_STORE: join(server.storeDir, "not-used") },
+    });
+    const r = await collect(child);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).id).toBe(memory);
+    const loaded = (await readFile(trace, "utf8")).trim().split("\n");
+    // The trace sees CommonJS loads too: the CLI's chunks are listed, so the checks below can fail.
+    expect(loaded.some((u) => u.includes("/dist/bundle/main.js"))).toBe(true);
+    for (const heavy of ["lancedb", "apache-arrow", "@energetic-ai", "@inquirer", "code-cache"]) expect(loaded.filter((u) => u.includes(heavy)), heavy).toEqual([]);
+    const bundled = await Promise.all(loaded.filter((u) => u.includes("/dist/bundle/")).map((u) => readFile(fileURLToPath(u), "utf8")));
+    expect(bundled.join("\n")).not.toContain('"ZodMini');
+    expect(bundled.join("\n"), "the commands of other groups were loaded").not.toContain("inspect and maintain the store");
+  });
+
+  it("says what the whole CLI says when the command line is wrong, or asks for help", async () => {
+    for (const args of [
+      ["memories", "serach", "tea"],
+      ["mem", "get"],
+      ["memories", "list", "--bogus"],
+      ["relations", "create", "a"],
+      ["graph", "--help"],
+      ["entities", "get", "--help"],
+    ]) {
+      const [l, r] = [await local(args), await remote(args)];
+      expect([r.code, r.stdout, r.stderr], args.join(" ")).toEqual([l.code, l.stdout, l.stderr]);
+    }
   });
 });
 
