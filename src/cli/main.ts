@@ -134,9 +134,10 @@ async function runCommands(argv: string[], partial: Partial<CliIO>, only: (() =>
   for (const register of await Promise.all((only ? [only] : COMMANDS).map((load) => load()))) register(program, app);
   // Messages name the flags of the command that runs, once it is known.
   program.hook("preAction", (_program, action) => void (output.fieldName = fieldNamer(action, io.env)));
-  // Through --remote only what the API offers; the rest says it needs a local store.
+  // Through --remote only what the API offers (export and import go record by record through it);
+  // the rest says it needs a local store.
   program.hook("preAction", async (_program, action) => {
-    if (isApiCommand(action) || ["login", "logout"].includes(action.name())) return;
+    if (isApiCommand(action) || ["login", "logout", "export", "import"].includes(action.name())) return;
     if (await resolveRemote(action.optsWithGlobals(), io.env)) throw localOnly(`\`mm ${commandPath(action)}\``);
   });
   for (const cmd of allCommands(program)) cmd.exitOverride().configureHelp(HELP);

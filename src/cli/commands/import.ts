@@ -9,6 +9,7 @@ import type { CliApp } from "../main.js";
 import { countLines, startProgress } from "../progress.js";
 import { humanMessage } from "../messages.js";
 import { count } from "../output.js";
+import { isRemote, localOnly } from "../remote.js";
 
 const FORMATS = ["mm", "mcp-memory", "mem0"] as const;
 
@@ -85,6 +86,11 @@ export function registerImport(program: Command, app: CliApp): void {
         cmd,
         async (command) => {
           const t = await import("../../core/transfer.js");
+          if (isRemote(command)) {
+            // Only an mm export maps onto the API's creates; a key acts for one account (docs/import-export.md, "Through --remote").
+            if (opts.from !== "mm" || opts.allAccounts) throw localOnly(`\`mm import ${opts.allAccounts ? "--all-accounts" : `--from ${opts.from}`}\``);
+            return (await import("./import-remote.js")).importViaApi(command, t.jsonLines(boundedLines(input(), what)), { onResult, signal: stop.signal });
+          }
           // Every record stored counts one write, billed by the commit that stores it.
           const ctx = { ...command, meter: command.meterFor("write") };
           if (opts.from === "mem0") {
