@@ -86,8 +86,9 @@ async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   return out;
 }
 
+/** Oldest first, each once: a record created while the pages are read can move one onto the next page. */
 function oldestFirst<T extends { id: string; createdAt: string }>(items: T[]): T[] {
-  return items.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return [...new Map(items.map((i) => [i.id, i])).values()].sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /** `get` of each id, PARALLEL at a time, in the ids' order. */
