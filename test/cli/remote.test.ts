@@ -112,11 +112,13 @@ describe("the same output as on the store itself", () => {
 });
 
 describe("a remote command's start-up", () => {
-  it.each([
-    ["memories", "get", "MEMORY"],
-    ["memories", "search", "green tea", "--user", "ada"],
-    ["memories", "add", "Ada read Menabrea's paper", "--user", "ada"],
-  ])("mm --remote %s loads its own command group and the client, never the store, the model or zod", async (...template) => {
+  it.each(
+    [
+      ["memories", "get", "MEMORY"],
+      ["memories", "search", "green tea", "--user", "ada"],
+      ["memories", "add", "Ada read Menabrea's paper", "--user", "ada"],
+    ].map((args) => [args.slice(0, 2).join(" "), args] as const),
+  )("mm --remote %s loads its own command group and the client, never the store, the model or zod", async (_name, template) => {
     const trace = join(await tempDir(), "trace.txt");
     const tracer = fileURLToPath(new URL("../helpers/trace-imports.mjs", import.meta.url));
     const args = template.map((a) => (a === "MEMORY" ? memory : a));
