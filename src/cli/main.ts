@@ -7,7 +7,7 @@ import { fieldNamer } from "./messages.js";
 import { hints } from "./hints.js";
 import { orList } from "../words.js";
 import { isApiCommand } from "./context.js";
-import { localOnly, resolveRemote } from "./remote.js";
+import { localOnly, resolveRemote, viaRemote } from "./remote.js";
 import { VERSION } from "./version.js";
 
 export interface CliIO extends OutputStreams {
@@ -175,8 +175,7 @@ async function runCommands(argv: string[], partial: Partial<CliIO>, only: (() =>
       );
       return mmErr.exitCode;
     }
-    const remote = program.opts().remote !== undefined || Boolean(io.env.MM_URL);
-    output.error(mmErr, remote ? [] : await hints(app, program, mmErr));
+    output.error(mmErr, viaRemote(program, io.env) ? [] : await hints(app, program, mmErr));
     return mmErr.exitCode;
   }
 }
