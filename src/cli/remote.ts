@@ -230,9 +230,9 @@ export async function remoteEntityRef(ctx: RemoteContext, ref: string): Promise<
   return onlyNamed(ref, named);
 }
 
-/** The refusal for a command (or flag) that needs a local store. */
-export function localOnly(what: string): MmError {
-  return new MmError("VALIDATION_ERROR", `${what} works on a local store, not through --remote (or MM_URL): run it where the store is, without --remote.`, {
+/** The refusal for a command (or flag) that needs a local store, and why, when the reason isn't plain. */
+export function localOnly(what: string, why?: string): MmError {
+  return new MmError("VALIDATION_ERROR", `${what} works on a local store, not through --remote (or MM_URL)${why ? `, because ${why}` : ""}: run it where the store is, without --remote.`, {
     details: [{ field: "--remote", message: `${what} needs a local store` }],
   });
 }

@@ -61,7 +61,8 @@ describe("mm --remote export", () => {
     const file = join(await tempDir(), "remote.jsonl");
     const r = await remote(source, from, ["export", "-o", file]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toContain("Exported 4 memories, 3 entities, 2 relations");
+    expect(r.stderr).toContain("Exported 4 memories, 3 entities, 2 relations to");
+    expect(r.stderr).toContain("Through the API: without each memory's earlier versions (history)");
     const [header, ...records] = lines(await readFile(file, "utf8"));
     expect(header).toMatchObject({ format: "mm-export", version: 1, embedder: null, scope: {}, vectors: false, omitted: ["history", "vectors", "accountId"], server: source.url });
 
@@ -86,10 +87,13 @@ describe("mm --remote export", () => {
 
   it("refuses what the API can't give, before writing anything", async () => {
     const dir = await tempDir();
-    for (const flag of ["--vectors", "--all-accounts"]) {
+    for (const [flag, why] of [
+      ["--vectors", "the API gives no vectors"],
+      ["--all-accounts", "an API key acts for one account"],
+    ]) {
       const r = await remote(source, from, ["export", flag, "-o", join(dir, "x.jsonl")]);
       expect(r.code).toBe(2);
-      expect(JSON.parse(r.stderr).error.message).toContain(`\`mm export ${flag}\` works on a local store, not through --remote`);
+      expect(JSON.parse(r.stderr).error.message).toContain(`\`mm export ${flag}\` works on a local store, not through --remote (or MM_URL), because ${why}`);
       await expect(readFile(join(dir, "x.jsonl"))).rejects.toThrow();
     }
   });
@@ -107,6 +111,7 @@ describe("mm --remote import", () => {
     expect(report.map((l) => [l.line, l.kind, l.status])).toEqual(exported.map((r, i) => [i + 2, r.kind, "added"]));
     expect(Object.keys(report[0])).toEqual(["line", "kind", "id", "status"]);
     expect(first.stderr).toContain("Imported 9 records; 0 skipped (already there); 0 failed.");
+    expect(first.stderr).toContain("Through the API every record has a new id and the time of the import.");
 
     const again = await remote(target, to, ["export"]);
     const copied = lines(again.stdout).slice(1);
@@ -120,6 +125,14 @@ describe("mm --remote import", () => {
     expect(second.filter((l) => l.status === "added").map((l) => exported[l.line - 2].content)).toEqual(["Ada lives in Marylebone"]);
     expect(second.filter((l) => l.status === "skipped").length).toBe(8);
     expect(second.find((l) => l.kind === "relation")!.reason).toMatch(/^the same relation exists as rel_/);
+  });
+
+  it("says what it couldn't send: a local export's history and vectors", async () => {
+    const file = join(await tempDir(), "local.jsonl");
+    expect((await runCli(source.storeDir, ["--account", from.id, "export", "--vectors", "-o", file], { clock: source.clock })).code).toBe(0);
+    const r = await remote(target, to, ["import", file]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain("not sent: the earlier versions (history) of 1 memory, the vectors of 4 memories (the server embeds).");
   });
 
   it("brings the ids and times back to a local store: the remote export imports there like a local one", async () => {
@@ -160,10 +173,13 @@ describe("mm --remote import", () => {
     ]);
     expect(JSON.parse(r.stderr.trim().split("\n").at(-1)!).error.message).toContain("4 records failed (the others were imported)");
 
-    for (const args of [["--from", "mem0"], ["--all-accounts"]]) {
+    for (const [args, why] of [
+      [["--from", "mem0"], "its records are converted on the store"],
+      [["--all-accounts"], "an API key acts for one account"],
+    ] as const) {
       const refused = await remote(target, to, ["import", file, ...args]);
       expect(refused.code).toBe(2);
-      expect(JSON.parse(refused.stderr).error.message).toContain(`\`mm import ${args.join(" ")}\` works on a local store, not through --remote`);
+      expect(JSON.parse(refused.stderr).error.message).toContain(`\`mm import ${args.join(" ")}\` works on a local store, not through --remote (or MM_URL), because ${why}`);
     }
     const notExport = join(await tempDir(), "plain.jsonl");
     await writeFile(notExport, '{"content":"x"}\n');

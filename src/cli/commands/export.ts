@@ -22,8 +22,8 @@ export function registerExport(program: Command, app: CliApp): void {
     .addHelpText("after", "\nExamples:\n  mm export > backup.jsonl\n  mm export --user alice --vectors -o alice.jsonl\n  mm export --all-accounts -o store.jsonl")
     .action((opts: { user?: string; allAccounts?: boolean; vectors?: boolean; output?: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
-        // A key acts for one account, and the API gives no vectors (docs/import-export.md, "Through --remote").
-        if (isRemote(ctx) && (opts.allAccounts || opts.vectors)) throw localOnly(`\`mm export ${opts.allAccounts ? "--all-accounts" : "--vectors"}\``);
+        if (isRemote(ctx) && opts.allAccounts) throw localOnly("`mm export --all-accounts`", "an API key acts for one account");
+        if (isRemote(ctx) && opts.vectors) throw localOnly("`mm export --vectors`", "the API gives no vectors");
         const out: Writable = opts.output ? await outputFile(opts.output) : app.io.stdout;
         const sink = bufferedLines(out);
         let counts: Awaited<ReturnType<Awaited<ReturnType<typeof transfer>>["exportStore"]>>;
@@ -38,7 +38,9 @@ export function registerExport(program: Command, app: CliApp): void {
           throw err;
         }
         app.output.note(
-          `Exported ${count(counts.memories)} memories, ${count(counts.entities)} entities, ${count(counts.relations)} relations${opts.allAccounts ? ` of ${count(counts.accounts)} accounts` : ""}${opts.output ? ` to ${opts.output}` : ""}.`,
+          `Exported ${count(counts.memories)} memories, ${count(counts.entities)} entities, ${count(counts.relations)} relations${opts.allAccounts ? ` of ${count(counts.accounts)} accounts` : ""}${opts.output ? ` to ${opts.output}` : ""}.` +
+            // docs/import-export.md, "Through --remote".
+            (isRemote(ctx) ? " Through the API: without each memory's earlier versions (history), which it doesn't give." : ""),
         );
       }),
     );

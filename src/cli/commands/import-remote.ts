@@ -21,9 +21,11 @@ export async function importViaApi(
   ctx: RemoteContext,
   records: AsyncIterable<InputRecord>,
   options: { onResult?(result: ImportResult): void; signal?: AbortSignal },
-): Promise<ImportSummary> {
+): Promise<ImportSummary & { dropped?: string }> {
   const { checkHeader } = await import("../../core/transfer.js");
   const summary: ImportSummary = { added: 0, skipped: 0, failed: 0, stopped: false };
+  /** Memories sent without what the API can't take: their earlier versions, their vectors. */
+  const lost = { history: 0, vector: 0 };
   /** The id each record of the file has on the server. */
   const ids = new Map<string, string>();
   const mapped = (id: unknown) => (typeof id === "string" ? (ids.get(id) ?? id) : id);
@@ -62,6 +64,8 @@ export async function importViaApi(
         // They are marked after the create, which `supersedes` would exempt from deduplication.
         const body = { ...pick(r, ["content", "userId", "agentId", "tags", "metadata"]), ...(Array.isArray(r.entityIds) ? { entityIds: r.entityIds.map(mapped) } : {}), autoSupersede: false };
         const memory: Memory = await ctx.remote.memories.create(body as never);
+        if (Array.isArray(r.history) && r.history.length) lost.history++;
+        if (r.vector !== undefined) lost.vector++;
         if (memory.deduplicated) [result.status, result.reason] = ["skipped", `the same memory exists as ${memory.id}`];
         result.id = remember(ids, r.id, memory.id);
         const replaced = ((typeof r.id === "string" && replacedBy.get(r.id)) || []).filter((old) => ids.has(old));
@@ -88,7 +92,9 @@ export async function importViaApi(
     }
   }
   if (!header) throw new MmError("VALIDATION_ERROR", "The file is empty: an mm export starts with its header line.", { details: [{ field: "line 1", message: "missing" }] });
-  return summary;
+  const memories = (n: number) => `${n} ${n === 1 ? "memory" : "memories"}`;
+  const dropped = [lost.history && `the earlier versions (history) of ${memories(lost.history)}`, lost.vector && `the vectors of ${memories(lost.vector)} (the server embeds)`].filter(Boolean).join(", ");
+  return dropped ? { ...summary, dropped } : summary;
 }
 
 function pick(r: Record<string, unknown>, keys: string[]): Record<string, unknown> {

@@ -87,9 +87,13 @@ export function registerImport(program: Command, app: CliApp): void {
         async (command) => {
           const t = await import("../../core/transfer.js");
           if (isRemote(command)) {
-            // Only an mm export maps onto the API's creates; a key acts for one account (docs/import-export.md, "Through --remote").
-            if (opts.from !== "mm" || opts.allAccounts) throw localOnly(`\`mm import ${opts.allAccounts ? "--all-accounts" : `--from ${opts.from}`}\``);
-            return (await import("./import-remote.js")).importViaApi(command, t.jsonLines(boundedLines(input(), what)), { onResult, signal: stop.signal });
+            // docs/import-export.md, "Through --remote".
+            if (opts.allAccounts) throw localOnly("`mm import --all-accounts`", "an API key acts for one account");
+            if (opts.from !== "mm") throw localOnly(`\`mm import --from ${opts.from}\``, "its records are converted on the store");
+            const { importViaApi } = await import("./import-remote.js");
+            const { dropped, ...summary } = await importViaApi(command, t.jsonLines(boundedLines(input(), what)), { onResult, signal: stop.signal });
+            output.note(`Through the API every record has a new id and the time of the import${dropped ? `; not sent: ${dropped}` : ""}.`);
+            return summary;
           }
           // Every record stored counts one write, billed by the commit that stores it.
           const ctx = { ...command, meter: command.meterFor("write") };
