@@ -17,7 +17,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -203,6 +203,7 @@ async function benchRemote() {
       record(section, `  ${op}: mm --remote over curl, p50 (floor: node:http get over curl)`, round(over), "ms", round(floor), "≤ 50 ms", over <= 50);
       record(section, `  ${op}: mm --remote CPU time over the node:http get's, p50`, round(median(cpu[`${op} mm`]) - median(cpu["node:http get"])), "ms");
     }
+    record(section, "load average (1 min) at the end: wall times move with it", round(loadavg()[0]), "");
     record(section, "CPU time p50: node -e 0 / the node:http get", `${round(median(cpu["node -e 0"]))} / ${round(median(cpu["node:http get"]))}`, "ms");
   } finally {
     await server.stop();

@@ -29,8 +29,8 @@ export interface RemoteContext {
 
 /**
  * Whether a command runs through a server (`--remote`, MM_URL), from its flags alone: for what a
- * command does only locally before it opens anything (a local check that would load zod, ~10 ms of
- * a remote command, to warm a model the server has).
+ * command does only locally before it opens anything (a local check that would load zod, ~5 ms of
+ * CPU for a remote command, to warm a model the server has).
  */
 export function viaRemote(cmd: { optsWithGlobals(): { remote?: unknown } }, env: Env): boolean {
   return cmd.optsWithGlobals().remote !== undefined || Boolean(env.MM_URL);
