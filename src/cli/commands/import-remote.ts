@@ -10,10 +10,11 @@ const STOPS = ["REMOTE_UNAVAILABLE", "UNAUTHORIZED", "QUOTA_EXCEEDED"];
  * `mm --remote URL import FILE`: an mm export sent record by record through the API's creates
  * (docs/import-export.md, "Through --remote"). The API assigns ids and timestamps, so every record
  * gets a new id and is dated now, and references (a relation's ends, a memory's links and
- * replacement) follow the new ids. What already holds the same is skipped, so a second run adds
- * nothing: an entity of the same name and type (the server's own rule), a relation of the same ends
- * and type (one list request to find it), a memory of the same user, words, tags and metadata (the
- * server's deduplication). A memory's earlier versions and vectors can't be sent; `account` lines
+ * replacement) follow the new ids. What the server already holds is skipped: an entity of the
+ * same name and type (the server's own rule), a relation of the same ends and type (one list
+ * request to find it), a memory of the same user, words, tags and metadata (the server's
+ * deduplication, which looks at current memories only: a second run adds the replaced ones
+ * again). A memory's earlier versions and vectors can't be sent; `account` lines
  * are skipped (a key acts for one account). Each record is reported as it is answered; a server
  * that stops answering, refuses the key, or is out of quota stops the import.
  */
