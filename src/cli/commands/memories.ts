@@ -1,5 +1,4 @@
-import { constants, createReadStream } from "node:fs";
-import { access } from "node:fs/promises";
+import { accessSync, constants, createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { Option, type Command } from "commander";
 import { MmError } from "../../errors.js";
@@ -339,7 +338,13 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
   });
   const unreadable = (err: Error) =>
     new MmError("VALIDATION_ERROR", `Cannot read ${opts.batch}: ${err.message}`, { details: [{ field: "batch", message: err.message }] });
-  if (opts.batch !== "-") await access(opts.batch, constants.R_OK).catch((err: Error) => Promise.reject(unreadable(err)));
+  if (opts.batch !== "-") {
+    try {
+      accessSync(opts.batch, constants.R_OK);
+    } catch (err) {
+      throw unreadable(err as Error);
+    }
+  }
   const source = opts.batch === "-" ? io.stdin : createReadStream(opts.batch);
   const openError = new Promise<never>((_, reject) => source.once("error", (err: Error) => reject(unreadable(err))));
   openError.catch(() => undefined); // raced below; a failure before the race starts is not unhandled
