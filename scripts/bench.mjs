@@ -5,7 +5,7 @@
 //                          measured at each (add 1000000 for the 1M run: about an hour here)
 //   --quick                a short smoke run (sizes 2000, few queries) for tests
 //   --out <file>           where to write the JSON
-//   --sections a,b         only some of: ingest, cold, write, search (default all)
+//   --sections a,b         only some of: ingest, cold, write, search, remote (default all)
 //   --index-min-rows <n>   build the vector index from n rows (default 50,000), search exactly
 //   --exact-max-rows <n>   up to n rows (default 20,000), seal segments at n rows (default
 //   --segment-rows <n>     250,000): the smoke test shrinks them to exercise every path on a small store
@@ -17,7 +17,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -34,7 +34,7 @@ const QUICK = args.includes("--quick");
 const SIZES = (flag("sizes", QUICK ? "2000" : "10000,100000")).split(",").map(Number).sort((a, b) => a - b);
 const OUT = resolve(flag("out", join(root, "bench-results", "bench.json")));
 const QUERIES = QUICK ? 20 : 200;
-const SECTIONS = new Set(flag("sections", "ingest,cold,write,search").split(","));
+const SECTIONS = new Set(flag("sections", "ingest,cold,write,search,remote").split(","));
 const INGEST_N = QUICK ? 200 : 2000;
 /** Records per `mm import` commit in the growth run: a commit of 1,024 rows of 512 floats takes about 0.3 s here. */
 const IMPORT_BATCH = 1024;
@@ -71,6 +71,7 @@ try {
       filled = size;
     }
   }
+  if (SECTIONS.has("remote")) await benchRemote();
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
@@ -130,6 +131,83 @@ async function benchColdStart() {
   const floor = median(modelProcess);
   record("cold start", "use-lite model load, whole process (start-up, load, one embedding, exit)", round(floor), "ms");
   record("cold start", "mm memories search", round(median(search)), "ms", round(floor), "≤ model-load process + 200 ms", median(search) <= floor + 200);
+}
+
+/**
+ * What `mm --remote` adds to a request: a real `mm serve` on a store of its own, and the same get,
+ * list and search made over and over each way, alternating, so drift on a busy machine hits all:
+ * with curl, and with `mm --remote URL --key K memories … --json` (the same request, the same body
+ * printed). The floor of any Node CLI is a Node process that makes the get with node:http and
+ * exits; `node -e 0` is Node's own start-up.
+ */
+async function benchRemote() {
+  const section = "remote CLI";
+  if (spawnSync("curl", ["--version"]).error) return record(section, "curl not found: section skipped", "", "");
+  const runs = QUICK ? 5 : 40;
+  const store = join(work, "remote-store");
+  run(["accounts", "create", "bench", "--plan", "enterprise"], store);
+  const key = JSON.parse(run(["keys", "create", "--account", "bench", "--name", "bench", "--json"], store)).key;
+  const server = await serve(store);
+  try {
+    const remote = ["--remote", server.url, "--key", key];
+    const added = spawnSync(process.execPath, [BIN, ...remote, "memories", "add", "--batch", "-", "--user", "bench", "--json"], {
+      env: env(store),
+      input: texts.slice(0, 50).map((content) => JSON.stringify({ content })).join("\n"),
+      encoding: "utf8",
+    });
+    if (added.status !== 0) throw new Error(`mm --remote memories add --batch failed: ${added.stderr}`);
+    const id = JSON.parse(run([...remote, "memories", "list", "--limit", "1", "--json"], store)).items[0].id;
+    const query = texts[0].split(" ").slice(0, 5).join(" ");
+    const curl = (...a) => ["curl", ["-sf", "-o", "/dev/null", "-H", `Authorization: Bearer ${key}`, ...a]];
+    const mm = (...a) => [process.execPath, [BIN, ...remote, "memories", ...a, "--json"]];
+    const ways = {
+      "node -e 0": [process.execPath, ["-e", "0"]],
+      "node:http get": [process.execPath, ["-e", `require("node:http").get(${JSON.stringify(`${server.url}/v1/memories/${id}`)}, { headers: { Authorization: "Bearer ${key}" } }, (r) => r.resume())`]],
+      "get curl": curl(`${server.url}/v1/memories/${id}`),
+      "get mm": mm("get", id),
+      "list curl": curl(`${server.url}/v1/memories?userId=bench`),
+      "list mm": mm("list", "--user", "bench"),
+      "search curl": curl("-H", "Content-Type: application/json", "-d", JSON.stringify({ query, userId: "bench" }), `${server.url}/v1/memories/search`),
+      "search mm": mm("search", query, "--user", "bench"),
+    };
+    const ms = Object.fromEntries(Object.keys(ways).map((k) => [k, []]));
+    for (let i = 0; i < runs + 2; i++) {
+      for (const [name, [cmd, argv]] of Object.entries(ways)) {
+        const t = performance.now();
+        const r = spawnSync(cmd, argv, { env: { ...env(store), MM_URL: "", MM_API_KEY: "" }, encoding: "utf8" });
+        if (r.status !== 0) throw new Error(`${name} failed (${r.status}): ${r.stderr}`);
+        if (i >= 2) ms[name].push(performance.now() - t); // the first two warm the disk cache
+      }
+    }
+    // Wall times move with whatever else the machine runs; a process's own CPU time (user + sys,
+    // reported at its exit by a preloaded file) much less: the Node ways again, measured so.
+    const reporter = join(work, "cpu-report.cjs");
+    writeFileSync(reporter, 'process.on("exit", () => { const u = process.cpuUsage(); require("node:fs").writeSync(2, `\\nmm-bench-cpu ${(u.user + u.system) / 1000}\\n`); });\n');
+    const cpu = { "node -e 0": [], "node:http get": [], "get mm": [], "list mm": [], "search mm": [] };
+    for (let i = 0; i < runs + 2; i++) {
+      for (const name of Object.keys(cpu)) {
+        const [cmd, argv] = ways[name];
+        const r = spawnSync(cmd, argv, { env: { ...env(store), MM_URL: "", MM_API_KEY: "", NODE_OPTIONS: `--require ${reporter}` }, encoding: "utf8" });
+        if (r.status !== 0) throw new Error(`${name} failed (${r.status}): ${r.stderr}`);
+        if (i >= 2) cpu[name].push(Number(/mm-bench-cpu ([\d.]+)/.exec(r.stderr)[1]));
+      }
+    }
+    const p50p95 = (name) => `${round(pct(ms[name], 50))} / ${round(pct(ms[name], 95))}`;
+    record(section, "node start-up alone (node -e 0), p50 / p95", p50p95("node -e 0"), "ms");
+    record(section, "a Node process that makes the get with node:http, p50 / p95", p50p95("node:http get"), "ms");
+    const floor = median(ms["node:http get"]) - median(ms["get curl"]);
+    for (const op of ["get", "list", "search"]) {
+      record(section, `${op}: curl, p50 / p95`, p50p95(`${op} curl`), "ms");
+      record(section, `${op}: mm --remote … --json, p50 / p95`, p50p95(`${op} mm`), "ms");
+      const over = median(ms[`${op} mm`]) - median(ms[`${op} curl`]);
+      record(section, `  ${op}: mm --remote over curl, p50 (floor: node:http get over curl)`, round(over), "ms", round(floor), "≤ 50 ms", over <= 50);
+      record(section, `  ${op}: mm --remote CPU time over the node:http get's, p50`, round(median(cpu[`${op} mm`]) - median(cpu["node:http get"])), "ms");
+    }
+    record(section, "load average (1 min) at the end: wall times move with it", round(loadavg()[0]), "");
+    record(section, "CPU time p50: node -e 0 / the node:http get", `${round(median(cpu["node -e 0"]))} / ${round(median(cpu["node:http get"]))}`, "ms");
+  } finally {
+    await server.stop();
+  }
 }
 
 /**

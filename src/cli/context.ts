@@ -1,10 +1,7 @@
 import type { Command } from "commander";
-import { Accounts, type Account } from "../core/accounts.js";
-import { crashHooks, openContext, warmEmbedder, type Context } from "../core/context.js";
-import { startUpkeep } from "../core/upkeep.js";
+import type { Account } from "../core/accounts.js";
+import type { Context } from "../core/context.js";
 import type { Bucket, OperationMeter } from "../limits/ledger.js";
-import { openCommandLedger } from "../limits/index.js";
-import { createdStoreNote, locateStore, missingStore, storeStatus } from "../core/store-location.js";
 import type { CliApp } from "./main.js";
 import { confirmDelete } from "./prompt.js";
 import { isRemote, remoteContext, remoteEntityRef, resolveRemote } from "./remote.js";
@@ -76,6 +73,7 @@ export async function withContext<T>(
   const remote = await resolveRemote(cmd.optsWithGlobals(), app.io.env);
   if (remote) return fn((await remoteContext(remote)) as unknown as CommandContext);
   const ctx = await openCommandContext(app, cmd, options);
+  const { startUpkeep } = await import("../core/upkeep.js");
   // A long batch keeps the store compact as it goes; any command that wrote leaves it so.
   // With --debug (MM_DEBUG=1) each pass that did work is logged to stderr as a JSON line.
   const debug = app.io.env.MM_DEBUG === "1" || Boolean(cmd.optsWithGlobals().debug);
@@ -106,6 +104,14 @@ export async function withContext<T>(
  * long-running commands (`mm mcp`) that keep it open and count each operation themselves.
  */
 export async function openCommandContext(app: CliApp, cmd: Command, options: { warmEmbedder?: boolean; create?: boolean } = {}): Promise<CommandContext> {
+  // Loaded here, not with this file: every command module imports it, and `mm --remote` must not
+  // load the store's modules (LanceDB's wrappers, the ledger) to start (docs/client.md, "Measured").
+  const [{ Accounts }, { crashHooks, openContext, warmEmbedder }, { openCommandLedger }, { createdStoreNote, locateStore, missingStore, storeStatus }] = await Promise.all([
+    import("../core/accounts.js"),
+    import("../core/context.js"),
+    import("../limits/index.js"),
+    import("../core/store-location.js"),
+  ]);
   const globals = cmd.optsWithGlobals() as { store?: string; account?: string };
   const location = locateStore(globals.store, app.io.env);
   const status = await storeStatus(location);

@@ -284,7 +284,8 @@ async function relink(ctx: Context, links: Link[], idMap: Map<string, string>): 
   });
 }
 
-function checkHeader(record: InputRecord): ExportHeader {
+/** An mm export's first line, checked: for `importExport`, and for an import through `mm --remote` (cli/commands/import-remote.ts). */
+export function checkHeader(record: InputRecord): ExportHeader {
   const h = record.value as Partial<ExportHeader> | undefined;
   if (record.error || !h || typeof h !== "object" || h.format !== EXPORT_FORMAT) {
     throw new MmError("VALIDATION_ERROR", `Line ${record.line} is not an mm export header ({"format":"${EXPORT_FORMAT}","version":…}); for other formats use --from.`, {

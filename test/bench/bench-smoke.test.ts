@@ -29,7 +29,7 @@ describe("npm run bench --quick", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("mm bench ·");
     const json = JSON.parse(await readFile(out, "utf8"));
-    expect(Object.keys(json.figures)).toEqual(["ingest", "cold start", "write", "search @8k"]);
+    expect(Object.keys(json.figures)).toEqual(["ingest", "cold start", "write", "search @8k", "remote CLI"]);
     expect(json.figures.ingest["mm memories add --batch"].value).toBeGreaterThan(0);
     const cold = json.figures["cold start"];
     expect(cold["mm memories list"].value).toBeGreaterThan(0);
@@ -48,5 +48,12 @@ describe("npm run bench --quick", () => {
     expect(search["per user recall@10 vs exact search"].value).toBeGreaterThanOrEqual(0.9);
     expect(search["semantic p50 / p95 (HTTP)"].value).toMatch(/^[\d.]+ \/ [\d.]+$/);
     expect(search["mm serve peak RSS"].value).toBeGreaterThan(50);
+    // mm --remote beside curl, for a get, a list and a search, over the floor of a bare Node request.
+    const remote = json.figures["remote CLI"];
+    for (const op of ["get", "list", "search"]) {
+      expect(remote[`${op}: curl, p50 / p95`].value).toMatch(/^[\d.]+ \/ [\d.]+$/);
+      expect(remote[`${op}: mm --remote … --json, p50 / p95`].value).toMatch(/^[\d.]+ \/ [\d.]+$/);
+      expect(remote[`  ${op}: mm --remote over curl, p50 (floor: node:http get over curl)`].target).toBe("≤ 50 ms");
+    }
   }, 420_000);
 });

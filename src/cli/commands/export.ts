@@ -6,6 +6,7 @@ import { MmError } from "../../errors.js";
 import { withContext } from "../context.js";
 import type { CliApp } from "../main.js";
 import { count } from "../output.js";
+import { isRemote, localOnly } from "../remote.js";
 
 const transfer = () => import("../../core/transfer.js");
 
@@ -21,11 +22,15 @@ export function registerExport(program: Command, app: CliApp): void {
     .addHelpText("after", "\nExamples:\n  mm export > backup.jsonl\n  mm export --user alice --vectors -o alice.jsonl\n  mm export --all-accounts -o store.jsonl")
     .action((opts: { user?: string; allAccounts?: boolean; vectors?: boolean; output?: string }, cmd: Command) =>
       withContext(app, cmd, async (ctx) => {
+        if (isRemote(ctx) && opts.allAccounts) throw localOnly("`mm export --all-accounts`", "an API key acts for one account");
+        if (isRemote(ctx) && opts.vectors) throw localOnly("`mm export --vectors`", "the API gives no vectors");
         const out: Writable = opts.output ? await outputFile(opts.output) : app.io.stdout;
         const sink = bufferedLines(out);
         let counts: Awaited<ReturnType<Awaited<ReturnType<typeof transfer>>["exportStore"]>>;
         try {
-          counts = await (await transfer()).exportStore(ctx, { userId: opts.user, allAccounts: opts.allAccounts, vectors: opts.vectors }, sink.write);
+          counts = isRemote(ctx)
+            ? await (await import("./export-remote.js")).exportViaApi(ctx, { userId: opts.user }, sink.write)
+            : await (await transfer()).exportStore(ctx, { userId: opts.user, allAccounts: opts.allAccounts, vectors: opts.vectors }, sink.write);
           await sink.end(Boolean(opts.output));
         } catch (err) {
           // `mm export | head`: the reader has all it wants; stop quietly, as `git log | head` does.
@@ -33,7 +38,9 @@ export function registerExport(program: Command, app: CliApp): void {
           throw err;
         }
         app.output.note(
-          `Exported ${count(counts.memories)} memories, ${count(counts.entities)} entities, ${count(counts.relations)} relations${opts.allAccounts ? ` of ${count(counts.accounts)} accounts` : ""}${opts.output ? ` to ${opts.output}` : ""}.`,
+          `Exported ${count(counts.memories)} memories, ${count(counts.entities)} entities, ${count(counts.relations)} relations${opts.allAccounts ? ` of ${count(counts.accounts)} accounts` : ""}${opts.output ? ` to ${opts.output}` : ""}.` +
+            // docs/import-export.md, "Through --remote".
+            (isRemote(ctx) ? " Through the API: without each memory's earlier versions (history), which it doesn't give." : ""),
         );
       }),
     );

@@ -9,6 +9,7 @@ import type { CliApp } from "../main.js";
 import { countLines, startProgress } from "../progress.js";
 import { humanMessage } from "../messages.js";
 import { count } from "../output.js";
+import { isRemote, localOnly } from "../remote.js";
 
 const FORMATS = ["mm", "mcp-memory", "mem0"] as const;
 
@@ -85,6 +86,15 @@ export function registerImport(program: Command, app: CliApp): void {
         cmd,
         async (command) => {
           const t = await import("../../core/transfer.js");
+          if (isRemote(command)) {
+            // docs/import-export.md, "Through --remote".
+            if (opts.allAccounts) throw localOnly("`mm import --all-accounts`", "an API key acts for one account");
+            if (opts.from !== "mm") throw localOnly(`\`mm import --from ${opts.from}\``, "its records are converted on the store");
+            const { importViaApi } = await import("./import-remote.js");
+            const { dropped, ...summary } = await importViaApi(command, t.jsonLines(boundedLines(input(), what)), { onResult, signal: stop.signal });
+            output.note(`Through the API every record has a new id and the time of the import${dropped ? `; not sent: ${dropped}` : ""}.`);
+            return summary;
+          }
           // Every record stored counts one write, billed by the commit that stores it.
           const ctx = { ...command, meter: command.meterFor("write") };
           if (opts.from === "mem0") {

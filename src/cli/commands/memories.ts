@@ -1,5 +1,4 @@
-import { constants, createReadStream } from "node:fs";
-import { access } from "node:fs/promises";
+import { accessSync, constants, createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { Option, type Command } from "commander";
 import { MmError } from "../../errors.js";
@@ -12,7 +11,7 @@ import { count, pageLine, when, type TableKit } from "../output.js";
 import { canPrompt, promptText } from "../prompt.js";
 import { countLines, startProgress } from "../progress.js";
 import { humanMessage } from "../messages.js";
-import { service } from "../remote.js";
+import { service, viaRemote } from "../remote.js";
 
 const core = service("memories", () => import("../../core/memories.js"));
 const schemas = () => import("../../schemas/memory.js");
@@ -104,7 +103,9 @@ export function registerMemories(program: Command, app: CliApp): void {
         includeSuperseded: opts.all,
         asOf: opts.asOf,
       });
-      const valid = passes((await schemas()).parseSearchMemories, given);
+      // Through a server, which validates, the search is sent as given: the check only decides what
+      // to warm locally, and the no-hit message reads the flags as they were given.
+      const valid = viaRemote(cmd, app.io.env) ? undefined : passes((await schemas()).parseSearchMemories, given);
       await withContext(
         app,
         cmd,
@@ -115,11 +116,11 @@ export function registerMemories(program: Command, app: CliApp): void {
           await app.output.result(body, async (t) => {
             if (body.results.length) return renderHits(t, body.results);
             // Nothing passed: say what the nearest miss scored, so the person knows what to lower.
-            const threshold = valid?.threshold ?? 0.5;
+            const threshold = valid?.threshold ?? given.threshold ?? 0.5;
             const [closest] = (await api.searchMemories(ctx, { ...raw, threshold: 0, limit: 1 })).results;
             if (!closest) return "No memories to search.";
             const lower = Math.floor(closest.score * 100) / 100;
-            const byMeaning = valid?.mode === "hybrid" ? "--mode semantic --threshold 0.3 searches by meaning alone" : "";
+            const byMeaning = (valid?.mode ?? given.mode ?? "hybrid") === "hybrid" ? "--mode semantic --threshold 0.3 searches by meaning alone" : "";
             const how = lower >= 0.01 ? [`--threshold ${lower} shows it`, byMeaning].filter(Boolean).join("; ") : byMeaning || "--threshold 0 ranks everything";
             return `No memory scored ${threshold} or more. The closest scored ${closest.score.toFixed(3)}: "${short(closest.content)}"\n${t.dim(`(${how})`)}`;
           });
@@ -279,7 +280,7 @@ async function addOne(app: CliApp, cmd: Command, content: string | undefined, op
       await app.output.result(memory, (t) => renderMemory(t, memory));
     },
     // The new memory is embedded: its model loads while the store opens.
-    { warmEmbedder: passes((await schemas()).parseCreateMemory, raw) !== undefined, create: true },
+    { warmEmbedder: !viaRemote(cmd, app.io.env) && passes((await schemas()).parseCreateMemory, raw) !== undefined, create: true },
   );
 }
 
@@ -337,7 +338,13 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
   });
   const unreadable = (err: Error) =>
     new MmError("VALIDATION_ERROR", `Cannot read ${opts.batch}: ${err.message}`, { details: [{ field: "batch", message: err.message }] });
-  if (opts.batch !== "-") await access(opts.batch, constants.R_OK).catch((err: Error) => Promise.reject(unreadable(err)));
+  if (opts.batch !== "-") {
+    try {
+      accessSync(opts.batch, constants.R_OK);
+    } catch (err) {
+      throw unreadable(err as Error);
+    }
+  }
   const source = opts.batch === "-" ? io.stdin : createReadStream(opts.batch);
   const openError = new Promise<never>((_, reject) => source.once("error", (err: Error) => reject(unreadable(err))));
   openError.catch(() => undefined); // raced below; a failure before the race starts is not unhandled
