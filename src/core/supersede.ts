@@ -24,6 +24,8 @@
  * test/fixtures/supersede/ and docs/memory-validity.md.
  */
 
+import { fold, frameChange, framesOf, stem, type Frame } from "./frames.js";
+
 /** One fact a memory states. */
 export interface Fact {
   /** "self" (I, we, my, our, the), a relative ("sister"), or a name ("marcus"). */
@@ -36,6 +38,8 @@ export interface Fact {
   negated?: boolean;
   /** Holds many values at once (preferences, habits): replaced only with a change cue. */
   multi?: boolean;
+  /** A sentence's frame (core/frames.ts): compared only with other frames. */
+  frame?: Frame;
 }
 
 /** Prefix of the match key that stands for a memory's folded text (duplicates). */
@@ -47,9 +51,6 @@ export const VALUE_KEY = "value:";
 
 /** Words that say a fact was added to, not replaced: "we also have a cat". */
 const ADDITIVE = /\b(also|too|as well|in addition|additionally|second)\b/;
-/** Words that say something changed: needed to replace a preference or habit. */
-const CHANGE =
-  /\b(now|switched|switching|changed|changing|moved|moving|no longer|anymore|any more|instead|new|newly|replaced|rescheduled|postponed|pushed|bumped|these days|nowadays|from now on|started|starting|stopped|quit|gave up|left|got rid of|converted|went|became|become|upgraded|downgraded|traded|migrated|raised|lowered|cut|increased|decreased|renamed|since)\b/;
 /** A clause that states no fact: a question, a wish, a plan, a condition. */
 const HYPOTHETICAL =
   /\b(if|would|could|might|maybe|perhaps|hope|hoping|wish|want to|wants to|wanna|plan to|planning to|planning on|thinking about|thinking of|considering|dream|dreaming|someday|one day|should|supposed to|going to|gonna)\b/i;
@@ -66,7 +67,7 @@ const STARTERS = new Set(
 const NOT_NAMES =
   "Let|Lets|It|Its|They|Them|Their|He|She|His|Her|You|Your|This|That|These|Those|There|Here|What|When|Where|Why|How|Who|Which|Thanks|Thank|Yes|Yeah|No|Oh|Wow|Hey|Hi|Hello|Sure|Well|So|And|But|Or|Also|Just|Really|Definitely|Totally|Maybe|Sounds|Great|Nice|Cool|Awesome|Playing|Searching|Working|Being|Getting|Having|Doing|Going|Taking|Making|Finding|Looking|Feeling|Everyone|Someone|Everything|Something|Nothing|Anyone|Both|All|Some|Many|Most|Each|Every|Our|My|The|We|Today|Tomorrow|Yesterday|Last|Next|Now|Then|Recently|Lately";
 const REL =
-  "wife|husband|partner|girlfriend|boyfriend|fiance|fiancee|sister|brother|mom|mum|mother|dad|father|son|daughter|kid|kids|child|children|baby|boss|manager|friend|best friend|roommate|flatmate|grandma|grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|parents|dog|cat|team|company";
+  "wife|husband|partner|girlfriend|boyfriend|fiance|fiancee|sister|brother|mom|mum|mother|dad|father|son|daughter|kid|kids|child|children|baby|boss|manager|friend|best friend|roommate|flatmate|grandma|grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|parents|grandparents|in-laws|neighbou?rs?|colleague|coworker|mentor|landlord|landlady|stepdad|stepmom|sibling|siblings|twin|dog|cat|team|company";
 /** Who a clause is about: I, we, my sister, a capitalised name. */
 const SUBJ = String.raw`(I|i|we|(?:my|our) (?:${REL})|^(?!(?:${NOT_NAMES})\b)[A-Z][a-z]+(?: [A-Z][a-z]+)?)`;
 /** Auxiliaries and adverbs between a subject and its verb ("I've just", "we're now", "she has recently"). */
@@ -85,6 +86,8 @@ const NOT_A_VALUE =
 
 const JOB =
   "engineer|developer|designer|manager|teacher|nurse|doctor|lawyer|accountant|analyst|consultant|director|architect|scientist|researcher|editor|writer|chef|cook|student|intern|professor|lecturer|officer|administrator|specialist|coordinator|technician|pharmacist|therapist|programmer|cto|ceo|cfo|coo|vp|president|principal|headteacher|head teacher|freelancer|contractor|barista|paramedic|pilot|mechanic|electrician|plumber|librarian|practitioner|assistant|clerk|cashier|driver|salesperson|recruiter|lead|owner|founder|partner|associate|executive|physician|surgeon|dentist|veterinarian|vet|journalist|photographer|artist|musician|tutor|trainer|coach|carpenter|firefighter|policeman|police officer|soldier|secretary|receptionist|waiter|waitress|bartender";
+/** A role named by where it is held, whatever the word ("I'm a junior animator at Pixar"): what one is at a named place. */
+const ROLE_AT = String.raw`(?!(?:member|regular|fan|guest|customer|client|patient|visitor|user)\b|[a-z]+(?:ing|ed)\b)[a-z][\w-]*(?= (?:at|for|with) (?:the )?[A-Z])`;
 const SCHOOL = /\b(school|elementary|primary|academy|college|university|kindergarten|nursery|preschool|montessori|gymnasium|lycee)\b/;
 /** A value that is a time or a date: a thing moved to it is rescheduled, not a home. */
 const WHEN = /^(?:\d{1,2}(?:st|nd|rd|th)\b|\d{1,2}(?::\d{2})? ?(?:am|pm)\b|\d{1,2}:\d{2}|(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|noon|midnight|morning|afternoon|evening|next|january|february|march|april|may|june|july|august|september|october|november|december)\b)/;
@@ -104,29 +107,6 @@ const SYNONYMS: Record<string, string> = {
 const ATTR_NOISE = new Set(
   "a an the my our its their his her new old current present latest now usual regular main primary go-to preferred monthly weekly yearly annual daily fee cost price amount total rate level time date day location venue place spot of for to with at on in from by name".split(" "),
 );
-
-/** Lower case, accents folded, apostrophes and spaces normalised. */
-export function fold(text: string): string {
-  return text
-    .normalize("NFKD")
-    .replace(/\p{M}+/gu, "")
-    .toLowerCase()
-    .replace(/[\u2018\u2019\u02bc]/g, "'")
-    .replace(/[\u201c\u201d]/g, '"')
-    .replace(/\s+/g, " ")
-    .trim();
-}
-
-/** A crude stem, enough to compare attribute and value words ("coffees"/"coffee", "smoking"/"smoke", "groceries"/"grocery"). */
-export function stem(word: string): string {
-  let w = word.toLowerCase();
-  if (w.length <= 3) return w;
-  if (w.endsWith("ies")) return `${w.slice(0, -3)}y`;
-  w = w.replace(/([^s])s$/, "$1").replace(/(?:ing|ed)$/, "");
-  w = w.replace(/e$/, "");
-  if (/([b-df-hj-np-tv-z])\1$/.test(w)) w = w.slice(0, -1);
-  return w;
-}
 
 /** A value as compared: cut at the end of its clause, articles and filler dropped, lower case. */
 function cleanValue(raw: string): string {
@@ -188,8 +168,9 @@ function clauses(content: string): Clause[] {
       if (!part) continue;
       const [first, ...rest] = part.split(" ");
       if (STARTERS.has(first.toLowerCase().split("'")[0].replace(/[^a-z]/g, ""))) part = [first.toLowerCase(), ...rest].join(" ");
-      // "…and now work for Studio Nord": a clause that starts with its verb is about the speaker.
-      if (/^(?:now |then |also )?(?:work|works|live|lives|moved|move|joined|started|drive|use|switched|sold|packed|left|quit|bought|got|relocated|settled)\b/i.test(part) && !/^got (?:a |an )?new\b/i.test(part)) {
+      // "…and now work for Studio Nord": a clause that starts with its verb is about the speaker; "Lives in
+      // Turin" (third person, in an entity's notes) is about someone else.
+      if (/^(?:now |then |also )?(?:work|live|moved|move|joined|started|drive|use|switched|sold|packed|left|quit|bought|got|relocated|settled)\b/i.test(part) && !/^got (?:a |an )?new\b/i.test(part)) {
         part = `I ${part[0].toLowerCase()}${part.slice(1)}`;
       }
       out.push({ text: part });
@@ -203,15 +184,18 @@ interface Rule {
   make(m: RegExpExecArray, clause: string): Fact | Fact[] | undefined;
 }
 
+/** A judgement ("so stressful", "great"), not a value; a capitalised value is a name ("Hard Fork"), never one. */
+const judgement = (raw: string, value: string) => !/^(?:the |a |an )?\p{Lu}/u.test(raw.trim()) && NOT_A_VALUE.test(value.split(" ")[0]);
+
 const single = (subject: string, attr: string[], rawValue: string): Fact | undefined => {
   const value = cleanValue(rawValue);
-  if (!value || !attr.length || NOT_A_VALUE.test(value.split(" ")[0])) return undefined;
+  if (!value || !attr.length || judgement(rawValue, value)) return undefined;
   return { subject: subjectOf(subject), attr, value };
 };
 
 const PREFS =
   "use|uses|using|prefer|prefers|drink|drinks|eat|eats|play|plays|watch|watches|listen to|listens to|wear|wears|run on|runs on|code in|codes in|write in|writes in|program in|shop at|shops at|bank with|banks with|deploy on|deploy to|deploys on|host on|hosts on|host with|smoke|smokes|vape|vapes|fly with|flies with|commute by|commutes by|pay for|pays for|subscribe to|subscribes to|take notes in|takes notes in";
-/** The cues that say a preference or habit changed (stricter than CHANGE: chat says "now" and "new" all the time). */
+/** The cues that say a preference or habit changed (strict: chat says "new" and "moved" all the time). */
 const PREFERENCE_CHANGE = /\b(now|instead|these days|nowadays|anymore|any more|no longer|switched|from now on|replaced|traded)\b/;
 const FEELINGS: [RegExp, string][] = [
   [/^(?:love|loves|adore|adores|like|likes|enjoy|enjoys|'m into|am into|'re into|are into|'m a fan of|am a fan of|'m a big fan of|am a big fan of|'m obsessed with|am obsessed with|into|a fan of|a big fan of|a huge fan of|obsessed with|crazy about|mad about)$/, "+"],
@@ -250,7 +234,7 @@ const RULES: Rule[] = [
   },
   // One's job: "I'm a junior developer", "I was promoted to senior developer", "I became a nurse practitioner".
   {
-    re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am| is|'re| are| was promoted to| got promoted to| have been promoted to|'ve been promoted to| has been promoted to| became| become| work as| works as| working as| started as| now work as| hired as| got hired as)(?: now| currently| still| officially)? (?:a |an |the )?((?:[\w-]+ ){0,2}(?:${JOB}))\b`),
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am| is|'re| are| was promoted to| got promoted to| have been promoted to|'ve been promoted to| has been promoted to| became| become| work as| works as| working as| started as| now work as| hired as| got hired as)(?: now| currently| still| officially)? (?:a |an |the )?((?:[\w-]+ ){0,2}(?:${JOB}|${ROLE_AT}))\b`),
     make: (m, clause) => {
       const job = single(m[1], ["job"], m[2]);
       // "I'm a sous chef at Nopi": the job, and the employer.
@@ -274,7 +258,20 @@ const RULES: Rule[] = [
   },
   {
     re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am|'s| is|'re| are| went| have gone|'ve gone| became| turned)(?: now| currently| still| fully| mostly| strictly)? (vegetarian|vegan|pescatarian|keto|gluten-free|dairy-free|paleo|carnivore|omnivore|teetotal|sober)\b`),
-    make: (m) => single(m[1], ["diet"], m[2]),
+    // A diet says what one no longer eats: "I went vegetarian" replaces "I eat meat with most meals".
+    make: (m) => {
+      const diet = single(m[1], ["diet"], m[2]);
+      const without = /^(?:vegetarian|vegan|pescatarian)$/.test(m[2]) ? [{ subject: subjectOf(m[1]), attr: ["eat"], value: "meat", negated: true, multi: true }] : [];
+      return diet ? [diet, ...without] : without;
+    },
+  },
+  // "I'm a cat person", "I've become more of a dog person": one of a pair, one at a time.
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am|'re| are| is|'s|'ve become| have become| has become| became| become)(?: now| really| always| definitely| still| totally| kind of| actually)* (?:a |an |more of an? |more )?([a-z]+) person\b`),
+    make: (m) => {
+      const pair = PERSON_KINDS.find((p) => p.includes(m[2]));
+      return pair ? single(m[1], ["person", pair.join("-")], m[2]) : undefined;
+    },
   },
   {
     re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am|'s| is| just turned| turned|'ll be| will be| am now|'m now) (\d{1,3})(?: years old| year old| yo)?(?=$|[\s,.!])(?! (?:minutes|hours|days|weeks|months|kg|lbs|pounds|miles|km|percent|%))`),
@@ -312,6 +309,9 @@ const RULES: Rule[] = [
   },
 ];
 
+/** The kinds of person one is one of at a time. */
+const PERSON_KINDS = [["cat", "dog"], ["morning", "night", "evening"], ["coffee", "tea"], ["beach", "mountain"], ["city", "country", "countryside"], ["summer", "winter"]];
+
 /** "switched from Vim to VS Code", "moved from Heroku to Fly.io", "traded the Civic in for a Tesla". */
 const SWITCH = [
   /\b(?:switched|switching|changed|changing|moved|moving|went|converted|upgraded|downgraded|migrated|migrating|transitioned|swapped|swapping|transferred|jumped|ditched|dropped|left)(?: (?:my|our|the|all|over)(?: [\w-]+){1,3})? (?:over |all )?from (?:the |a |an |my |our )?(.+?) (?:to|for|over to|in favou?r of) (?:the |a |an |my |our )?(.+)/,
@@ -346,6 +346,12 @@ const FEELING = new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m|'re| am| are| do| doe
 const LINK_START =
   "is|are|'s|'re|has|have|will|got|gets|now|currently|still|officially|finally|just|always|permanently|been|was|were|changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought|went|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed|meets|meet|starts|start|begins|begin|happens|runs|opens|takes|costs|leaves|departs|arrives|comes";
 const THING_IS = new RegExp(String.raw`^${THING}(?= (?:${LINK_START})\b)${LINK} (?:(?:at|on|in|for|from|by|with) )?(.+)`);
+
+/** A verb of the present, after its subject: a habit ("I run 5k", "we bake bread on Sundays"). */
+const HABIT = new RegExp(String.raw`^(I|i|we|(?:my|our) (?:${REL}))(?: (?:usually|always|often|mostly|normally|regularly|still|now|also))? ([a-z]+) (.+)`);
+/** Verbs that say no habit: being, having, thinking, wanting, and the auxiliaries. */
+const NOT_HABITS =
+  /^(?:am|is|are|was|were|be|been|have|has|had|do|does|did|don't|can|could|will|would|should|shall|must|need|needs|want|wants|think|thinks|know|knows|feel|feels|hope|guess|mean|believe|remember|forget|forgot|see|saw|say|said|tell|told|get|got|go|went|love|loves|like|likes|hate|hates|enjoy|enjoys|just|really|never|sometimes|only|even|finally|am|let|make|made|found|find|took|take|came|come|gave|give|left|thought|felt|heard|hear|tried|try|saw|put|keep|kept|wonder|agree|miss|owe|wish)$/;
 
 /** The facts a memory states; empty for most chat. */
 export function factsOf(content: string): Fact[] {
@@ -433,6 +439,18 @@ export function factsOf(content: string): Fact[] {
         }
       }
     }
+    // "I run 5k three times a week": a habit, whatever the verb, so "I no longer run" finds it. Not in
+    // transcripts, where "I don't paint much" in passing is talk.
+    if (!found && !stopped && !speaker) {
+      const habit = HABIT.exec(text);
+      if (habit && !NOT_HABITS.test(habit[2]) && !/ed$/.test(habit[2]) && !/^(?:is|are|was|were|has|have)\b/.test(habit[3])) {
+        const value = cleanValue(habit[3]);
+        if (value) {
+          facts.push({ subject: subjectOf(habit[1]), attr: [stem(habit[2])], value, multi: true });
+          found = true;
+        }
+      }
+    }
     if (!found) {
       const m = THING_IS.exec(text);
       // Present tense or a change: "my flight was on the 14th" is an event, not a current value.
@@ -456,10 +474,18 @@ export function factsOf(content: string): Fact[] {
           rest = passive[2];
         }
         const value = cleanValue(rest);
-        if (attr.length && value && !NOT_A_VALUE.test(value.split(" ")[0]) && (owner || /^[a-z]/.test(m[2]) || /^(?:[A-Z][a-z]+ )?[a-z]/.test(m[2]) || COMMON_HEADS.test(m[2]))) {
+        if (attr.length && value && !judgement(rest, value) && (owner || /^[a-z]/.test(m[2]) || /^(?:[A-Z][a-z]+ )?[a-z]/.test(m[2]) || COMMON_HEADS.test(m[2]))) {
           facts.push({ subject: possessor ? subjectOf(possessor) : /^(?:their|his|her)\b/i.test(owner) ? "other" : "self", attr, value });
         }
       }
+    }
+  }
+  // A transcript's turns are talk, not notes: frames are for notes.
+  if (!speaker) {
+    const sentences = body.replace(/[\u2018\u2019\u02bc]/g, "'").replace(ABBREVIATIONS, "$1").split(/(?<=[.!?])\s+|\n+/);
+    for (const frame of framesOf(sentences.filter((t) => t.trim() && !/\?\s*$/.test(t) && !HYPOTHETICAL.test(t) && !MAY.test(t)))) {
+      // Keyed by its words and its subject's, so "Standup moved to 10am" finds "The standup is at 9:30".
+      facts.push({ subject: "frame", attr: [...new Set([...frame.subject.split(" ").filter(Boolean).map(stem), ...frame.topic])], value: "", frame });
     }
   }
   const who = speaker ? `speaker:${fold(speaker[1]).replace(/\s+/g, "-")}` : undefined;
@@ -505,7 +531,8 @@ export function matchKeysOf(content: string, facts = factsOf(content)): string[]
   for (const f of facts) {
     if (f.negated) continue;
     for (const w of f.attr) if (w !== "feels") keys.push(`${FACT_KEY}${f.subject}.${w}`);
-    if (f.multi) for (const w of valueWords(f.value)) keys.push(`${VALUE_KEY}${w}`);
+    // Every value is a key: "switched my pension from Aviva" finds "My pension provider is Aviva".
+    if (!f.frame) for (const w of valueWords(f.value)) keys.push(`${VALUE_KEY}${w}`);
   }
   return [...new Set(keys)];
 }
@@ -544,10 +571,10 @@ const mentions = (old: string, negated: string) => negated === "" || subset(valu
 export function replacementReason(newer: string, older: string, newerFacts = factsOf(newer), olderFacts = factsOf(older)): string | undefined {
   const foldedNew = fold(newer);
   if (ADDITIVE.test(foldedNew)) return undefined;
-  const changed = CHANGE.test(foldedNew);
   for (const f of newerFacts) {
+    if (f.frame) continue;
     for (const o of olderFacts) {
-      if (o.negated) continue;
+      if (o.negated || o.frame) continue;
       if (f.negated) {
         const matches = f.attr[0] === "switch" ? o.value !== "" && mentions(o.value, f.value) && o.subject === f.subject : sameAttr(f, o) && mentions(o.value, f.value);
         if (matches) return `no longer ${o.attr.join(" ")}: ${o.value}`;
@@ -556,8 +583,14 @@ export function replacementReason(newer: string, older: string, newerFacts = fac
       if (f.attr[0] === "switch" || o.attr[0] === "switch") continue;
       if (!sameAttr(f, o) || o.value === f.value) continue;
       if ((f.multi || o.multi) && !PREFERENCE_CHANGE.test(foldedNew)) continue;
-      if (!changed && !(f.multi || o.multi) && false) continue;
       return `${f.subject}.${f.attr.join("-")}: ${o.value} → ${f.value}`;
+    }
+  }
+  for (const f of newerFacts) {
+    if (!f.frame) continue;
+    for (const o of olderFacts) {
+      const reason = o.frame && frameChange(f.frame, o.frame);
+      if (reason) return reason;
     }
   }
   return undefined;
