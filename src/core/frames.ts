@@ -42,7 +42,7 @@ export function stem(word: string): string {
   return w;
 }
 
-export type ValueKind = "num" | "time" | "date" | "name" | "email";
+export type ValueKind = "num" | "time" | "date" | "name" | "email" | "phone" | "address";
 
 /** One sentence's frame. */
 export interface Frame {
@@ -54,6 +54,8 @@ export interface Frame {
   skeleton: string[];
   /** The skeleton's words before the first value: what the value is of ("my phone plan costs"), not where or when ("at home"). */
   topic: string[];
+  /** The topic's head noun, its last word that is not a verb ("my phone plan costs…": plan), or "". */
+  head: string;
   /** Its values, folded. */
   values: { text: string; kind: ValueKind }[];
   /** It says something changed ("now", "moved", "went up", "from now on"…). */
@@ -61,7 +63,7 @@ export interface Frame {
 }
 
 const WORD_CHANGE =
-  "now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|goes|gone|back";
+  "now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|goes|gone|back|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered";
 /** Words that say a value changed. */
 const CHANGE_CUE = new RegExp(String.raw`\b(?:${WORD_CHANGE}|from now on|these days|nowadays|no longer|brought forward)\b`, "i");
 const CHANGE_WORDS = new Set(WORD_CHANGE.split("|"));
@@ -71,7 +73,7 @@ const WHEN_PHRASES =
 /** Where what a sentence is about ends and its reasons begin ("…because of the new timetable", "…, by the beach"). */
 const REASON = /\s*(?:\b(?:because|since|due to|thanks to|after the|after a|so that|so we|so i|which|who|while|though|although)\b|\s[-–—]\s|\(|,\s+(?=[a-z]))/;
 const STOP = new Set(
-  "a an the my our your his her their its i we you he she they it me us them this that these those is are was were be been being am has have had do does did will would can could shall should to of in on at for with by from as and or but so than then there here what which who whom whose very really just also quite about into onto up down out over per each every some any all not no more most less much many got get gets getting finally officially currently still always usually again ever even only around approx approximately roughly pm o'clock until till".split(" "),
+  "everything something anything nothing everyone someone anyone stuff a an the my our your his her their its i we you he she they it me us them this that these those is are was were be been being am has have had do does did will would can could shall should to of in on at for with by from as and or but so than then there here what which who whom whose very really just also quite about into onto up down out over per each every some any all not no more most less much many got get gets getting finally officially currently still always usually again ever even only around approx approximately roughly pm o'clock until till".split(" "),
 );
 /** The people a sentence can be about besides the user: "my sister lives in Lyon" is not "I live in Rome". */
 const RELATIONS =
@@ -83,13 +85,30 @@ const DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|t
 const MONTHS = "january|february|march|april|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
 const DATE_WORD = new RegExp(String.raw`^(?:(?:${DAYS})s?|${MONTHS}|weekdays?|weekends?|noon|midnight)$`, "i");
 const NUMBER_WORD = /^(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|half|once|twice)$/i;
+/** Capitalised first words that are neither names nor things: verbs, adverbs, greetings ("Switched my notes…", "Honestly…"). */
+const NOT_LEADING =
+  /^(?:\p{Lu}\p{Ll}{3,}(?:ed|ing)|Use|Got|Found|Left|Quit|Sold|Bought|Paid|Took|Made|Need|Remember|Note|Update|Honestly|Actually|Anyway|Btw|Fyi|Also|So|Well|Ok|Okay|Now|Today|Currently|Recently|Finally|Just|Still|Yes|Yeah|Heads|Quick|Reminder|Please|Since|From|Starting|As|Then|After|Before|When|While|If)$/u;
+/** Words around a value that say little about what it is of: an anchor needs a rarer one. */
+const GENERIC = /^(?:day|week|month|year|time|hour|minut|take|get|have|make|go|do|pay|cost|us|use|need|one|thing|lot|bit|every|each|per)$/;
+/** A value that is a street address: a number, then a name ending in a street word. */
+const ADDRESS = /^\d+[a-z]? (?:[\p{L}'-]+ )*(?:street|st|road|rd|avenue|ave|lane|ln|way|drive|dr|place|pl|square|sq|court|ct|close|crescent|boulevard|blvd|terrace|row|rue|strasse|straße|via|calle|quay|hill|gardens|park)$/u;
+
+/** Topic words that are verbs, not the head noun ("the repo is hosted on", "my phone plan costs"), stemmed. */
+const VERBISH = new Set(
+  "cost costs run runs start starts begin begins meet meets take takes hosted written live lives work works pay pays use uses go goes come comes open opens close closes leave leaves arrive arrives launch launches happen happens held kept paid made built located based set scheduled planned booked get gets stay stays sit sits turn turns have has do does need needs make makes keep keeps call calls say says".split(" ").map(stem),
+);
+/** Heads that name an event by what it is for ("physio appointment", "piano lesson"). */
+const EVENT = /^(?:appointment|session|lesson|class|meet|meeting|practic|rehearsal|call|visit|slot|shift|training|check-up|checkup|consult)$/;
+/** One word the same as another, or with a prefix ("remortgaged" / "mortgage"). */
+export const like = (a: string, b: string) => a === b || (Math.min(a.length, b.length) >= 4 && (a.endsWith(b) || b.endsWith(a)));
+
 /** Capitalised words that are not names. */
 const NOT_NAME = /^(?:I|I'm|I've|I'd|I'll|Im|Ive|OK|Ok)$/;
 
 function kindOf(token: string, next: string | undefined): ValueKind | undefined {
   if (token.includes("@")) return "email";
   if (/\d/.test(token)) {
-    if (/^\d{1,2}(?::\d{2})?(?:am|pm|h)$/i.test(token) || /^\d{1,2}[:.]\d{2}$/.test(token) || /^(?:am|pm|o'clock)$/i.test(next ?? "")) return "time";
+    if (/^\d{1,2}(?::\d{2})?(?:am|pm|h)$/i.test(token) || /^\d{1,2}:\d{2}$/.test(token) || /^(?:am|pm|o'clock)$/i.test(next ?? "")) return "time";
     if (/^\d{1,2}(?:st|nd|rd|th)$/i.test(token)) return "date";
     return "num";
   }
@@ -104,30 +123,43 @@ export function framesOf(sentences: string[]): Frame[] {
   for (const sentence of sentences) {
     const cue = CHANGE_CUE.test(sentence);
     const text = (sentence.replace(WHEN_PHRASES, " ").split(REASON)[0] ?? "").replace(/;/g, " ");
-    const tokens = text.match(/[\p{L}\p{N}$€£@][\p{L}\p{N}'’.:@$€£%+\/-]*/gu)?.map((t) => t.replace(/[.:'’]+$/, "")) ?? [];
+    // A comma is a token of its own: "7 Harbour Road, Cobh" is two values.
+    const tokens = text.match(/[\p{L}\p{N}$€£@][\p{L}\p{N}'’.:@$€£%+\/-]*|,/gu)?.map((t) => t.replace(/(.)[.:'’]+$/, "$1")) ?? [];
     const values: Frame["values"] = [];
     const skeleton: string[] = [];
     const topic: string[] = [];
+    let topicDone = false;
     let subject = "";
     let i = 0;
     // A sentence that starts with a name is about that person ("Marcus works at Globex"), or with a
     // thing it is about ("Standup moved to 10am"): frameChange tells them apart.
-    for (let n = 0; n < 2 && i < tokens.length && /^\p{Lu}\p{Ll}+(?:'s)?$/u.test(tokens[i]) && !NOT_NAME.test(tokens[i]) && !STOP.has(tokens[i].toLowerCase()) && !kindOf(tokens[i], tokens[i + 1]); n++, i++) {
+    for (let n = 0; n < 2 && i < tokens.length && /^\p{Lu}\p{Ll}+(?:'s)?$/u.test(tokens[i]) && !NOT_NAME.test(tokens[i]) && !NOT_LEADING.test(tokens[i]) && !STOP.has(tokens[i].toLowerCase()) && !kindOf(tokens[i], tokens[i + 1]); n++, i++) {
       subject = `${subject} ${fold(tokens[i]).replace(/'s$/, "")}`.trim();
     }
     const leading = subject !== "";
     for (let prev = ""; i < tokens.length; i++) {
       const t = tokens[i];
+      if (t === ",") {
+        prev = "";
+        continue;
+      }
       const lower = fold(t);
       const next = fold(tokens[i + 1] ?? "");
       // A name before a noun names the thing, it isn't a value: "the Orion budget", "the Nova launch".
       const modifier = /^\p{Ll}/u.test(tokens[i + 1] ?? "") && !STOP.has(next) && !CHANGE_WORDS.has(next) && !kindOf(tokens[i + 1], tokens[i + 2]);
-      const kind = kindOf(t, tokens[i + 1]) ?? (i > 0 && /^\p{Lu}/u.test(t) && !NOT_NAME.test(t) && !STOP.has(lower) && !modifier ? "name" : undefined);
+      const before = fold(tokens[i - 1] ?? "");
+      // "My GP", "a new GP": what follows a possessive or an article is what the sentence is about.
+      const owned = /^(?:my|our|your|his|her|their)$/.test(before) || (/^(?:a|an|new)$/.test(before) && /^\p{Lu}{2,5}$/u.test(t));
+      const kind = kindOf(t, tokens[i + 1]) ?? (i > 0 && /^\p{Ll}*\p{Lu}/u.test(t) && !NOT_NAME.test(t) && !STOP.has(lower) && !modifier && !owned ? "name" : undefined);
       if (kind) {
         const last = values[values.length - 1];
-        // "Hard Fork", "Pixel 8", "Dr Lee", "3 pm": one value.
-        if (last && prev === "value" && (last.kind === kind || (last.kind === "name" && kind === "num"))) last.text += ` ${lower}`;
-        else values.push({ text: lower, kind });
+        // "Hard Fork", "Pixel 8", "Dr Lee", "3 pm", "June 1", "0612 345 678", "7 Harbour Road": one value.
+        if (last && prev === "value" && (last.kind === kind || (last.kind === "name" && kind === "num") || (last.kind === "num" && kind === "name") || (last.kind === "date") !== (kind === "date"))) {
+          last.text += ` ${lower}`;
+          if (kind === "date" || last.kind === "date") last.kind = "date";
+          else if (kind === "name") last.kind = "name";
+        } else values.push({ text: lower, kind });
+        if (topic.length) topicDone = true;
         prev = "value";
         continue;
       }
@@ -135,20 +167,24 @@ export function framesOf(sentences: string[]): Frame[] {
       const word = lower.replace(/'s$|'$/, "").split("'")[0];
       if (/^(?:am|pm|a\.m|p\.m)$/.test(word) && values.length) continue;
       if (!word || STOP.has(word) || CHANGE_WORDS.has(word)) continue;
-      const before = fold(tokens[i - 1] ?? "");
       if (RELATIONS.test(word) && /^(?:my|our|his|her|their)$/.test(before) && !subject) {
         subject = stem(word);
         continue;
       }
       skeleton.push(stem(word));
-      if (!values.length) topic.push(stem(word));
+      // The topic runs to the first value after it ("Monday sales huddle moved to 8:15": sales huddle).
+      if (!values.length || !topicDone) topic.push(stem(word));
     }
-    if (values.length && (skeleton.length || subject)) frames.push({ subject, leading, skeleton: [...new Set(skeleton)], topic: [...new Set(topic)], values, cue });
+    for (const v of values) {
+      if (ADDRESS.test(v.text)) v.kind = "address";
+      else if (v.kind === "num" && /^\+?[\d\s()-]+$/.test(v.text) && v.text.replace(/\D/g, "").length >= 7) v.kind = "phone";
+    }
+    if (values.length && (skeleton.length || subject || values.some((v) => /^(?:email|phone|address)$/.test(v.kind)))) frames.push({ subject, leading, skeleton: [...new Set(skeleton)], topic: [...new Set(topic)], head: topic.filter((w) => !VERBISH.has(w)).at(-1) ?? "", values, cue });
   }
   return frames;
 }
 
-const COMPATIBLE: Record<ValueKind, ValueKind[]> = { num: ["num"], time: ["time", "num"], date: ["date", "num"], name: ["name"], email: ["email"] };
+const COMPATIBLE: Record<ValueKind, ValueKind[]> = { num: ["num"], time: ["time", "num"], date: ["date"], name: ["name"], email: ["email"], phone: ["phone", "num"], address: ["address", "name"] };
 
 /**
  * Why the frame `newer` states a new value for what `older` states, or undefined: the same subject,
@@ -158,19 +194,14 @@ const COMPATIBLE: Record<ValueKind, ValueKind[]> = { num: ["num"], time: ["time"
 export function frameChange(newer: Frame, older: Frame): string | undefined {
   // "Standup moved to 10am" starts with what "The standup is at 9:30" is about: a thing, not a person.
   const thing = (a: Frame, b: Frame) =>
-    a.leading && !b.subject && !a.subject.includes(" ") && b.topic.includes(stem(a.subject)) ? { ...a, subject: "", skeleton: [stem(a.subject), ...a.skeleton], topic: [stem(a.subject), ...a.topic] } : a;
+    a.leading && !b.subject && !a.subject.includes(" ") && b.skeleton.includes(stem(a.subject)) ? { ...a, subject: "", skeleton: [stem(a.subject), ...a.skeleton], topic: [stem(a.subject), ...a.topic], head: a.head || stem(a.subject) } : a;
   [newer, older] = [thing(newer, older), thing(older, newer)];
   if (newer.subject !== older.subject) return undefined;
-  const shared = newer.topic.filter((w) => older.topic.includes(w));
-  const sameTopic = shared.length === newer.topic.length && shared.length === older.topic.length;
-  const within = shared.length > 0 && (shared.length === newer.topic.length || shared.length === older.topic.length);
-  const sameSkeleton = newer.skeleton.length === older.skeleton.length && newer.skeleton.every((w) => older.skeleton.includes(w));
-  const many = newer.skeleton.some((w) => MANY.test(w));
   // What follows the value says which one ("…a month for the gym", "…for cloud storage"): two things.
   const tail = (f: Frame) => f.skeleton.filter((w) => !f.topic.includes(w));
   const [tn, to] = [tail(newer), tail(older)];
   if (tn.length && to.length && !tn.some((w) => to.includes(w))) return undefined;
-  if (!(sameSkeleton && sameTopic && newer.skeleton.length >= 2 && !many) && !((sameTopic || within) && shared.length && newer.cue)) return undefined;
+
   const has = (f: Frame, v: { text: string }) => f.values.some((x) => x.text.replace(/\s+/g, "") === v.text.replace(/\s+/g, ""));
   const gone = older.values.filter((v) => !has(newer, v));
   const added = newer.values.filter((v) => !has(older, v));
@@ -179,5 +210,34 @@ export function frameChange(newer: Frame, older: Frame): string | undefined {
   // Two names on the same day or time are two events ("lunch with Anna on Friday", "lunch with Ben on Friday").
   const keptWhen = older.values.some((v) => (v.kind === "date" || v.kind === "time") && has(newer, v));
   if (pair[1].kind === "name" && keptWhen && !newer.cue) return undefined;
-  return `${newer.subject || "self"}.${(shared.length ? shared : newer.skeleton).join("-")}: ${pair[0].text} → ${pair[1].text}`;
+
+  const shared = newer.topic.filter((w) => older.topic.includes(w));
+  const sameTopic = shared.length > 0 && shared.length === newer.topic.length && shared.length === older.topic.length;
+  const within = shared.length > 0 && (shared.length === newer.topic.length || shared.length === older.topic.length);
+  // The head noun, the topic's last word: "our mortgage rate is…" and "the rate is… now".
+  const sameHead = newer.head !== "" && newer.head === older.head;
+  // The other words of the topics must not name two things ("my cat's name" / "its code name").
+  const others = (f: Frame) => f.topic.filter((w) => w !== f.head && !VERBISH.has(w) && !GENERIC.test(w));
+  const clash = others(newer).length > 0 && others(older).length > 0 && !others(newer).some((a) => others(older).some((b) => like(a, b)));
+  const sameSkeleton = newer.skeleton.length === older.skeleton.length && newer.skeleton.every((w) => older.skeleton.includes(w));
+  const many = newer.skeleton.some((w) => MANY.test(w));
+  const why = `${newer.subject || "self"}.${(shared.length ? shared : newer.skeleton).join("-") || "value"}: ${pair[0].text} → ${pair[1].text}`;
+  if (sameSkeleton && sameTopic && newer.skeleton.length >= 2 && !many) return why;
+  if (!newer.cue) return undefined;
+  // "Physio is on Tuesdays" and "my physio appointments are on Thursdays": an event named by what it is for.
+  const [small, large] = newer.topic.length <= older.topic.length ? [newer, older] : [older, newer];
+  const eventOf = within && small.topic.length === 1 && EVENT.test(large.head);
+  if (sameTopic || (sameHead && (within || !clash)) || eventOf) return why;
+  // A value that says what it is (an email, a phone number, a street address), said anew: "Use
+  // ana@proton.me for me from now on" replaces "My email is ana@gmail.com".
+  const rare = (f: Frame) => f.topic.filter((w) => !GENERIC.test(w));
+  const disjoint = rare(newer).length > 0 && rare(older).length > 0 && !shared.length;
+  if (/^(?:email|phone|address)$/.test(pair[1].kind) && pair[0].kind === pair[1].kind && !disjoint) return why;
+  // A number changed, anchored by its subject or a word both say ("raised my amlodipine to 10mg" /
+  // "I take 5mg of amlodipine"), in the same unit.
+  const unit = (v: { text: string }) => /^[$€£]/.test(v.text) ? "money" : (/\d([a-z%]+)$/.exec(v.text)?.[1] ?? "");
+  const anchored = (newer.subject !== "" && newer.leading) || newer.skeleton.some((w) => !GENERIC.test(w) && older.skeleton.includes(w));
+  const heads = newer.head !== "" && older.head !== "" && newer.head !== older.head;
+  if (pair[1].kind === pair[0].kind && /^(?:num|time|date)$/.test(pair[0].kind) && unit(pair[0]) === unit(pair[1]) && anchored && !heads) return why;
+  return undefined;
 }

@@ -334,6 +334,21 @@ SWITCH.push(SWITCH_BACK);
 const NEW_VALUE = /^(?:(?:I |we )?(?:got|have|'ve got|received|was given|were given) )?(?:a |an |my |our )?new ([a-zA-Z][\w -]{0,40}?)(?::| is| -|,)\s+(.+)/i;
 /** "Sofia is my line manager": a name, then the attribute it is the value of. */
 const IS_MY = /^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}) (?:is|'s) (?:now )?(my|our) ((?:[a-z][\w-]* ){0,2}[a-z][\w-]*)$/;
+/** "I quit Loomly", "I left Acme in March": no longer working there. */
+const LEFT_EMPLOYER = new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:quit|left|resigned from|handed in my notice at|was laid off from|got laid off from|stopped working (?:at|for)|no longer work (?:at|for)|don't work (?:at|for)) (?:my job at |the )?([A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*)*)`);
+/** "an oat latte instead of a flat white", "Firefox rather than Chrome": the value left. */
+const INSTEAD_OF = /\b(?:instead of|rather than|in place of) (?:the |a |an |my |our )?(.+)/;
+/** "Ravi took over as Falcon project lead", "Dana is the new treasurer": a person, now the value of an attribute. */
+const TOOK_OVER = /^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?) (?:has |have )?(?:took over as|taken over as|is taking over as|takes over as|stepped in as|steps in as|is the new|is our new|is my new|was named|was appointed|has been appointed|was made|replaced [A-Z][\w.'-]* as) (?:the |our |my )?(?:new )?([a-zA-Z][\w -]{1,40}?)$/;
+/** "a place of my own in Edinburgh", "I share a flat in Glasgow": a home, whatever the verb. */
+const HOME_IN = /\b(?:a|an|the|my|our) (?:[\w-]+ ){0,2}(?:flat|apartment|house|place|condo|studio|loft|bungalow|cottage|townhouse|houseboat|home)(?: of (?:my|our) own)? (?:in|near|outside) ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)/;
+/** A place one stays at for a while is not a home: a holiday, a visit, a booking. */
+const AWAY = /\b(?:stay|stays|stayed|staying|holiday|vacation|trip|visit|visiting|visited|weekend|airbnb|hotel|booked|booking|honeymoon|for (?:a|the|two|three|four|\d+) (?:night|day|week|month)s?)\b/i;
+const FIRST_PERSON = /(?:^|\s)(?:I|i|we|We|my|My|our|Our)\b|^(?:\p{Lu}\p{Ll}+ed)\b/u;
+
+/** The object of a clause ("I can't watch horror movies anymore" → horror movies), for a pronoun after it. */
+const PRONOUN_ANTECEDENT = /^(?:i|we)\b\S* (?:(?:can't|cannot|couldn't|don't|won't|no longer|never|really|just|still|used to|always|stopped|quit) )*[a-z]+ (.+)$/i;
+
 /** "Yesterday was my first day at Dishoom": a new employer. */
 const FIRST_DAY = /\b(?:my )?first (?:day|week|shift) (?:at|with) (.+)/i;
 
@@ -359,7 +374,10 @@ export function factsOf(content: string): Fact[] {
   // A transcript line ("Caroline: I moved to Boston"): "I" is the speaker, not the user.
   const speaker = speakerOf(content);
   const body = speaker ? content.slice(speaker[0].length) : content;
+  let previous = "";
   for (const { text } of clauses(body)) {
+    const before = previous;
+    previous = text;
     if (HYPOTHETICAL.test(text) || MAY.test(text)) continue;
     let found = false;
     for (const re of SWITCH) {
@@ -381,7 +399,9 @@ export function factsOf(content: string): Fact[] {
     }
     const feeling = FEELING.exec(text);
     if (feeling) {
-      const object = cleanValue(feeling[3]);
+      // "I can't watch horror movies anymore, I hate them now": the pronoun is the clause before's object.
+      const pronoun = /^(?:it|them|that|those|this|these)\b/i.test(feeling[3].trim());
+      const object = cleanValue(pronoun ? (PRONOUN_ANTECEDENT.exec(text.slice(0, feeling.index).trim() || before)?.[1] ?? "") : feeling[3]);
       const polarity = FEELINGS.find(([re]) => re.test(feeling[2]))?.[1];
       if (object && polarity && !NOT_A_VALUE.test(object.split(" ")[0])) {
         facts.push({ subject: subjectOf(feeling[1]), attr: ["feels", ...object.split(" ").map(stem)], value: polarity });
@@ -399,6 +419,31 @@ export function factsOf(content: string): Fact[] {
     const isMy = IS_MY.exec(text.replace(/[.!]+$/, ""));
     if (isMy && !/^(?:it|this|that|he|she|there|what|who)$/i.test(isMy[1])) {
       const f = single("self", attrWords(isMy[3]), isMy[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const left = LEFT_EMPLOYER.exec(text);
+    if (left) {
+      facts.push({ subject: subjectOf(left[1]), attr: ["employer"], value: cleanValue(left[2]), negated: true });
+      found = true;
+    }
+    const instead = INSTEAD_OF.exec(text);
+    if (instead && cleanValue(instead[1])) {
+      facts.push({ subject: "self", attr: ["switch"], value: cleanValue(instead[1]), negated: true, multi: true });
+    }
+    const tookOver = TOOK_OVER.exec(text.replace(/[.!]+$/, ""));
+    if (tookOver) {
+      const f = single("self", attrWords(tookOver[2]), tookOver[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const home = HOME_IN.exec(text);
+    if (home && FIRST_PERSON.test(text) && !AWAY.test(text) && !new RegExp(String.raw`\b(?:my|our) (?:${REL})\b`, "i").test(text)) {
+      const f = single("self", ["home"], home[1]);
       if (f) {
         facts.push(f);
         found = true;
@@ -460,7 +505,8 @@ export function factsOf(content: string): Fact[] {
         m &&
         (m[3].trim() || m[4]) &&
         !(m[3].trim() && !m[4] && /^to [a-z]/.test(m[5])) && // "my goal is to help": a plan
-        !/^(?:i|we|you|your|he|she|it|they|this|that|there|here|what|who|which|everything|nothing|something|everyone|someone|his|her|their|let|lets)$/i.test(first) &&
+        !(m[4] && /^(?:my|our|his|her|their|your) /i.test(m[5])) && // "the doctor raised my dose": the thing acts, it isn't the attribute
+        !/^(?:i|we|you|your|he|she|it|they|this|that|these|those|there|here|what|who|which|everything|nothing|something|everyone|someone|his|her|their|let|lets)$/i.test(first) &&
         !/^(?:it|that|he|she|there|what|who|let|here|where|how)'s$/i.test(owner) &&
         (owner || !/(?:ing|ed)$/.test(first))
       ) {
@@ -484,8 +530,10 @@ export function factsOf(content: string): Fact[] {
   if (!speaker) {
     const sentences = body.replace(/[\u2018\u2019\u02bc]/g, "'").replace(ABBREVIATIONS, "$1").split(/(?<=[.!?])\s+|\n+/);
     for (const frame of framesOf(sentences.filter((t) => t.trim() && !/\?\s*$/.test(t) && !HYPOTHETICAL.test(t) && !MAY.test(t)))) {
-      // Keyed by its words and its subject's, so "Standup moved to 10am" finds "The standup is at 9:30".
-      facts.push({ subject: "frame", attr: [...new Set([...frame.subject.split(" ").filter(Boolean).map(stem), ...frame.topic])], value: "", frame });
+      // Keyed by its words, its subject's and the kinds of value that say what they are, so "Standup
+      // moved to 10am" finds "The standup is at 9:30" and "Use ana@proton.me" finds "My email is…".
+      const kinds = frame.values.filter((v) => /^(?:email|phone|address)$/.test(v.kind)).map((v) => `~${v.kind}`);
+      facts.push({ subject: "frame", attr: [...new Set([...frame.subject.split(" ").filter(Boolean).map(stem), ...frame.skeleton, ...kinds])], value: "", frame });
     }
   }
   const who = speaker ? `speaker:${fold(speaker[1]).replace(/\s+/g, "-")}` : undefined;
