@@ -63,9 +63,9 @@ export interface Frame {
 }
 
 const WORD_CHANGE =
-  "now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|goes|gone|back|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered";
+  "now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|goes|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected";
 /** Words that say a value changed. */
-const CHANGE_CUE = new RegExp(String.raw`\b(?:${WORD_CHANGE}|from now on|these days|nowadays|no longer|brought forward)\b`, "i");
+const CHANGE_CUE = new RegExp(String.raw`\b(?:${WORD_CHANGE}|from now on|these days|nowadays|no longer|brought forward)\b`);
 const CHANGE_WORDS = new Set(WORD_CHANGE.split("|"));
 /** When, said around a fact: it dates the fact, it isn't what the fact is about. */
 const WHEN_PHRASES =
@@ -95,12 +95,15 @@ const ADDRESS = /^\d+[a-z]? (?:[\p{L}'-]+ )*(?:street|st|road|rd|avenue|ave|lane
 
 /** Topic words that are verbs, not the head noun ("the repo is hosted on", "my phone plan costs"), stemmed. */
 const VERBISH = new Set(
-  "cost costs run runs start starts begin begins meet meets take takes hosted written live lives work works pay pays use uses go goes come comes open opens close closes leave leaves arrive arrives launch launches happen happens held kept paid made built located based set scheduled planned booked get gets stay stays sit sits turn turns have has do does need needs make makes keep keeps call calls say says".split(" ").map(stem),
+  "due cost costs run runs start starts begin begins meet meets take takes hosted written live lives work works pay pays use uses go goes come comes open opens close closes leave leaves arrive arrives launch launches happen happens held kept paid made built located based set scheduled planned booked get gets stay stays sit sits turn turns have has do does need needs make makes keep keeps call calls say says".split(" ").map(stem),
 );
 /** Heads that name an event by what it is for ("physio appointment", "piano lesson"). */
 const EVENT = /^(?:appointment|session|lesson|class|meet|meeting|practic|rehearsal|call|visit|slot|shift|training|check-up|checkup|consult)$/;
 /** One word the same as another, or with a prefix ("remortgaged" / "mortgage"). */
 export const like = (a: string, b: string) => a === b || (Math.min(a.length, b.length) >= 4 && (a.endsWith(b) || b.endsWith(a)));
+
+/** Units written apart from their number. */
+const UNITS = /^(?:kg|kgs|kilos?|lbs?|pounds|stone|km|kms|miles?|mi|mg|mcg|ml|g|grams?|%|percent|k|grand|hours?|hrs?|minutes?|mins?|euros?|dollars?|quid|bucks|gb|tb|mb|cm|m|ft|inches)$/;
 
 /** Capitalised words that are not names. */
 const NOT_NAME = /^(?:I|I'm|I've|I'd|I'll|Im|Ive|OK|Ok)$/;
@@ -109,7 +112,8 @@ function kindOf(token: string, next: string | undefined): ValueKind | undefined 
   if (token.includes("@")) return "email";
   if (/\d/.test(token)) {
     if (/^\d{1,2}(?::\d{2})?(?:am|pm|h)$/i.test(token) || /^\d{1,2}:\d{2}$/.test(token) || /^(?:am|pm|o'clock)$/i.test(next ?? "")) return "time";
-    if (/^\d{1,2}(?:st|nd|rd|th)$/i.test(token)) return "date";
+    // "the 12th" is a date, "the 3rd floor" a number.
+    if (/^\d{1,2}(?:st|nd|rd|th)$/i.test(token)) return /^(?:\p{Ll}+)$/u.test(next ?? "") && !/^(?:of|at|in|on|and|or|to|from)$/.test(next ?? "") ? "num" : "date";
     return "num";
   }
   if (DATE_WORD.test(token) || token === "May") return "date";
@@ -121,8 +125,9 @@ function kindOf(token: string, next: string | undefined): ValueKind | undefined 
 export function framesOf(sentences: string[]): Frame[] {
   const frames: Frame[] = [];
   for (const sentence of sentences) {
-    const cue = CHANGE_CUE.test(sentence);
-    const text = (sentence.replace(WHEN_PHRASES, " ").split(REASON)[0] ?? "").replace(/;/g, " ");
+    // Lower case only, the first word aside: "New York" says nothing changed.
+    const cue = CHANGE_CUE.test(sentence.replace(/^\s*\p{Lu}/u, (c) => c.toLowerCase()));
+    const text = (sentence.replace(WHEN_PHRASES, " ").split(REASON)[0] ?? "").replace(/;/g, ",");
     // A comma is a token of its own: "7 Harbour Road, Cobh" is two values.
     const tokens = text.match(/[\p{L}\p{N}$€£@][\p{L}\p{N}'’.:@$€£%+\/-]*|,/gu)?.map((t) => t.replace(/(.)[.:'’]+$/, "$1")) ?? [];
     const values: Frame["values"] = [];
@@ -159,13 +164,19 @@ export function framesOf(sentences: string[]): Frame[] {
           if (kind === "date" || last.kind === "date") last.kind = "date";
           else if (kind === "name") last.kind = "name";
         } else values.push({ text: lower, kind });
-        if (topic.length) topicDone = true;
+        if (topic.length || leading) topicDone = true;
         prev = "value";
         continue;
       }
       prev = "";
       const word = lower.replace(/'s$|'$/, "").split("'")[0];
       if (/^(?:am|pm|a\.m|p\.m)$/.test(word) && values.length) continue;
+      // "82 kg", "25 percent": the unit belongs to its number.
+      const last = values[values.length - 1];
+      if (last && last.kind === "num" && fold(tokens[i - 1] ?? "") === last.text.split(" ").at(-1) && UNITS.test(word)) {
+        last.text += word === "percent" ? "%" : word;
+        continue;
+      }
       if (!word || STOP.has(word) || CHANGE_WORDS.has(word)) continue;
       if (RELATIONS.test(word) && /^(?:my|our|his|her|their)$/.test(before) && !subject) {
         subject = stem(word);
@@ -179,10 +190,14 @@ export function framesOf(sentences: string[]): Frame[] {
       if (ADDRESS.test(v.text)) v.kind = "address";
       else if (v.kind === "num" && /^\+?[\d\s()-]+$/.test(v.text) && v.text.replace(/\D/g, "").length >= 7) v.kind = "phone";
     }
-    if (values.length && (skeleton.length || subject || values.some((v) => /^(?:email|phone|address)$/.test(v.kind)))) frames.push({ subject, leading, skeleton: [...new Set(skeleton)], topic: [...new Set(topic)], head: topic.filter((w) => !VERBISH.has(w)).at(-1) ?? "", values, cue });
+    if (values.length && (skeleton.length || subject || values.some((v) => /^(?:email|phone|address)$/.test(v.kind) || unitOf(v) !== ""))) frames.push({ subject, leading, skeleton: [...new Set(skeleton)], topic: [...new Set(topic)], head: topic.filter((w) => !VERBISH.has(w)).at(-1) ?? "", values, cue });
   }
   return frames;
 }
+
+/** A number's unit ("82kg" → kg, "$40" → money), or "". */
+export const unitOf = (v: { text: string; kind?: ValueKind }) =>
+  /^[$€£]/.test(v.text) ? "money" : v.kind !== "num" || /\d(?:st|nd|rd|th)$/.test(v.text) ? "" : (/^[\d.,]+([a-z%]+)$/.exec(v.text)?.[1] ?? "");
 
 const COMPATIBLE: Record<ValueKind, ValueKind[]> = { num: ["num"], time: ["time", "num"], date: ["date"], name: ["name"], email: ["email"], phone: ["phone", "num"], address: ["address", "name"] };
 
@@ -192,10 +207,20 @@ const COMPATIBLE: Record<ValueKind, ValueKind[]> = { num: ["num"], time: ["time"
  * same kind changed.
  */
 export function frameChange(newer: Frame, older: Frame): string | undefined {
-  // "Standup moved to 10am" starts with what "The standup is at 9:30" is about: a thing, not a person.
-  const thing = (a: Frame, b: Frame) =>
-    a.leading && !b.subject && !a.subject.includes(" ") && b.skeleton.includes(stem(a.subject)) ? { ...a, subject: "", skeleton: [stem(a.subject), ...a.skeleton], topic: [stem(a.subject), ...a.topic], head: a.head || stem(a.subject) } : a;
+  // "Standup moved to 10am" starts with what "The standup is at 9:30" is about: a thing, not a person;
+  // "Brightline's contact is now…" with what "the contact for Brightline is…" names as a value.
+  const asThing = (a: Frame): Frame => ({ ...a, subject: "", leading: false, skeleton: [stem(a.subject), ...a.skeleton], topic: [stem(a.subject), ...a.topic], head: a.head || stem(a.subject) });
+  const named = (a: Frame, b: Frame) => a.leading && !a.subject.includes(" ") && b.values.some((v) => v.text === a.subject);
+  const thing = (a: Frame, b: Frame) => {
+    if (named(a, b)) return { ...a, subject: "", leading: false };
+    return a.leading && !a.subject.includes(" ") && b.skeleton.includes(stem(a.subject)) ? asThing(a) : a;
+  };
   [newer, older] = [thing(newer, older), thing(older, newer)];
+  // "Landlord raised the rent": once the other's subject is a thing, a leading word is who acted.
+  if (!older.subject && newer.leading && !newer.subject.includes(" ") && newer.skeleton.some((w) => older.topic.includes(w))) newer = asThing(newer);
+  // "Project Atlas" and "Atlas": one name within the other.
+  const within1 = (a: string, b: string) => a !== "" && b !== "" && (` ${b} `.includes(` ${a} `) || ` ${a} `.includes(` ${b} `));
+  if (newer.leading && older.leading && within1(newer.subject, older.subject)) older = { ...older, subject: newer.subject };
   if (newer.subject !== older.subject) return undefined;
   // What follows the value says which one ("…a month for the gym", "…for cloud storage"): two things.
   const tail = (f: Frame) => f.skeleton.filter((w) => !f.topic.includes(w));
@@ -235,9 +260,12 @@ export function frameChange(newer: Frame, older: Frame): string | undefined {
   if (/^(?:email|phone|address)$/.test(pair[1].kind) && pair[0].kind === pair[1].kind && !disjoint) return why;
   // A number changed, anchored by its subject or a word both say ("raised my amlodipine to 10mg" /
   // "I take 5mg of amlodipine"), in the same unit.
-  const unit = (v: { text: string }) => /^[$€£]/.test(v.text) ? "money" : (/\d([a-z%]+)$/.exec(v.text)?.[1] ?? "");
-  const anchored = (newer.subject !== "" && newer.leading) || newer.skeleton.some((w) => !GENERIC.test(w) && older.skeleton.includes(w));
+  const unit = unitOf;
+  const anchored = (newer.subject !== "" && newer.leading) || unit(pair[0]) !== "" || newer.skeleton.some((w) => !GENERIC.test(w) && older.skeleton.includes(w));
   const heads = newer.head !== "" && older.head !== "" && newer.head !== older.head;
   if (pair[1].kind === pair[0].kind && /^(?:num|time|date)$/.test(pair[0].kind) && unit(pair[0]) === unit(pair[1]) && anchored && !heads) return why;
+  // One part of a value changed, the rest kept ("Year 2" → "Year 3", "Galaxy S21" → "Galaxy S24"), for one subject.
+  const words = (v: { text: string }) => v.text.split(" ");
+  if (pair[0].kind === pair[1].kind && words(pair[1]).some((w) => /\p{L}{3,}/u.test(w) && words(pair[0]).includes(w)) && !disjoint) return why;
   return undefined;
 }

@@ -24,7 +24,7 @@
  * test/fixtures/supersede/ and docs/memory-validity.md.
  */
 
-import { fold, frameChange, framesOf, stem, type Frame } from "./frames.js";
+import { fold, frameChange, framesOf, stem, unitOf, type Frame } from "./frames.js";
 
 /** One fact a memory states. */
 export interface Fact {
@@ -88,6 +88,9 @@ const JOB =
   "engineer|developer|designer|manager|teacher|nurse|doctor|lawyer|accountant|analyst|consultant|director|architect|scientist|researcher|editor|writer|chef|cook|student|intern|professor|lecturer|officer|administrator|specialist|coordinator|technician|pharmacist|therapist|programmer|cto|ceo|cfo|coo|vp|president|principal|headteacher|head teacher|freelancer|contractor|barista|paramedic|pilot|mechanic|electrician|plumber|librarian|practitioner|assistant|clerk|cashier|driver|salesperson|recruiter|lead|owner|founder|partner|associate|executive|physician|surgeon|dentist|veterinarian|vet|journalist|photographer|artist|musician|tutor|trainer|coach|carpenter|firefighter|policeman|police officer|soldier|secretary|receptionist|waiter|waitress|bartender";
 /** A role named by where it is held, whatever the word ("I'm a junior animator at Pixar"): what one is at a named place. */
 const ROLE_AT = String.raw`(?!(?:member|regular|fan|guest|customer|client|patient|visitor|user)\b|[a-z]+(?:ing|ed)\b)[a-z][\w-]*(?= (?:at|for|with) (?:the )?[A-Z])`;
+/** What a home is called. */
+const HOME_NOUNS =
+  "flat|apartment|house|place|condo|room|studio|home|loft|bungalow|cottage|townhouse|houseboat|one-bed|two-bed|three-bed|bedsit|duplex|villa|cabin|farmhouse|maisonette|penthouse|semi|terrace";
 const SCHOOL = /\b(school|elementary|primary|academy|college|university|kindergarten|nursery|preschool|montessori|gymnasium|lycee)\b/;
 /** A value that is a time or a date: a thing moved to it is rescheduled, not a home. */
 const WHEN = /^(?:\d{1,2}(?:st|nd|rd|th)\b|\d{1,2}(?::\d{2})? ?(?:am|pm)\b|\d{1,2}:\d{2}|(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|noon|midnight|morning|afternoon|evening|next|january|february|march|april|may|june|july|august|september|october|november|december)\b)/;
@@ -157,20 +160,24 @@ interface Clause {
   text: string;
 }
 
+const LEADING_ADVERBIALS =
+  /^(?:(?:these days|nowadays|lately|recently|currently|at the moment|honestly|actually|anyway|correction|update|fyi|btw|ps|so|well|oh|ok|okay|heads up|quick update|good news|news)\b[,:!]?\s+)+/i;
+
 /** The clauses of a text: sentences, split again at ";" and " but "; a clause with no subject borrows "I". */
 function clauses(content: string): Clause[] {
   const text = content.replace(/[\u2018\u2019\u02bc]/g, "'").replace(ABBREVIATIONS, "$1");
   const out: Clause[] = [];
   for (const sentence of text.split(/(?<=[.!?])\s+|\n+/)) {
     if (/\?\s*$/.test(sentence)) continue;
-    for (let part of sentence.split(/;\s*|,?\s+but\s+|,\s+and\s+(?=(?:i|we|my|now|then)\b)|\s+and\s+(?=(?:now|then|moved|work|works|live|lives|joined|started|use|switched|drive)\s)/i)) {
-      part = part.trim();
+    for (let part of sentence.split(/;\s*|:\s+(?=(?:my|our|the|i|we)\b)|,?\s+but\s+|,\s+and\s+(?=(?:i|we|my|now|then)\b)|\s+and\s+(?=(?:now|then|moved|work|works|live|lives|joined|started|use|switched|drive)\s)/i)) {
+      // "These days my favourite food is…", "Correction: …": what opens a clause without being its subject.
+      part = part.trim().replace(LEADING_ADVERBIALS, "");
       if (!part) continue;
       const [first, ...rest] = part.split(" ");
       if (STARTERS.has(first.toLowerCase().split("'")[0].replace(/[^a-z]/g, ""))) part = [first.toLowerCase(), ...rest].join(" ");
       // "…and now work for Studio Nord": a clause that starts with its verb is about the speaker; "Lives in
       // Turin" (third person, in an entity's notes) is about someone else.
-      if (/^(?:now |then |also )?(?:work|live|moved|move|joined|started|drive|use|switched|sold|packed|left|quit|bought|got|relocated|settled)\b/i.test(part) && !/^got (?:a |an )?new\b/i.test(part)) {
+      if (/^(?:now |then |also )?(?:work|live|living|moved|move|joined|started|drive|use|switched|sold|packed|left|quit|bought|got|relocated|settled|based)\b/i.test(part) && !/^got (?:a |an )?new\b/i.test(part)) {
         part = `I ${part[0].toLowerCase()}${part.slice(1)}`;
       }
       out.push({ text: part });
@@ -205,7 +212,7 @@ const FEELING_VERBS =
   "love|loves|adore|adores|like|likes|enjoy|enjoys|'m into|am into|'re into|are into|'m a fan of|am a fan of|'m a big fan of|am a big fan of|'m obsessed with|am obsessed with|hate|hates|dislike|dislikes|can't stand|cannot stand|can't bear|detest|detests|don't like|do not like|doesn't like|does not like|don't enjoy|do not enjoy|'m not into|am not into|'m not a fan of|am not a fan of|'m sick of|am sick of|'m tired of|am tired of|'m done with|am done with";
 
 /** Copulas and verbs of change between a thing and its value ("is now", "was moved to", "went up to"). */
-const LINK = String.raw`((?: (?:is|are|'s|'re|will be|now|currently|still|officially|finally|just|always|permanently))*)((?: (?:was|were|has been|have been|got|is|are|been))? (?:changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought forward|went up|went down|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed over|meets|meet|starts|start|begins|begin|happens|runs|opens|takes place|costs|leaves|departs|arrives|comes)(?: (?:back )?(?:to|for|up to|down to|into|over to|until|till))?)?`;
+const LINK = String.raw`((?: (?:is|are|'s|'re|will be|now|currently|still|officially|finally|just|always|permanently|actually|really))*)((?: (?:was|were|has been|have been|got|is|are|been))? (?:changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought forward|went up|went down|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed over|meets|meet|starts|start|begins|begin|happens|runs|opens|takes place|costs|leaves|departs|arrives|comes)(?: (?:back )?(?:to|for|up to|down to|into|over to|until|till))?)?`;
 const THING = String.raw`((?:[A-Za-z][\w-]*'s |(?:[Mm]y|[Oo]ur|[Tt]he|[Ii]ts|[Tt]heir) (?:[a-z]+'s )?)?)((?:[A-Za-z0-9][\w+-]*)(?: (?:to|for|of|with|at|on)? ?[A-Za-z0-9][\w+-]*){0,4}?)`;
 
 const RULES: Rule[] = [
@@ -219,7 +226,7 @@ const RULES: Rule[] = [
     },
   },
   {
-    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:rent|rents|renting|own|owns|bought|have|has|found) (?:a|an|the|my|our) (?:[\w-]+ ){0,2}(?:flat|apartment|house|place|condo|room|studio|home|loft|bungalow|cottage) (?:in|at|on|near) (.+)`),
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:rent|rents|renting|own|owns|bought|have|has|found) (?:a|an|the|my|our) (?:[\w-]+ ){0,2}(?:${HOME_NOUNS}) (?:in|at|on|near) (.+)`),
     make: (m) => single(m[1], ["home"], m[2]),
   },
   // Who one works for: "I joined Globex", "I'm employed by Deloitte", "I got a job at the bookstore".
@@ -341,7 +348,7 @@ const INSTEAD_OF = /\b(?:instead of|rather than|in place of) (?:the |a |an |my |
 /** "Ravi took over as Falcon project lead", "Dana is the new treasurer": a person, now the value of an attribute. */
 const TOOK_OVER = /^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?) (?:has |have )?(?:took over as|taken over as|is taking over as|takes over as|stepped in as|steps in as|is the new|is our new|is my new|was named|was appointed|has been appointed|was made|replaced [A-Z][\w.'-]* as) (?:the |our |my )?(?:new )?([a-zA-Z][\w -]{1,40}?)$/;
 /** "a place of my own in Edinburgh", "I share a flat in Glasgow": a home, whatever the verb. */
-const HOME_IN = /\b(?:a|an|the|my|our) (?:[\w-]+ ){0,2}(?:flat|apartment|house|place|condo|studio|loft|bungalow|cottage|townhouse|houseboat|home)(?: of (?:my|our) own)? (?:in|near|outside) ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)/;
+const HOME_IN = new RegExp(String.raw`\b(?:a|an|the|my|our) (?:[\w-]+ ){0,2}(?:${HOME_NOUNS})(?: of (?:my|our) own)? (?:in|near|outside) ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)`);
 /** A place one stays at for a while is not a home: a holiday, a visit, a booking. */
 const AWAY = /\b(?:stay|stays|stayed|staying|holiday|vacation|trip|visit|visiting|visited|weekend|airbnb|hotel|booked|booking|honeymoon|for (?:a|the|two|three|four|\d+) (?:night|day|week|month)s?)\b/i;
 const FIRST_PERSON = /(?:^|\s)(?:I|i|we|We|my|My|our|Our)\b|^(?:\p{Lu}\p{Ll}+ed)\b/u;
@@ -349,6 +356,8 @@ const FIRST_PERSON = /(?:^|\s)(?:I|i|we|We|my|My|our|Our)\b|^(?:\p{Lu}\p{Ll}+ed)
 /** The object of a clause ("I can't watch horror movies anymore" → horror movies), for a pronoun after it. */
 const PRONOUN_ANTECEDENT = /^(?:i|we)\b\S* (?:(?:can't|cannot|couldn't|don't|won't|no longer|never|really|just|still|used to|always|stopped|quit) )*[a-z]+ (.+)$/i;
 
+/** "Started my new job at Commerzbank": an employer. */
+const NEW_JOB = /\b(?:my |a )?new (?:job|role|position) (?:at|with) ([A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*)*)/;
 /** "Yesterday was my first day at Dishoom": a new employer. */
 const FIRST_DAY = /\b(?:my )?first (?:day|week|shift) (?:at|with) (.+)/i;
 
@@ -356,6 +365,7 @@ const FIRST_DAY = /\b(?:my )?first (?:day|week|shift) (?:at|with) (.+)/i;
 const STOPPED = new RegExp(
   String.raw`(?:^|\s)${SUBJ}(?:'ve| have| has)? (?:no longer|don't|do not|doesn't|does not|never|stopped|quit|gave up|have stopped|'ve stopped|have quit|'ve quit|am done|'m done) (?:really |even |ever )?([a-z]+)(?: (.+))?`,
 );
+const GAVE_UP = /\b(?:gave up|give up|got rid of|ditched|dropped|stopped using|quit using|cancell?ed|sold) (?:the|my|our|a|an) (.+)/i;
 const FEELING = new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m|'re| am| are| do| does)?(?: now| really| actually| absolutely| totally| still| kind of| kinda| honestly| just| genuinely| truly| so| no longer)* (${FEELING_VERBS}|into|not into|a fan of|a big fan of|a huge fan of|not a fan of|obsessed with|sick of|tired of|done with|crazy about|mad about) (.+)`);
 /** "My dentist is Dr. Lee", "The standup moved to 10am", "Our project code name is Kestrel": a thing, a link, a value. */
 const LINK_START =
@@ -392,7 +402,10 @@ export function factsOf(content: string): Fact[] {
       found = true;
       break;
     }
-    const stopped = STOPPED.exec(text);
+    // "I gave up the Kindle", "stopped the gym membership": an object left, not a habit.
+    const gaveUp = GAVE_UP.exec(text);
+    if (gaveUp && cleanValue(gaveUp[1])) facts.push({ subject: "self", attr: ["switch"], value: cleanValue(gaveUp[1]), negated: true, multi: true });
+    const stopped = gaveUp ? null : STOPPED.exec(text);
     if (stopped && !/^(?:like|enjoy|know|think|have|want|need|care|mind|remember|understand|see|get|feel|agree|believe|worry)$/.test(stopped[2])) {
       facts.push({ subject: subjectOf(stopped[1]), attr: [stem(stopped[2].split(" ")[0])], value: stopped[3] ? cleanValue(stopped[3]) : "", negated: true, multi: true });
       found = true;
@@ -444,6 +457,14 @@ export function factsOf(content: string): Fact[] {
     const home = HOME_IN.exec(text);
     if (home && FIRST_PERSON.test(text) && !AWAY.test(text) && !new RegExp(String.raw`\b(?:my|our) (?:${REL})\b`, "i").test(text)) {
       const f = single("self", ["home"], home[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const job = NEW_JOB.exec(text);
+    if (job && FIRST_PERSON.test(text)) {
+      const f = single("self", ["employer"], job[1]);
       if (f) {
         facts.push(f);
         found = true;
@@ -532,7 +553,7 @@ export function factsOf(content: string): Fact[] {
     for (const frame of framesOf(sentences.filter((t) => t.trim() && !/\?\s*$/.test(t) && !HYPOTHETICAL.test(t) && !MAY.test(t)))) {
       // Keyed by its words, its subject's and the kinds of value that say what they are, so "Standup
       // moved to 10am" finds "The standup is at 9:30" and "Use ana@proton.me" finds "My email is…".
-      const kinds = frame.values.filter((v) => /^(?:email|phone|address)$/.test(v.kind)).map((v) => `~${v.kind}`);
+      const kinds = frame.values.flatMap((v) => (/^(?:email|phone|address)$/.test(v.kind) ? [`~${v.kind}`] : unitOf(v) ? [`~${unitOf(v)}`] : []));
       facts.push({ subject: "frame", attr: [...new Set([...frame.subject.split(" ").filter(Boolean).map(stem), ...frame.skeleton, ...kinds])], value: "", frame });
     }
   }
@@ -579,8 +600,10 @@ export function matchKeysOf(content: string, facts = factsOf(content)): string[]
   for (const f of facts) {
     if (f.negated) continue;
     for (const w of f.attr) if (w !== "feels") keys.push(`${FACT_KEY}${f.subject}.${w}`);
-    // Every value is a key: "switched my pension from Aviva" finds "My pension provider is Aviva".
-    if (!f.frame) for (const w of valueWords(f.value)) keys.push(`${VALUE_KEY}${w}`);
+    // Every value is a key: "switched my pension from Aviva" finds "My pension provider is Aviva", and
+    // "The team moved from Slack to Teams" finds "The team chats on Slack".
+    const values = f.frame ? f.frame.values.filter((v) => v.kind === "name").map((v) => v.text) : [f.value];
+    for (const w of values.flatMap(valueWords)) keys.push(`${VALUE_KEY}${w}`);
   }
   return [...new Set(keys)];
 }
@@ -633,6 +656,10 @@ export function replacementReason(newer: string, older: string, newerFacts = fac
       if ((f.multi || o.multi) && !PREFERENCE_CHANGE.test(foldedNew)) continue;
       return `${f.subject}.${f.attr.join("-")}: ${o.value} → ${f.value}`;
     }
+  }
+  for (const f of newerFacts) {
+    if (f.frame || !f.negated || f.attr[0] !== "switch") continue;
+    for (const o of olderFacts) if (o.frame && o.frame.subject === "" && o.frame.values.some((v) => v.text === f.value)) return `no longer: ${f.value}`;
   }
   for (const f of newerFacts) {
     if (!f.frame) continue;
