@@ -223,7 +223,7 @@ export function frameChange(newer: Frame, older: Frame): string | undefined {
   if (newer.leading && older.leading && within1(newer.subject, older.subject)) older = { ...older, subject: newer.subject };
   if (newer.subject !== older.subject) return undefined;
   // What follows the value says which one ("…a month for the gym", "…for cloud storage"): two things.
-  const tail = (f: Frame) => f.skeleton.filter((w) => !f.topic.includes(w));
+  const tail = (f: Frame) => f.skeleton.filter((w) => !f.topic.includes(w) && !GENERIC.test(w));
   const [tn, to] = [tail(newer), tail(older)];
   if (tn.length && to.length && !tn.some((w) => to.includes(w))) return undefined;
 

@@ -221,6 +221,8 @@ const RULES: Rule[] = [
     re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (live|lives|living|reside|resides|residing|moved|move|moving|relocated|relocating|based|settled|staying|stay)(?: back)?(?: with [^,.;]{1,30}?)? (?:in|to|into|at|near|over to|out to|down to|up to) (.+)`),
     make: (m) => {
       const value = cleanValue(m[3]);
+      // "We're staying at a cottage in Cornwall for a week": a stay, not a home.
+      if (/^stay/.test(m[2]) && AWAY.test(m[0].replace(/\bstay\w*/, ""))) return undefined;
       const attr = placeAttr(value, m[2]);
       return attr ? single(m[1], attr, m[3]) : undefined;
     },
@@ -376,7 +378,7 @@ const THING_IS = new RegExp(String.raw`^${THING}(?= (?:${LINK_START})\b)${LINK} 
 const HABIT = new RegExp(String.raw`^(I|i|we|(?:my|our) (?:${REL}))(?: (?:usually|always|often|mostly|normally|regularly|still|now|also))? ([a-z]+) (.+)`);
 /** Verbs that say no habit: being, having, thinking, wanting, and the auxiliaries. */
 const NOT_HABITS =
-  /^(?:am|is|are|was|were|be|been|have|has|had|do|does|did|don't|can|could|will|would|should|shall|must|need|needs|want|wants|think|thinks|know|knows|feel|feels|hope|guess|mean|believe|remember|forget|forgot|see|saw|say|said|tell|told|get|got|go|went|love|loves|like|likes|hate|hates|enjoy|enjoys|just|really|never|sometimes|only|even|finally|am|let|make|made|found|find|took|take|came|come|gave|give|left|thought|felt|heard|hear|tried|try|saw|put|keep|kept|wonder|agree|miss|owe|wish)$/;
+  /^(?:am|is|are|was|were|be|been|have|has|had|do|does|did|don't|can|could|will|would|should|shall|must|need|needs|want|wants|pay|pays|owe|owes|spend|spends|earn|earns|think|thinks|know|knows|feel|feels|hope|guess|mean|believe|remember|forget|forgot|see|saw|say|said|tell|told|get|got|go|went|love|loves|like|likes|hate|hates|enjoy|enjoys|just|really|never|sometimes|only|even|finally|am|let|make|made|found|find|took|take|came|come|gave|give|left|thought|felt|heard|hear|tried|try|saw|put|keep|kept|wonder|agree|miss|owe|wish)$/;
 
 /** The facts a memory states; empty for most chat. */
 export function factsOf(content: string): Fact[] {
