@@ -63,7 +63,7 @@ export interface Frame {
 }
 
 const WORD_CHANGE =
-  "now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|goes|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected";
+  "now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|goes|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected|reset|going|rising|falling|increasing|decreasing";
 /** Words that say a value changed. */
 const CHANGE_CUE = new RegExp(String.raw`\b(?:${WORD_CHANGE}|from now on|these days|nowadays|no longer|brought forward)\b`);
 const CHANGE_WORDS = new Set(WORD_CHANGE.split("|"));
@@ -73,7 +73,7 @@ const WHEN_PHRASES =
 /** Where what a sentence is about ends and its reasons begin ("…because of the new timetable", "…, by the beach"). */
 const REASON = /\s*(?:\b(?:because|since|due to|thanks to|after the|after a|so that|so we|so i|which|who|while|though|although)\b|\s[-–—]\s|\(|,\s+(?=[a-z]))/;
 const STOP = new Set(
-  "everything something anything nothing everyone someone anyone stuff a an the my our your his her their its i we you he she they it me us them this that these those is are was were be been being am has have had do does did will would can could shall should to of in on at for with by from as and or but so than then there here what which who whom whose very really just also quite about into onto up down out over per each every some any all not no more most less much many got get gets getting finally officially currently still always usually again ever even only around approx approximately roughly pm o'clock until till".split(" "),
+  "user everything something anything nothing everyone someone anyone stuff a an the my our your his her their its i we you he she they it me us them this that these those is are was were be been being am has have had do does did will would can could shall should to of in on at for with by from as and or but so than then there here what which who whom whose very really just also quite about into onto up down out over per each every some any all not no more most less much many got get gets getting finally officially currently still always usually again ever even only around approx approximately roughly pm o'clock until till through via across around within without behind under between among during off near past".split(" "),
 );
 /** The people a sentence can be about besides the user: "my sister lives in Lyon" is not "I live in Rome". */
 const RELATIONS =
@@ -106,7 +106,7 @@ export const like = (a: string, b: string) => a === b || (Math.min(a.length, b.l
 const UNITS = /^(?:kg|kgs|kilos?|lbs?|pounds|stone|km|kms|miles?|mi|mg|mcg|ml|g|grams?|%|percent|k|grand|hours?|hrs?|minutes?|mins?|euros?|dollars?|quid|bucks|gb|tb|mb|cm|m|ft|inches)$/;
 
 /** Capitalised words that are not names. */
-const NOT_NAME = /^(?:I|I'm|I've|I'd|I'll|Im|Ive|OK|Ok)$/;
+const NOT_NAME = /^(?:I|I'm|I've|I'd|I'll|Im|Ive|OK|Ok|User|User's)$/;
 
 function kindOf(token: string, next: string | undefined): ValueKind | undefined {
   if (token.includes("@")) return "email";

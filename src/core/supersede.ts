@@ -69,7 +69,7 @@ const NOT_NAMES =
 const REL =
   "wife|husband|partner|girlfriend|boyfriend|fiance|fiancee|sister|brother|mom|mum|mother|dad|father|son|daughter|kid|kids|child|children|baby|boss|manager|friend|best friend|roommate|flatmate|grandma|grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|parents|grandparents|in-laws|neighbou?rs?|colleague|coworker|mentor|landlord|landlady|stepdad|stepmom|sibling|siblings|twin|dog|cat|team|company";
 /** Who a clause is about: I, we, my sister, a capitalised name. */
-const SUBJ = String.raw`(I|i|we|(?:my|our) (?:${REL})|^(?!(?:${NOT_NAMES})\b)[A-Z][a-z]+(?: [A-Z][a-z]+)?)`;
+const SUBJ = String.raw`(I|i|we|(?:[Tt]he )?[Uu]ser|(?:my|our) (?:${REL})|^(?!(?:${NOT_NAMES})\b)[A-Z][a-z]+(?: [A-Z][a-z]+)?)`;
 /** Auxiliaries and adverbs between a subject and its verb ("I've just", "we're now", "she has recently"). */
 const AUX = String.raw`(?:'m|'re|'s|'ve|'d|'ll| am| are| is| have| has| had| will| do| does| got)?(?: (?:just|recently|finally|now|currently|still|already|officially|actually|really|mostly|usually|always|mainly|only|even|then|since|happily|newly|permanently|temporarily|eventually|gladly|proudly|officially))*`;
 const V = (verbs: string) => new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:${verbs})\b`);
@@ -101,7 +101,7 @@ const SYNONYMS: Record<string, string> = {
   flat: "home", apartment: "home", house: "home", place: "home", condo: "home", address: "home", residence: "home",
   gp: "doctor", physician: "doctor", physio: "physiotherapist", boss: "manager", supervisor: "manager",
   number: "phone", mobile: "phone", cell: "phone", cellphone: "phone", telephone: "phone",
-  "e-mail": "email", mail: "email", favourite: "favorite", fave: "favorite", fav: "favorite",
+  "e-mail": "email", "home city": "home", "city": "home", ownership: "owner", mail: "email", favourite: "favorite", fave: "favorite", fav: "favorite",
   spouse: "partner", wage: "salary", pay: "salary", income: "salary",
   "email address": "email", "e-mail address": "email", "phone number": "phone", "mobile number": "phone", "cell number": "phone", "home address": "home", "mailing address": "home", "postal address": "home",
   home: "home", phone: "phone", email: "email", doctor: "doctor", manager: "manager", salary: "salary", partner: "partner", favorite: "favorite", dose: "dose",
@@ -133,6 +133,8 @@ function attrWords(raw: string): string[] {
   const prep = all.findIndex((w, i) => i > 0 && /^(?:for|of|to|with|at|on|in|from|by)$/.test(w));
   const head = (prep > 0 ? all.slice(0, prep) : all).filter((w) => !ATTR_NOISE.has(w)).pop();
   const words = all.filter((w) => !ATTR_NOISE.has(w));
+  // "Dad's place": a word that is only noise as a qualifier names a home on its own.
+  if (!words.length && all.length === 1 && SYNONYMS[all[0]]) return [SYNONYMS[all[0]]];
   const phrase = SYNONYMS[words.join(" ")];
   if (phrase) return [phrase];
   const canon = (w: string) => SYNONYMS[w] ?? stem(w);
@@ -142,7 +144,8 @@ function attrWords(raw: string): string[] {
 function subjectOf(raw: string | undefined): string {
   if (!raw) return "self";
   const s = fold(raw).replace(/'s$/, "");
-  if (/^(?:i|we|my|our|the|its|me|us|(?:our|my|the) (?:team|company|group|family|household))$/.test(s)) return "self";
+  // "The user …" in an agent's notes is the user, as "I" is in their own.
+  if (/^(?:i|we|my|our|the|its|me|us|user|the user|(?:our|my|the) (?:team|company|group|family|household))$/.test(s)) return "self";
   return s.replace(/^(?:my|our|the) /, "").replace(/\s+/g, "-");
 }
 
@@ -206,7 +209,7 @@ const PREFS =
 const PREFERENCE_CHANGE = /\b(now|instead|these days|nowadays|anymore|any more|no longer|switched|from now on|replaced|traded)\b/;
 const FEELINGS: [RegExp, string][] = [
   [/^(?:love|loves|adore|adores|like|likes|enjoy|enjoys|'m into|am into|'re into|are into|'m a fan of|am a fan of|'m a big fan of|am a big fan of|'m obsessed with|am obsessed with|into|a fan of|a big fan of|a huge fan of|obsessed with|crazy about|mad about)$/, "+"],
-  [/^(?:hate|hates|dislike|dislikes|can't stand|cannot stand|can't bear|detest|detests|don't like|do not like|doesn't like|does not like|don't enjoy|do not enjoy|'m not into|am not into|'m not a fan of|am not a fan of|'m sick of|am sick of|'m tired of|am tired of|'m done with|am done with|not into|not a fan of|sick of|tired of|done with)$/, "-"],
+  [/^(?:hate|hates|dislike|dislikes|can't stand|cannot stand|can't bear|detest|detests|don't like|do not like|doesn't like|does not like|don't enjoy|do not enjoy|'m not into|am not into|'m not a fan of|am not a fan of|'m sick of|am sick of|'m tired of|am tired of|'m done with|am done with|not into|not a fan of|sick of|tired of|done with|gone off|went off|grown tired of|fallen out of love with|gone off of)$/, "-"],
 ];
 const FEELING_VERBS =
   "love|loves|adore|adores|like|likes|enjoy|enjoys|'m into|am into|'re into|are into|'m a fan of|am a fan of|'m a big fan of|am a big fan of|'m obsessed with|am obsessed with|hate|hates|dislike|dislikes|can't stand|cannot stand|can't bear|detest|detests|don't like|do not like|doesn't like|does not like|don't enjoy|do not enjoy|'m not into|am not into|'m not a fan of|am not a fan of|'m sick of|am sick of|'m tired of|am tired of|'m done with|am done with";
@@ -345,6 +348,15 @@ const NEW_VALUE = /^(?:(?:I |we )?(?:got|have|'ve got|received|was given|were gi
 const IS_MY = /^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}) (?:is|'s) (?:now )?(my|our) ((?:[a-z][\w-]* ){0,2}[a-z][\w-]*)$/;
 /** "I quit Loomly", "I left Acme in March": no longer working there. */
 const LEFT_EMPLOYER = new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:quit|left|resigned from|handed in my notice at|was laid off from|got laid off from|stopped working (?:at|for)|no longer work (?:at|for)|don't work (?:at|for)) (?:my job at |the )?([A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*)*)`);
+/** "We've switched to one-week sprints": a new value, replacing an older one with the same head noun ("two-week sprints"). */
+const SWITCH_TO = /\b(?:switched|switching|changed|moved|migrated|converted|gone|went|upgraded) (?:over |back )?to (?:the |a |an |my |our )?([a-z][\w-]*(?: [a-z][\w-]*){0,3})[.!]?$/i;
+/** "Changed dentists - I go to Bright Dental now": the attribute changed, its new value the next name. */
+const CHANGED_PLURAL = /\b(?:changed|switched|swapped|new) ([a-z]+?)s\b(?! (?:of|to|from|with))/i;
+const NAME_AFTER = /\b(?:to|at|with|is|are|:)\s+(?:the )?([A-Z][\w&'.-]*(?: [A-Z][\w&'.-]*)*)/;
+/** "Maya owns the payments service": a person, the value of the thing's owner (or lead, or manager). */
+const OWNS = /^([A-Z][a-z]+(?: [A-Z][a-z]+)?) (owns|leads|runs|manages|maintains|handles|is responsible for) (?:the |our )?([a-z][\w -]{1,40})$/;
+const ROLE_OF: Record<string, string> = { owns: "owner", maintains: "owner", "is responsible for": "owner", leads: "lead", runs: "lead", manages: "manager", handles: "owner" };
+
 /** "an oat latte instead of a flat white", "Firefox rather than Chrome": the value left. */
 const INSTEAD_OF = /\b(?:instead of|rather than|in place of) (?:the |a |an |my |our )?(.+)/;
 /** "Ravi took over as Falcon project lead", "Dana is the new treasurer": a person, now the value of an attribute. */
@@ -353,6 +365,8 @@ const TOOK_OVER = /^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?) (?:has |have )?(?:took ov
 const HOME_IN = new RegExp(String.raw`\b(?:a|an|the|my|our) (?:[\w-]+ ){0,2}(?:${HOME_NOUNS})(?: of (?:my|our) own)? (?:in|near|outside) ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)`);
 /** A place one stays at for a while is not a home: a holiday, a visit, a booking. */
 const AWAY = /\b(?:stay|stays|stayed|staying|holiday|vacation|trip|visit|visiting|visited|weekend|airbnb|hotel|booked|booking|honeymoon|for (?:a|the|two|three|four|\d+) (?:night|day|week|month)s?)\b/i;
+/** A clause that opens with someone other than the user: "Dad sold up and bought…", "my sister found…". */
+const LEADING_SUBJECT = new RegExp(String.raw`^((?:my|our) (?:${REL})|(?!(?:${NOT_NAMES}|I|User|Home|Found|Got|Sold|Packed|Bought|Moved|Rented)\b)(?![A-Z][a-z]+(?:ed|ing)\b)[A-Z][a-z]+)\b(?!'s)(?= [a-z])`);
 const FIRST_PERSON = /(?:^|\s)(?:I|i|we|We|my|My|our|Our)\b|^(?:\p{Lu}\p{Ll}+ed)\b/u;
 
 /** The object of a clause ("I can't watch horror movies anymore" → horror movies), for a pronoun after it. */
@@ -368,7 +382,7 @@ const STOPPED = new RegExp(
   String.raw`(?:^|\s)${SUBJ}(?:'ve| have| has)? (?:no longer|don't|do not|doesn't|does not|never|stopped|quit|gave up|have stopped|'ve stopped|have quit|'ve quit|am done|'m done) (?:really |even |ever )?([a-z]+)(?: (.+))?`,
 );
 const GAVE_UP = /\b(?:gave up|give up|got rid of|ditched|dropped|stopped using|quit using|cancell?ed|sold) (?:the|my|our|a|an) (.+)/i;
-const FEELING = new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m|'re| am| are| do| does)?(?: now| really| actually| absolutely| totally| still| kind of| kinda| honestly| just| genuinely| truly| so| no longer)* (${FEELING_VERBS}|into|not into|a fan of|a big fan of|a huge fan of|not a fan of|obsessed with|sick of|tired of|done with|crazy about|mad about) (.+)`);
+const FEELING = new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m|'re|'ve| am| are| do| does| have)?(?: now| really| actually| absolutely| totally| still| kind of| kinda| honestly| just| genuinely| truly| so| no longer)* (${FEELING_VERBS}|into|not into|a fan of|a big fan of|a huge fan of|not a fan of|obsessed with|sick of|tired of|done with|crazy about|mad about|gone off|went off|grown tired of|fallen out of love with|gone off of) (.+)`);
 /** "My dentist is Dr. Lee", "The standup moved to 10am", "Our project code name is Kestrel": a thing, a link, a value. */
 const LINK_START =
   "is|are|'s|'re|has|have|will|got|gets|now|currently|still|officially|finally|just|always|permanently|been|was|were|changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought|went|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed|meets|meet|starts|start|begins|begin|happens|runs|opens|takes|costs|leaves|departs|arrives|comes";
@@ -425,7 +439,8 @@ export function factsOf(content: string): Fact[] {
     }
     const fresh = NEW_VALUE.exec(text);
     if (fresh) {
-      const f = single("self", attrWords(fresh[1]), fresh[2]);
+      // "New plate after the new car: LM23 XYZ": the attribute ends at its first preposition.
+      const f = single("self", attrWords(fresh[1].split(/ (?:after|for|since|from|with|because|due)\b/)[0]), fresh[2]);
       if (f) {
         facts.push(f);
         found = true;
@@ -434,6 +449,27 @@ export function factsOf(content: string): Fact[] {
     const isMy = IS_MY.exec(text.replace(/[.!]+$/, ""));
     if (isMy && !/^(?:it|this|that|he|she|there|what|who)$/i.test(isMy[1])) {
       const f = single("self", attrWords(isMy[3]), isMy[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const switchTo = SWITCH_TO.exec(text);
+    if (switchTo && !facts.some((f) => f.attr[0] === "switch") && cleanValue(switchTo[1])) {
+      facts.push({ subject: "self", attr: ["switch-to"], value: cleanValue(switchTo[1]), multi: true });
+    }
+    const changedX = CHANGED_PLURAL.exec(text);
+    const changedTo = changedX && NAME_AFTER.exec(text.slice(changedX.index + changedX[0].length));
+    if (changedX && changedTo) {
+      const f = single("self", attrWords(changedX[1]), changedTo[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const owns = OWNS.exec(text.replace(/[.!]+$/, ""));
+    if (owns) {
+      const f = single("self", [ROLE_OF[owns[2]] ?? "owner", ...attrWords(owns[3])], owns[1]);
       if (f) {
         facts.push(f);
         found = true;
@@ -457,8 +493,9 @@ export function factsOf(content: string): Fact[] {
       }
     }
     const home = HOME_IN.exec(text);
-    if (home && FIRST_PERSON.test(text) && !AWAY.test(text) && !new RegExp(String.raw`\b(?:my|our) (?:${REL})\b`, "i").test(text)) {
-      const f = single("self", ["home"], home[1]);
+    const homeOf = LEADING_SUBJECT.exec(text)?.[1];
+    if (home && (homeOf || FIRST_PERSON.test(text)) && !AWAY.test(text) && (homeOf || !new RegExp(String.raw`\b(?:my|our) (?:${REL})\b`, "i").test(text))) {
+      const f = single(homeOf ?? "self", ["home"], home[1]);
       if (f) {
         facts.push(f);
         found = true;
@@ -621,6 +658,8 @@ export function lookupKeysOf(content: string, facts = factsOf(content)): string[
   return [...new Set(keys)];
 }
 
+/** Roles one has several of, told apart by a qualifier ("climbing partner", "tennis coach"). */
+const QUALIFIED_ROLES = /^(?:partner|buddy|friend|mate|coach|teacher|tutor|trainer|instructor|contact)$/;
 const subset = (a: string[], b: string[]) => a.every((w) => b.includes(w));
 /**
  * One attribute: the same subject, and attribute words one within the other, with the same head
@@ -631,6 +670,8 @@ const sameAttr = (a: Fact, b: Fact) => {
   if (a.subject !== b.subject) return false;
   const [short, long] = a.attr.length <= b.attr.length ? [a.attr, b.attr] : [b.attr, a.attr];
   if (!subset(short, long)) return false;
+  // "my partner" and "my climbing partner" are two people; "my manager" and "my line manager" one.
+  if (short.length === 1 && long.length > 1 && QUALIFIED_ROLES.test(short[0])) return false;
   return short[0] === long[0] || short.length >= 2 || short[0] === "feels";
 };
 /** The negated value is among the old value's words ("coffee" in "three coffees a day"); "" matches anything. */
@@ -653,7 +694,13 @@ export function replacementReason(newer: string, older: string, newerFacts = fac
         if (matches) return `no longer ${o.attr.join(" ")}: ${o.value}`;
         continue;
       }
-      if (f.attr[0] === "switch" || o.attr[0] === "switch") continue;
+      // "switched to one-week sprints" / "we use two-week sprints": one head noun, another value.
+      if (f.attr[0] === "switch-to") {
+        const head = (v: string) => stem(v.split(" ").at(-1) ?? "");
+        if (o.value && o.value !== f.value && head(o.value) === head(f.value) && o.subject === f.subject && o.attr[0] !== "switch") return `${f.subject}.${head(f.value)}: ${o.value} → ${f.value}`;
+        continue;
+      }
+      if (f.attr[0] === "switch" || o.attr[0] === "switch" || o.attr[0] === "switch-to") continue;
       if (!sameAttr(f, o) || o.value === f.value) continue;
       if ((f.multi || o.multi) && !PREFERENCE_CHANGE.test(foldedNew)) continue;
       return `${f.subject}.${f.attr.join("-")}: ${o.value} → ${f.value}`;

@@ -77,6 +77,13 @@ describe("rules beyond the dev set's phrasings", () => {
     ["a new job", "I'm employed at Deutsche Bank in Frankfurt.", "Started my new job at Commerzbank today."],
     ["a label and an adverb before the fact", "My blood type is listed as A+ in the clinic notes.", "Correction: my blood type is actually O+."],
     ["a relative who moved", "My grandparents live in Krakow.", "My grandparents moved to Warsaw last spring."],
+    ["'the user' in an agent's notes", "The user's home city is Phoenix.", "The user has relocated to Portland, Oregon."],
+    ["a named person's home, whatever the verb", "Dad's place is in Harrogate.", "Dad sold up and bought a bungalow in Whitby."],
+    ["a value with the same head noun", "Our team uses two-week sprints.", "We've switched to one-week sprints."],
+    ["the attribute named in the plural", "My dentist is at Smile Studio on Church Road.", "Changed dentists - I go to Bright Dental now."],
+    ["a feeling turned", "I'm a big fan of IPAs.", "I've gone off IPAs; I prefer stouts now."],
+    ["an owner", "Maya owns the payments service.", "Payments service ownership moved to Theo."],
+    ["a thing first, then what it acts through", "We deploy with Capistrano.", "Deploys go through ArgoCD now."],
   ])("%s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(true);
   });
@@ -89,6 +96,8 @@ describe("rules beyond the dev set's phrasings", () => {
     ["a transcript's turns are talk", "Melanie: I paint landscapes on weekends.", "Melanie: I don't paint much these days."],
     ["'these are…' states no fact", "Melanie: Events like these are great for reminding us of how strong community can be!", "Melanie: Thanks, Caroline! These are for running."],
     ["another relative's home", "I live in a flat in York.", "My sister lives in a flat in Leeds."],
+    ["a role told apart by a qualifier", "User's partner is Sam, a high school chemistry teacher", "Omar is my climbing partner."],
+    ["another named person's home", "Dad's place is in Harrogate.", "Mia sold up and bought a bungalow in Whitby."],
   ])("leaves alone: %s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(false);
   });
