@@ -9,12 +9,12 @@
 //   passes the default threshold (0.5); and how many older facts detection marked replaced;
 // - still-true pairs: both facts in the top 5, and neither marked replaced.
 //
-//   node scripts/supersede-eval.mjs [--heldout | --heldout2 | --check | --check2 | --check3 | --heldout3] [--off] [--misses] [--json file]
+//   node scripts/supersede-eval.mjs [--heldout | --heldout2 | --check | --check2 | --check3 | --check4 | --heldout3] [--off] [--misses] [--json file]
 //     --heldout   the first held-out files (measured once, then their misses were read: no longer clean)
 //     --heldout2  the second held-out files (measured once clean, then tuned on by the frames round)
 //     --check     an internal check set written for the frames round (measured once clean, then tuned on)
 //     --check2    a second internal check set, written after the first was used (measured once clean, then tuned on)
-//     --check3    a third, written after the second was used
+//     --check3    a third, written after the second was used; --check4 a fourth, after the third
 //     --heldout3  the lead's blind set (replaced-heldout3.jsonl, both-true-heldout3.jsonl), added after
 //     --off       detection off (autoSupersede: false): the figures before this feature
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -28,7 +28,7 @@ const { openContext } = await dist("core/context.js");
 const { addMemoriesFromLines, searchMemories } = await dist("core/memories.js");
 
 const args = process.argv.slice(2);
-const SPLITS = ["heldout3", "heldout2", "heldout", "check3", "check2", "check"];
+const SPLITS = ["heldout3", "heldout2", "heldout", "check4", "check3", "check2", "check"];
 const split = SPLITS.find((s) => args.includes(`--${s}`)) ?? "dev";
 const detect = !args.includes("--off");
 const jsonOut = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;

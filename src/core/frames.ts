@@ -65,7 +65,7 @@ export interface Frame {
 const WORD_CHANGE =
   "now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|goes|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected|reset|going|rising|falling|increasing|decreasing";
 /** Words that say a value changed. */
-const CHANGE_CUE = new RegExp(String.raw`\b(?:${WORD_CHANGE}|from now on|these days|nowadays|no longer|brought forward)\b`);
+const CHANGE_CUE = new RegExp(String.raw`\b(?:${WORD_CHANGE}|from now on|these days|nowadays|lately|no longer|brought forward|put (?:\w+ ){0,2}up|back to|(?:taken|got|landed|accepted|started) a (?:new )?(?:job|role|position))\b`);
 const CHANGE_WORDS = new Set(WORD_CHANGE.split("|"));
 /** When, said around a fact: it dates the fact, it isn't what the fact is about. */
 const WHEN_PHRASES =
@@ -73,7 +73,7 @@ const WHEN_PHRASES =
 /** Where what a sentence is about ends and its reasons begin ("…because of the new timetable", "…, by the beach"). */
 const REASON = /\s*(?:\b(?:because|since|due to|thanks to|after the|after a|so that|so we|so i|which|who|while|though|although)\b|\s[-–—]\s|\(|,\s+(?=[a-z]))/;
 const STOP = new Set(
-  "user everything something anything nothing everyone someone anyone stuff a an the my our your his her their its i we you he she they it me us them this that these those is are was were be been being am has have had do does did will would can could shall should to of in on at for with by from as and or but so than then there here what which who whom whose very really just also quite about into onto up down out over per each every some any all not no more most less much many got get gets getting finally officially currently still always usually again ever even only around approx approximately roughly pm o'clock until till through via across around within without behind under between among during off near past".split(" "),
+  "closer nearly almost user everything something anything nothing everyone someone anyone stuff a an the my our your his her their its i we you he she they it me us them this that these those is are was were be been being am has have had do does did will would can could shall should to of in on at for with by from as and or but so than then there here what which who whom whose very really just also quite about into onto up down out over per each every some any all not no more most less much many got get gets getting finally officially currently still always usually again ever even only around approx approximately roughly pm o'clock until till through via across around within without behind under between among during off near past".split(" "),
 );
 /** The people a sentence can be about besides the user: "my sister lives in Lyon" is not "I live in Rome". */
 const RELATIONS =
@@ -83,7 +83,7 @@ const MANY =
   /^(?:pet|dog|cat|allerg|allergic|kid|child|children|son|daughter|hobby|language|speak|friend|meet|meeting|appointment|visit|call|class|lesson|birthday|party|event|trip|flight|guest|order|ticket|task|project|book|film|movie|show|concert|game|match|deadline|bill|payment|subscription|plant|car|bike)/;
 const DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun";
 const MONTHS = "january|february|march|april|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
-const DATE_WORD = new RegExp(String.raw`^(?:(?:${DAYS})s?|${MONTHS}|weekdays?|weekends?|noon|midnight)$`, "i");
+const DATE_WORD = new RegExp(String.raw`^(?:(?:${DAYS})s?|${MONTHS}|weekdays?|weekends?|noon|midnight|mornings?|afternoons?|evenings?)$`, "i");
 const NUMBER_WORD = /^(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|half|once|twice)$/i;
 /** Capitalised first words that are neither names nor things: verbs, adverbs, greetings ("Switched my notes…", "Honestly…"). */
 const NOT_LEADING =
@@ -95,7 +95,7 @@ const ADDRESS = /^\d+[a-z]? (?:[\p{L}'-]+ )*(?:street|st|road|rd|avenue|ave|lane
 
 /** Topic words that are verbs, not the head noun ("the repo is hosted on", "my phone plan costs"), stemmed. */
 const VERBISH = new Set(
-  "due cost costs run runs start starts begin begins meet meets take takes hosted written live lives work works pay pays use uses go goes come comes open opens close closes leave leaves arrive arrives launch launches happen happens held kept paid made built located based set scheduled planned booked get gets stay stays sit sits turn turns have has do does need needs make makes keep keeps call calls say says".split(" ").map(stem),
+  "due deadline cost costs run runs start starts begin begins meet meets take takes hosted written live lives work works pay pays use uses go goes come comes open opens close closes leave leaves arrive arrives launch launches happen happens held kept paid made built located based set scheduled planned booked get gets stay stays sit sits turn turns have has do does need needs make makes keep keeps call calls say says".split(" ").map(stem),
 );
 /** Heads that name an event by what it is for ("physio appointment", "piano lesson"). */
 const EVENT = /^(?:appointment|session|lesson|class|meet|meeting|practic|rehearsal|call|visit|slot|shift|training|check-up|checkup|consult)$/;
@@ -116,7 +116,7 @@ function kindOf(token: string, next: string | undefined): ValueKind | undefined 
     if (/^\d{1,2}(?:st|nd|rd|th)$/i.test(token)) return /^(?:\p{Ll}+)$/u.test(next ?? "") && !/^(?:of|at|in|on|and|or|to|from)$/.test(next ?? "") ? "num" : "date";
     return "num";
   }
-  if (DATE_WORD.test(token) || token === "May") return "date";
+  if (DATE_WORD.test(token) || token === "May" || new RegExp(String.raw`^(?:mid|early|late)-(?:${MONTHS}|may)$`, "i").test(token)) return "date";
   if (NUMBER_WORD.test(token)) return "num";
   return undefined;
 }
@@ -133,6 +133,7 @@ export function framesOf(sentences: string[]): Frame[] {
     const values: Frame["values"] = [];
     const skeleton: string[] = [];
     const topic: string[] = [];
+    const heads: string[] = [];
     let topicDone = false;
     let subject = "";
     let i = 0;
@@ -184,13 +185,17 @@ export function framesOf(sentences: string[]): Frame[] {
       }
       skeleton.push(stem(word));
       // The topic runs to the first value after it ("Monday sales huddle moved to 8:15": sales huddle).
-      if (!values.length || !topicDone) topic.push(stem(word));
+      if (!values.length || !topicDone) {
+        topic.push(stem(word));
+        // "Bedtime for the kids": what follows "for" or "of" qualifies the head, it isn't it.
+        if (!/^(?:for|of)$/.test(before) && !/^(?:for|of)$/.test(fold(tokens[i - 2] ?? ""))) heads.push(stem(word));
+      }
     }
     for (const v of values) {
       if (ADDRESS.test(v.text)) v.kind = "address";
       else if (v.kind === "num" && /^\+?[\d\s()-]+$/.test(v.text) && v.text.replace(/\D/g, "").length >= 7) v.kind = "phone";
     }
-    if (values.length && (skeleton.length || subject || values.some((v) => /^(?:email|phone|address)$/.test(v.kind) || unitOf(v) !== ""))) frames.push({ subject, leading, skeleton: [...new Set(skeleton)], topic: [...new Set(topic)], head: topic.filter((w) => !VERBISH.has(w)).at(-1) ?? "", values, cue });
+    if (values.length && (skeleton.length || subject || values.some((v) => /^(?:email|phone|address)$/.test(v.kind) || unitOf(v) !== ""))) frames.push({ subject, leading, skeleton: [...new Set(skeleton)], topic: [...new Set(topic)], head: heads.filter((w) => !VERBISH.has(w)).at(-1) ?? "", values, cue });
   }
   return frames;
 }
@@ -199,7 +204,7 @@ export function framesOf(sentences: string[]): Frame[] {
 export const unitOf = (v: { text: string; kind?: ValueKind }) =>
   /^[$€£]/.test(v.text) ? "money" : v.kind !== "num" || /\d(?:st|nd|rd|th)$/.test(v.text) ? "" : (/^[\d.,]+([a-z%]+)$/.exec(v.text)?.[1] ?? "");
 
-const COMPATIBLE: Record<ValueKind, ValueKind[]> = { num: ["num"], time: ["time", "num"], date: ["date"], name: ["name"], email: ["email"], phone: ["phone", "num"], address: ["address", "name"] };
+const COMPATIBLE: Record<ValueKind, ValueKind[]> = { num: ["num", "time"], time: ["time", "num"], date: ["date"], name: ["name"], email: ["email"], phone: ["phone", "num"], address: ["address", "name"] };
 
 /**
  * Why the frame `newer` states a new value for what `older` states, or undefined: the same subject,
@@ -249,6 +254,8 @@ export function frameChange(newer: Frame, older: Frame): string | undefined {
   const why = `${newer.subject || "self"}.${(shared.length ? shared : newer.skeleton).join("-") || "value"}: ${pair[0].text} → ${pair[1].text}`;
   if (sameSkeleton && sameTopic && newer.skeleton.length >= 2 && !many) return why;
   if (!newer.cue) return undefined;
+  // "Tennis is on Saturday mornings at 9" / "Tennis is on Sunday afternoons at 3 now": one named thing.
+  if (newer.leading && newer.subject === older.subject && !newer.topic.length && !older.topic.length) return why;
   // "Physio is on Tuesdays" and "my physio appointments are on Thursdays": an event named by what it is for.
   const [small, large] = newer.topic.length <= older.topic.length ? [newer, older] : [older, newer];
   const eventOf = within && small.topic.length === 1 && EVENT.test(large.head);

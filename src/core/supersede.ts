@@ -326,7 +326,7 @@ const PERSON_KINDS = [["cat", "dog"], ["morning", "night", "evening"], ["coffee"
 
 /** "switched from Vim to VS Code", "moved from Heroku to Fly.io", "traded the Civic in for a Tesla". */
 const SWITCH = [
-  /\b(?:switched|switching|changed|changing|moved|moving|went|converted|upgraded|downgraded|migrated|migrating|transitioned|swapped|swapping|transferred|jumped|ditched|dropped|left)(?: (?:my|our|the|all|over)(?: [\w-]+){1,3})? (?:over |all )?from (?:the |a |an |my |our )?(.+?) (?:to|for|over to|in favou?r of) (?:the |a |an |my |our )?(.+)/,
+  /\b(?:switched|switching|changed|changing|moved|moving|went|converted|upgraded|downgraded|migrated|migrating|transitioned|swapped|swapping|transferred|jumped|ditched|dropped|left)(?: (?:(?:my|our|the|all|over) )?[\w-]+(?: [\w-]+){0,2})? (?:over |all )?from (?:the |a |an |my |our )?(.+?) (?:to|for|over to|in favou?r of) (?:the |a |an |my |our )?(.+)/,
   /\btraded (?:in )?(?:the |a |an |my |our )?(.+?) (?:in )?for (?:the |a |an |my |our )?(.+)/,
   /\b(?:ditched|dropped|replaced|swapped|switched out) (?:the |a |an |my |our )?(.+?) (?:for|with) (?:the |a |an |my |our )?(.+)/,
 ];
