@@ -35,7 +35,7 @@ describe("frames: a value changed in any phrasing", () => {
   });
 
   it.each([
-    ["two names on the same day", "Lunch with Priya on Thursday.", "Lunch with Marco on Thursday now."],
+    ["two names on the same day", "Lunch with Priya on Thursday.", "Lunch with Marco on Thursday."],
     ["another subject", "My sister lives in Lyon.", "I live in Rome now."],
     ["a leading name is a person", "Marcus works at Acme.", "I work at Globex now."],
     ["what follows the value says which one", "I pay 50 a month for the gym.", "I pay 12 a month for cloud storage now."],
