@@ -84,6 +84,7 @@ const MANY =
 const DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun";
 const MONTHS = "january|february|march|april|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
 const DATE_WORD = new RegExp(String.raw`^(?:(?:${DAYS})s?|${MONTHS}|weekdays?|weekends?|noon|midnight|mornings?|afternoons?|evenings?)$`, "i");
+const PART_OF_MONTH = new RegExp(String.raw`^(?:mid|early|late)-(?:${MONTHS}|may)$`, "i");
 const NUMBER_WORD = /^(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|half|once|twice)$/i;
 /** Capitalised first words that are neither names nor things: verbs, adverbs, greetings ("Switched my notes…", "Honestly…"). */
 const NOT_LEADING =
@@ -116,7 +117,7 @@ function kindOf(token: string, next: string | undefined): ValueKind | undefined 
     if (/^\d{1,2}(?:st|nd|rd|th)$/i.test(token)) return /^(?:\p{Ll}+)$/u.test(next ?? "") && !/^(?:of|at|in|on|and|or|to|from)$/.test(next ?? "") ? "num" : "date";
     return "num";
   }
-  if (DATE_WORD.test(token) || token === "May" || new RegExp(String.raw`^(?:mid|early|late)-(?:${MONTHS}|may)$`, "i").test(token)) return "date";
+  if (DATE_WORD.test(token) || token === "May" || PART_OF_MONTH.test(token)) return "date";
   if (NUMBER_WORD.test(token)) return "num";
   return undefined;
 }
@@ -130,6 +131,7 @@ export function framesOf(sentences: string[]): Frame[] {
     const text = (sentence.replace(WHEN_PHRASES, " ").split(REASON)[0] ?? "").replace(/;/g, ",");
     // A comma is a token of its own: "7 Harbour Road, Cobh" is two values.
     const tokens = text.match(/[\p{L}\p{N}$€£@][\p{L}\p{N}'’.:@$€£%+\/-]*|,/gu)?.map((t) => t.replace(/(.)[.:'’]+$/, "$1")) ?? [];
+    const low = tokens.map(fold);
     const values: Frame["values"] = [];
     const skeleton: string[] = [];
     const topic: string[] = [];
@@ -140,7 +142,7 @@ export function framesOf(sentences: string[]): Frame[] {
     // A sentence that starts with a name is about that person ("Marcus works at Globex"), or with a
     // thing it is about ("Standup moved to 10am"): frameChange tells them apart.
     for (let n = 0; n < 2 && i < tokens.length && /^\p{Lu}\p{Ll}+(?:'s)?$/u.test(tokens[i]) && !NOT_NAME.test(tokens[i]) && !NOT_LEADING.test(tokens[i]) && !STOP.has(tokens[i].toLowerCase()) && !kindOf(tokens[i], tokens[i + 1]); n++, i++) {
-      subject = `${subject} ${fold(tokens[i]).replace(/'s$/, "")}`.trim();
+      subject = `${subject} ${low[i].replace(/'s$/, "")}`.trim();
     }
     const leading = subject !== "";
     for (let prev = ""; i < tokens.length; i++) {
@@ -149,11 +151,11 @@ export function framesOf(sentences: string[]): Frame[] {
         prev = "";
         continue;
       }
-      const lower = fold(t);
-      const next = fold(tokens[i + 1] ?? "");
+      const lower = low[i];
+      const next = low[i + 1] ?? "";
       // A name before a noun names the thing, it isn't a value: "the Orion budget", "the Nova launch".
       const modifier = /^\p{Ll}/u.test(tokens[i + 1] ?? "") && !STOP.has(next) && !CHANGE_WORDS.has(next) && !kindOf(tokens[i + 1], tokens[i + 2]);
-      const before = fold(tokens[i - 1] ?? "");
+      const before = low[i - 1] ?? "";
       // "My GP", "a new GP": what follows a possessive or an article is what the sentence is about.
       const owned = /^(?:my|our|your|his|her|their)$/.test(before) || (/^(?:a|an|new)$/.test(before) && /^\p{Lu}{2,5}$/u.test(t));
       const kind = kindOf(t, tokens[i + 1]) ?? (i > 0 && /^\p{Ll}*\p{Lu}/u.test(t) && !NOT_NAME.test(t) && !STOP.has(lower) && !modifier && !owned ? "name" : undefined);
@@ -174,7 +176,7 @@ export function framesOf(sentences: string[]): Frame[] {
       if (/^(?:am|pm|a\.m|p\.m)$/.test(word) && values.length) continue;
       // "82 kg", "25 percent": the unit belongs to its number.
       const last = values[values.length - 1];
-      if (last && last.kind === "num" && fold(tokens[i - 1] ?? "") === last.text.split(" ").at(-1) && UNITS.test(word)) {
+      if (last && last.kind === "num" && before === last.text.split(" ").at(-1) && UNITS.test(word)) {
         last.text += word === "percent" ? "%" : word;
         continue;
       }
@@ -188,7 +190,7 @@ export function framesOf(sentences: string[]): Frame[] {
       if (!values.length || !topicDone) {
         topic.push(stem(word));
         // "Bedtime for the kids": what follows "for" or "of" qualifies the head, it isn't it.
-        if (!/^(?:for|of)$/.test(before) && !/^(?:for|of)$/.test(fold(tokens[i - 2] ?? ""))) heads.push(stem(word));
+        if (!/^(?:for|of)$/.test(before) && !/^(?:for|of)$/.test(low[i - 2] ?? "")) heads.push(stem(word));
       }
     }
     for (const v of values) {

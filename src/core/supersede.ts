@@ -205,6 +205,7 @@ const single = (subject: string, attr: string[], rawValue: string): Fact | undef
 
 const PREFS =
   "use|uses|using|prefer|prefers|drink|drinks|eat|eats|play|plays|watch|watches|listen to|listens to|wear|wears|run on|runs on|code in|codes in|write in|writes in|program in|shop at|shops at|bank with|banks with|deploy on|deploy to|deploys on|host on|hosts on|host with|smoke|smokes|vape|vapes|fly with|flies with|commute by|commutes by|pay for|pays for|subscribe to|subscribes to|take notes in|takes notes in";
+const PREFERENCE = new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (${PREFS}) (.+)`);
 /** The cues that say a preference or habit changed (strict: chat says "new" and "moved" all the time). */
 const PREFERENCE_CHANGE = /\b(now|instead|these days|nowadays|anymore|any more|no longer|switched|from now on|replaced|traded)\b/;
 const FEELINGS: [RegExp, string][] = [
@@ -365,6 +366,7 @@ const TOOK_OVER = /^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?) (?:has |have )?(?:took ov
 const HOME_IN = new RegExp(String.raw`\b(?:a|an|the|my|our) (?:[\w-]+ ){0,2}(?:${HOME_NOUNS})(?: of (?:my|our) own)? (?:in|near|outside) ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)`);
 /** A place one stays at for a while is not a home: a holiday, a visit, a booking. */
 const AWAY = /\b(?:stay|stays|stayed|staying|holiday|vacation|trip|visit|visiting|visited|weekend|airbnb|hotel|booked|booking|honeymoon|for (?:a|the|two|three|four|\d+) (?:night|day|week|month)s?)\b/i;
+const MY_RELATIVE = new RegExp(String.raw`\b(?:my|our) (?:${REL})\b`, "i");
 /** A clause that opens with someone other than the user: "Dad sold up and bought…", "my sister found…". */
 const LEADING_SUBJECT = new RegExp(String.raw`^((?:my|our) (?:${REL})|(?!(?:${NOT_NAMES}|I|User|Home|Found|Got|Sold|Packed|Bought|Moved|Rented)\b)(?![A-Z][a-z]+(?:ed|ing)\b)[A-Z][a-z]+)\b(?!'s)(?= [a-z])`);
 const FIRST_PERSON = /(?:^|\s)(?:I|i|we|We|my|My|our|Our)\b|^(?:\p{Lu}\p{Ll}+ed)\b/u;
@@ -394,8 +396,21 @@ const HABIT = new RegExp(String.raw`^(I|i|we|(?:my|our) (?:${REL}))(?: (?:usuall
 const NOT_HABITS =
   /^(?:am|is|are|was|were|be|been|have|has|had|do|does|did|don't|can|could|will|would|should|shall|must|need|needs|want|wants|pay|pays|owe|owes|spend|spends|earn|earns|think|thinks|know|knows|feel|feels|hope|guess|mean|believe|remember|forget|forgot|see|saw|say|said|tell|told|get|got|go|went|love|loves|like|likes|hate|hates|enjoy|enjoys|just|really|never|sometimes|only|even|finally|am|let|make|made|found|find|took|take|came|come|gave|give|left|thought|felt|heard|hear|tried|try|saw|put|keep|kept|wonder|agree|miss|owe|wish)$/;
 
+/** Recently read memories' facts: a batch compares each candidate with every new memory. */
+const FACTS_CACHE = new Map<string, Fact[]>();
+const FACTS_CACHE_SIZE = 2048;
+
 /** The facts a memory states; empty for most chat. */
 export function factsOf(content: string): Fact[] {
+  const cached = FACTS_CACHE.get(content);
+  if (cached) return cached;
+  const facts = readFacts(content);
+  if (FACTS_CACHE.size >= FACTS_CACHE_SIZE) FACTS_CACHE.delete(FACTS_CACHE.keys().next().value as string);
+  FACTS_CACHE.set(content, facts);
+  return facts;
+}
+
+function readFacts(content: string): Fact[] {
   const facts: Fact[] = [];
   // A transcript line ("Caroline: I moved to Boston"): "I" is the speaker, not the user.
   const speaker = speakerOf(content);
@@ -494,7 +509,7 @@ export function factsOf(content: string): Fact[] {
     }
     const home = HOME_IN.exec(text);
     const homeOf = LEADING_SUBJECT.exec(text)?.[1];
-    if (home && (homeOf || FIRST_PERSON.test(text)) && !AWAY.test(text) && (homeOf || !new RegExp(String.raw`\b(?:my|our) (?:${REL})\b`, "i").test(text))) {
+    if (home && (homeOf || FIRST_PERSON.test(text)) && !AWAY.test(text) && (homeOf || !MY_RELATIVE.test(text))) {
       const f = single(homeOf ?? "self", ["home"], home[1]);
       if (f) {
         facts.push(f);
@@ -535,7 +550,7 @@ export function factsOf(content: string): Fact[] {
       }
     }
     if (!found && !stopped) {
-      const pref = new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (${PREFS}) (.+)`).exec(text);
+      const pref = PREFERENCE.exec(text);
       if (pref) {
         const value = cleanValue(pref[3]);
         if (value) {
