@@ -73,7 +73,7 @@ const WHEN_PHRASES =
 /** Where what a sentence is about ends and its reasons begin ("…because of the new timetable", "…, by the beach"). */
 const REASON = /\s*(?:\b(?:because|since|due to|thanks to|after the|after a|so that|so we|so i|which|who|while|though|although)\b|\s[-–—]\s|\(|,\s+(?=[a-z]))/;
 const STOP = new Set(
-  "closer nearly almost user everything something anything nothing everyone someone anyone stuff a an the my our your his her their its i we you he she they it me us them this that these those is are was were be been being am has have had do does did will would can could shall should to of in on at for with by from as and or but so than then there here what which who whom whose very really just also quite about into onto up down out over per each every some any all not no more most less much many got get gets getting finally officially currently still always usually again ever even only around approx approximately roughly pm o'clock until till through via across around within without behind under between among during off near past".split(" "),
+  "back closer nearly almost user everything something anything nothing everyone someone anyone stuff a an the my our your his her their its i we you he she they it me us them this that these those is are was were be been being am has have had do does did will would can could shall should to of in on at for with by from as and or but so than then there here what which who whom whose very really just also quite about into onto up down out over per each every some any all not no more most less much many got get gets getting finally officially currently still always usually again ever even only around approx approximately roughly pm o'clock until till through via across around within without behind under between among during off near past".split(" "),
 );
 /** The people a sentence can be about besides the user: "my sister lives in Lyon" is not "I live in Rome". */
 const RELATIONS =
@@ -90,12 +90,12 @@ const NUMBER_WORD = /^(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven
 const NOT_LEADING =
   /^(?:\p{Lu}\p{Ll}{3,}(?:ed|ing)|Use|Got|Found|Left|Quit|Sold|Bought|Paid|Took|Made|Need|Remember|Note|Update|Honestly|Actually|Anyway|Btw|Fyi|Also|So|Well|Ok|Okay|Now|Today|Currently|Recently|Finally|Just|Still|Yes|Yeah|Heads|Quick|Reminder|Please|Since|From|Starting|As|Then|After|Before|When|While|If)$/u;
 /** Words around a value that say little about what it is of: an anchor needs a rarer one. */
-const GENERIC = /^(?:day|week|month|year|time|hour|minut|take|get|have|make|go|do|pay|cost|us|use|need|one|thing|lot|bit|every|each|per)$/;
+export const GENERIC_WORD = /^(?:day|week|month|year|time|hour|minut|take|get|have|make|go|do|pay|cost|us|use|need|one|thing|lot|bit|every|each|per)$/;
 /** A value that is a street address: a number, then a name ending in a street word. */
 const ADDRESS = /^\d+[a-z]? (?:[\p{L}'-]+ )*(?:street|st|road|rd|avenue|ave|lane|ln|way|drive|dr|place|pl|square|sq|court|ct|close|crescent|boulevard|blvd|terrace|row|rue|strasse|straße|via|calle|quay|hill|gardens|park)$/u;
 
 /** Topic words that are verbs, not the head noun ("the repo is hosted on", "my phone plan costs"), stemmed. */
-const VERBISH = new Set(
+export const VERBISH = new Set(
   "due deadline cost costs run runs start starts begin begins meet meets take takes hosted written live lives work works pay pays use uses go goes come comes open opens close closes leave leaves arrive arrives launch launches happen happens held kept paid made built located based set scheduled planned booked get gets stay stays sit sits turn turns have has do does need needs make makes keep keeps call calls say says".split(" ").map(stem),
 );
 /** Heads that name an event by what it is for ("physio appointment", "piano lesson"). */
@@ -230,7 +230,7 @@ export function frameChange(newer: Frame, older: Frame): string | undefined {
   if (newer.leading && older.leading && within1(newer.subject, older.subject)) older = { ...older, subject: newer.subject };
   if (newer.subject !== older.subject) return undefined;
   // What follows the value says which one ("…a month for the gym", "…for cloud storage"): two things.
-  const tail = (f: Frame) => f.skeleton.filter((w) => !f.topic.includes(w) && !GENERIC.test(w));
+  const tail = (f: Frame) => f.skeleton.filter((w) => !f.topic.includes(w) && !GENERIC_WORD.test(w));
   const [tn, to] = [tail(newer), tail(older)];
   if (tn.length && to.length && !tn.some((w) => to.includes(w))) return undefined;
 
@@ -249,7 +249,7 @@ export function frameChange(newer: Frame, older: Frame): string | undefined {
   // The head noun, the topic's last word: "our mortgage rate is…" and "the rate is… now".
   const sameHead = newer.head !== "" && newer.head === older.head;
   // The other words of the topics must not name two things ("my cat's name" / "its code name").
-  const others = (f: Frame) => f.topic.filter((w) => w !== f.head && !VERBISH.has(w) && !GENERIC.test(w));
+  const others = (f: Frame) => f.topic.filter((w) => w !== f.head && !VERBISH.has(w) && !GENERIC_WORD.test(w));
   const clash = others(newer).length > 0 && others(older).length > 0 && !others(newer).some((a) => others(older).some((b) => like(a, b)));
   const sameSkeleton = newer.skeleton.length === older.skeleton.length && newer.skeleton.every((w) => older.skeleton.includes(w));
   const many = newer.skeleton.some((w) => MANY.test(w));
@@ -264,13 +264,13 @@ export function frameChange(newer: Frame, older: Frame): string | undefined {
   if (sameTopic || (sameHead && (within || !clash)) || eventOf) return why;
   // A value that says what it is (an email, a phone number, a street address), said anew: "Use
   // ana@proton.me for me from now on" replaces "My email is ana@gmail.com".
-  const rare = (f: Frame) => f.topic.filter((w) => !GENERIC.test(w));
+  const rare = (f: Frame) => f.topic.filter((w) => !GENERIC_WORD.test(w));
   const disjoint = rare(newer).length > 0 && rare(older).length > 0 && !shared.length;
   if (/^(?:email|phone|address)$/.test(pair[1].kind) && pair[0].kind === pair[1].kind && !disjoint) return why;
   // A number changed, anchored by its subject or a word both say ("raised my amlodipine to 10mg" /
   // "I take 5mg of amlodipine"), in the same unit.
   const unit = unitOf;
-  const anchored = (newer.subject !== "" && newer.leading) || unit(pair[0]) !== "" || newer.skeleton.some((w) => !GENERIC.test(w) && older.skeleton.includes(w));
+  const anchored = (newer.subject !== "" && newer.leading) || unit(pair[0]) !== "" || newer.skeleton.some((w) => !GENERIC_WORD.test(w) && older.skeleton.includes(w));
   const heads = newer.head !== "" && older.head !== "" && newer.head !== older.head;
   if (pair[1].kind === pair[0].kind && /^(?:num|time|date)$/.test(pair[0].kind) && unit(pair[0]) === unit(pair[1]) && anchored && !heads) return why;
   // One part of a value changed, the rest kept ("Year 2" → "Year 3", "Galaxy S21" → "Galaxy S24"), for one subject.

@@ -18,13 +18,18 @@
  * do questions, wishes and plans. Past tense ("my flight was on the 14th") states an event, not a
  * current value, and is left alone too.
  *
+ * The patterns know the phrasings they were written for. Beside them each sentence that gives a
+ * value is read as a frame (core/frames.ts: subject, topic and head noun, typed values), which
+ * catches a value changed in phrasings no pattern knows; frames are compared only with frames.
+ *
  * Each memory is stored with its match keys (Store.memoriesMatching): its folded text, for
- * duplicates, and a key per attribute word and value word of its facts, so a new memory finds the
- * older ones to compare with in one filtered query. The development set and its figures:
+ * duplicates, a key per attribute word and value word of its facts, and a key per word of its
+ * frames (and per kind of typed value: ~email, ~phone, ~address, a unit), so a new memory finds
+ * the older ones to compare with in one filtered query. The sets and their figures:
  * test/fixtures/supersede/ and docs/memory-validity.md.
  */
 
-import { fold, frameChange, framesOf, stem, unitOf, type Frame } from "./frames.js";
+import { fold, frameChange, framesOf, GENERIC_WORD, stem, unitOf, VERBISH, type Frame } from "./frames.js";
 
 /** One fact a memory states. */
 export interface Fact {
@@ -607,8 +612,13 @@ function readFacts(content: string): Fact[] {
     for (const frame of framesOf(sentences.filter((t) => t.trim() && !/\?\s*$/.test(t) && !HYPOTHETICAL.test(t) && !MAY.test(t)))) {
       // Keyed by its words, its subject's and the kinds of value that say what they are, so "Standup
       // moved to 10am" finds "The standup is at 9:30" and "Use ana@proton.me" finds "My email is…".
-      const kinds = frame.values.flatMap((v) => (/^(?:email|phone|address)$/.test(v.kind) ? [`~${v.kind}`] : unitOf(v) ? [`~${unitOf(v)}`] : []));
-      facts.push({ subject: "frame", attr: [...new Set([...frame.subject.split(" ").filter(Boolean).map(stem), ...frame.skeleton, ...kinds])], value: "", frame });
+      // Prices are everywhere: a key per currency would bring every priced note as a candidate.
+      const kinds = frame.values.flatMap((v) => (/^(?:email|phone|address)$/.test(v.kind) ? [`~${v.kind}`] : unitOf(v) && unitOf(v) !== "money" ? [`~${unitOf(v)}`] : []));
+      // Topic words only, no generic words and no verbs ("month", "lives"): every key shared brings a candidate row to read.
+      const topic = frame.topic.filter((w) => !GENERIC_WORD.test(w));
+      const nouns = topic.filter((w) => !VERBISH.has(w));
+      const words = [...frame.subject.split(" ").filter(Boolean).map(stem), ...(nouns.length ? nouns : topic)];
+      facts.push({ subject: "frame", attr: [...new Set([...words, ...kinds])], value: "", frame });
     }
   }
   const who = speaker ? `speaker:${fold(speaker[1]).replace(/\s+/g, "-")}` : undefined;
