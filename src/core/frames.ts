@@ -101,7 +101,7 @@ export const VERBISH = new Set(
 /** Heads that name an event by what it is for ("physio appointment", "piano lesson"). */
 const EVENT = /^(?:appointment|session|lesson|class|meet|meeting|practic|rehearsal|call|visit|slot|shift|training|check-up|checkup|consult)$/;
 /** One word the same as another, or with a prefix ("remortgaged" / "mortgage"). */
-export const like = (a: string, b: string) => a === b || (Math.min(a.length, b.length) >= 4 && (a.endsWith(b) || b.endsWith(a)));
+const like = (a: string, b: string) => a === b || (Math.min(a.length, b.length) >= 4 && (a.endsWith(b) || b.endsWith(a)));
 
 /** Units written apart from their number. */
 const UNITS = /^(?:kg|kgs|kilos?|lbs?|pounds|stone|km|kms|miles?|mi|mg|mcg|ml|g|grams?|%|percent|k|grand|hours?|hrs?|minutes?|mins?|euros?|dollars?|quid|bucks|gb|tb|mb|cm|m|ft|inches)$/;
@@ -209,9 +209,12 @@ export const unitOf = (v: { text: string; kind?: ValueKind }) =>
 const COMPATIBLE: Record<ValueKind, ValueKind[]> = { num: ["num", "time"], time: ["time", "num"], date: ["date"], name: ["name"], email: ["email"], phone: ["phone", "num"], address: ["address", "name"] };
 
 /**
- * Why the frame `newer` states a new value for what `older` states, or undefined: the same subject,
- * the same skeleton (or one within the other when the newer says it changed), and a value of the
- * same kind changed.
+ * Why the frame `newer` states a new value for what `older` states, or undefined. Always: the same
+ * subject, what follows the values not naming two things, and a value of one kind changed. Then
+ * one of: the same skeleton (two words or more, not a thing one has several of); or, when the
+ * newer says it changed, the same topic, one topic within the other with the same head noun, the
+ * same head with no clashing modifiers, an event named by what it is for, a typed value said anew,
+ * a number in the same unit with an anchor, or one part of a value changed.
  */
 export function frameChange(newer: Frame, older: Frame): string | undefined {
   // "Standup moved to 10am" starts with what "The standup is at 9:30" is about: a thing, not a person;
@@ -269,10 +272,9 @@ export function frameChange(newer: Frame, older: Frame): string | undefined {
   if (/^(?:email|phone|address)$/.test(pair[1].kind) && pair[0].kind === pair[1].kind && !disjoint) return why;
   // A number changed, anchored by its subject or a word both say ("raised my amlodipine to 10mg" /
   // "I take 5mg of amlodipine"), in the same unit.
-  const unit = unitOf;
-  const anchored = (newer.subject !== "" && newer.leading) || unit(pair[0]) !== "" || newer.skeleton.some((w) => !GENERIC_WORD.test(w) && older.skeleton.includes(w));
+  const anchored = (newer.subject !== "" && newer.leading) || unitOf(pair[0]) !== "" || newer.skeleton.some((w) => !GENERIC_WORD.test(w) && older.skeleton.includes(w));
   const heads = newer.head !== "" && older.head !== "" && newer.head !== older.head;
-  if (pair[1].kind === pair[0].kind && /^(?:num|time|date)$/.test(pair[0].kind) && unit(pair[0]) === unit(pair[1]) && anchored && !heads) return why;
+  if (pair[1].kind === pair[0].kind && /^(?:num|time|date)$/.test(pair[0].kind) && unitOf(pair[0]) === unitOf(pair[1]) && anchored && !heads) return why;
   // One part of a value changed, the rest kept ("Year 2" → "Year 3", "Galaxy S21" → "Galaxy S24"), for one subject.
   const words = (v: { text: string }) => v.text.split(" ");
   if (pair[0].kind === pair[1].kind && words(pair[1]).some((w) => /\p{L}{3,}/u.test(w) && words(pair[0]).includes(w)) && !disjoint) return why;
