@@ -9,11 +9,15 @@
 //   passes the default threshold (0.5); and how many older facts detection marked replaced;
 // - still-true pairs: both facts in the top 5, and neither marked replaced.
 //
-//   node scripts/supersede-eval.mjs [--heldout] [--off] [--json file]
+//   node scripts/supersede-eval.mjs [--heldout | --heldout2 | --check | --check2 | --check3 | --check4 | --heldout3] [--off] [--misses] [--json file]
 //     --heldout   the first held-out files (measured once, then their misses were read: no longer clean)
-//     --heldout2  the second held-out files, written before their first measurement and never tuned on
+//     --heldout2  the second held-out files (measured once clean, then tuned on by the frames round)
+//     --check     an internal check set written for the frames round (measured once clean, then tuned on)
+//     --check2    a second internal check set, written after the first was used (measured once clean, then tuned on)
+//     --check3    a third, written after the second was used; --check4 a fourth, after the third
+//     --heldout3  the lead's blind set (replaced-heldout3.jsonl, both-true-heldout3.jsonl), added after
 //     --off       detection off (autoSupersede: false): the figures before this feature
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -24,10 +28,17 @@ const { openContext } = await dist("core/context.js");
 const { addMemoriesFromLines, searchMemories } = await dist("core/memories.js");
 
 const args = process.argv.slice(2);
-const split = args.includes("--heldout2") ? "heldout2" : args.includes("--heldout") ? "heldout" : "dev";
+const SPLITS = ["heldout3", "heldout2", "heldout", "check4", "check3", "check2", "check"];
+const split = SPLITS.find((s) => args.includes(`--${s}`)) ?? "dev";
 const detect = !args.includes("--off");
 const jsonOut = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;
 const fixtures = join(root, "test", "fixtures", "supersede");
+for (const name of [`replaced-${split}.jsonl`, `both-true-${split}.jsonl`]) {
+  if (!existsSync(join(fixtures, name))) {
+    console.error(`supersede-eval: test/fixtures/supersede/${name} is missing: the ${split} split needs replaced-${split}.jsonl and both-true-${split}.jsonl there (one JSON object a line: {"id", "facts": [older…, newest], "question"}).`);
+    process.exit(2);
+  }
+}
 const read = (name) =>
   readFileSync(join(fixtures, name), "utf8")
     .split("\n")

@@ -4,8 +4,11 @@
 // each round in a fresh store; then search latency on one store with the default filter (current
 // memories only) and without it (includeSuperseded), alternating query by query.
 //
-//   node scripts/supersede-speed.mjs [--lines 600] [--rounds 3]
-// Lines are LoCoMo turns when ../shared/data/locomo-dev is there, else the development set's texts.
+//   node scripts/supersede-speed.mjs [--lines 600] [--rounds 3] [--notes] [--single 150]
+// Lines are LoCoMo turns when ../shared/data/locomo-dev is there, else the development set's texts;
+// --notes takes notes instead (bench/everyday's memories and the supersede fixtures' facts), which
+// get frames (core/frames.ts) where transcript turns don't. --single N also times N single creates
+// in a row, detection and dedupe on against both off, alternating rounds.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -14,13 +17,23 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = (p) => import(pathToFileURL(join(root, "dist", p)).href);
 const { openContext } = await dist("core/context.js");
-const { addMemoriesFromLines, searchMemories } = await dist("core/memories.js");
+const { addMemoriesFromLines, createMemory, searchMemories } = await dist("core/memories.js");
 const args = process.argv.slice(2);
 const opt = (name, d) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : d);
 const N = opt("lines", 600);
 const ROUNDS = opt("rounds", 3);
+const SINGLE = opt("single", 0);
+
+function notes() {
+  const out = [];
+  for (const p of ["a", "b"]) for (const u of JSON.parse(readFileSync(join(root, "bench", "everyday", `part-${p}.json`), "utf8")).users) out.push(...u.memories.map((m) => m.content));
+  const dir = join(root, "test", "fixtures", "supersede");
+  for (const f of ["replaced-dev.jsonl", "both-true-dev.jsonl"]) out.push(...readFileSync(join(dir, f), "utf8").split("\n").filter(Boolean).flatMap((l) => JSON.parse(l).facts));
+  return out;
+}
 
 function texts() {
+  if (args.includes("--notes")) return notes();
   const locomo = resolve(root, "..", "shared", "data", "locomo-dev", "locomo-dev.json");
   if (existsSync(locomo)) {
     const out = [];
@@ -61,6 +74,31 @@ for (let round = 0; round < ROUNDS; round++) {
 console.log(`Batch add of ${N} lines, ${ROUNDS} rounds each, alternating (ms per memory):`);
 console.log(`| detection and dedupe off | on | ratio |`);
 console.log(`| ${per.off.map((x) => x.toFixed(2)).join(", ")} (median ${median(per.off).toFixed(2)}) | ${per.on.map((x) => x.toFixed(2)).join(", ")} (median ${median(per.on).toFixed(2)}) | ${(median(per.on) / median(per.off)).toFixed(3)} |`);
+
+async function singles(on) {
+  const store = mkdtempSync(join(tmpdir(), "mm-supersede-speed-"));
+  const ctx = await openContext({ storeDir: store, env: process.env });
+  try {
+    await ctx.embedder();
+    await createMemory(ctx, { content: "warm up the embedder", userId: "warm" });
+    const extra = on ? {} : { autoSupersede: false, dedupe: false };
+    const t0 = performance.now();
+    for (const content of lines.slice(0, SINGLE)) await createMemory(ctx, { content, userId: "u", ...extra });
+    return (performance.now() - t0) / SINGLE;
+  } finally {
+    await ctx.close();
+    rmSync(store, { recursive: true, force: true });
+  }
+}
+if (SINGLE) {
+  const one = { on: [], off: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const on of round % 2 ? [true, false] : [false, true]) one[on ? "on" : "off"].push(await singles(on));
+  }
+  console.log(`Single creates, ${SINGLE} in a row, ${ROUNDS} rounds each, alternating (ms per create):`);
+  console.log(`| off | on | ratio |`);
+  console.log(`| ${one.off.map((x) => x.toFixed(1)).join(", ")} (median ${median(one.off).toFixed(1)}) | ${one.on.map((x) => x.toFixed(1)).join(", ")} (median ${median(one.on).toFixed(1)}) | ${(median(one.on) / median(one.off)).toFixed(3)} |`);
+}
 
 // Search: one store, the same queries with and without the current-only filter.
 const store = mkdtempSync(join(tmpdir(), "mm-supersede-speed-"));

@@ -18,11 +18,18 @@
  * do questions, wishes and plans. Past tense ("my flight was on the 14th") states an event, not a
  * current value, and is left alone too.
  *
+ * The patterns know the phrasings they were written for. Beside them each sentence that gives a
+ * value is read as a frame (core/frames.ts: subject, topic and head noun, typed values), which
+ * catches a value changed in phrasings no pattern knows; frames are compared only with frames.
+ *
  * Each memory is stored with its match keys (Store.memoriesMatching): its folded text, for
- * duplicates, and a key per attribute word and value word of its facts, so a new memory finds the
- * older ones to compare with in one filtered query. The development set and its figures:
+ * duplicates, a key per attribute word and value word of its facts, and a key per word of its
+ * frames (and per kind of typed value: ~email, ~phone, ~address, a unit), so a new memory finds
+ * the older ones to compare with in one filtered query. The sets and their figures:
  * test/fixtures/supersede/ and docs/memory-validity.md.
  */
+
+import { fold, frameChange, framesOf, GENERIC_WORD, stem, unitOf, VERBISH, type Frame } from "./frames.js";
 
 /** One fact a memory states. */
 export interface Fact {
@@ -36,6 +43,8 @@ export interface Fact {
   negated?: boolean;
   /** Holds many values at once (preferences, habits): replaced only with a change cue. */
   multi?: boolean;
+  /** A sentence's frame (core/frames.ts): compared only with other frames. */
+  frame?: Frame;
 }
 
 /** Prefix of the match key that stands for a memory's folded text (duplicates). */
@@ -47,9 +56,6 @@ export const VALUE_KEY = "value:";
 
 /** Words that say a fact was added to, not replaced: "we also have a cat". */
 const ADDITIVE = /\b(also|too|as well|in addition|additionally|second)\b/;
-/** Words that say something changed: needed to replace a preference or habit. */
-const CHANGE =
-  /\b(now|switched|switching|changed|changing|moved|moving|no longer|anymore|any more|instead|new|newly|replaced|rescheduled|postponed|pushed|bumped|these days|nowadays|from now on|started|starting|stopped|quit|gave up|left|got rid of|converted|went|became|become|upgraded|downgraded|traded|migrated|raised|lowered|cut|increased|decreased|renamed|since)\b/;
 /** A clause that states no fact: a question, a wish, a plan, a condition. */
 const HYPOTHETICAL =
   /\b(if|would|could|might|maybe|perhaps|hope|hoping|wish|want to|wants to|wanna|plan to|planning to|planning on|thinking about|thinking of|considering|dream|dreaming|someday|one day|should|supposed to|going to|gonna)\b/i;
@@ -66,9 +72,9 @@ const STARTERS = new Set(
 const NOT_NAMES =
   "Let|Lets|It|Its|They|Them|Their|He|She|His|Her|You|Your|This|That|These|Those|There|Here|What|When|Where|Why|How|Who|Which|Thanks|Thank|Yes|Yeah|No|Oh|Wow|Hey|Hi|Hello|Sure|Well|So|And|But|Or|Also|Just|Really|Definitely|Totally|Maybe|Sounds|Great|Nice|Cool|Awesome|Playing|Searching|Working|Being|Getting|Having|Doing|Going|Taking|Making|Finding|Looking|Feeling|Everyone|Someone|Everything|Something|Nothing|Anyone|Both|All|Some|Many|Most|Each|Every|Our|My|The|We|Today|Tomorrow|Yesterday|Last|Next|Now|Then|Recently|Lately";
 const REL =
-  "wife|husband|partner|girlfriend|boyfriend|fiance|fiancee|sister|brother|mom|mum|mother|dad|father|son|daughter|kid|kids|child|children|baby|boss|manager|friend|best friend|roommate|flatmate|grandma|grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|parents|dog|cat|team|company";
+  "wife|husband|partner|girlfriend|boyfriend|fiance|fiancee|sister|brother|mom|mum|mother|dad|father|son|daughter|kid|kids|child|children|baby|boss|manager|friend|best friend|roommate|flatmate|grandma|grandmother|grandpa|grandfather|aunt|uncle|cousin|niece|nephew|parents|grandparents|in-laws|neighbou?rs?|colleague|coworker|mentor|landlord|landlady|stepdad|stepmom|sibling|siblings|twin|dog|cat|team|company";
 /** Who a clause is about: I, we, my sister, a capitalised name. */
-const SUBJ = String.raw`(I|i|we|(?:my|our) (?:${REL})|^(?!(?:${NOT_NAMES})\b)[A-Z][a-z]+(?: [A-Z][a-z]+)?)`;
+const SUBJ = String.raw`(I|i|we|(?:[Tt]he )?[Uu]ser|(?:my|our) (?:${REL})|^(?!(?:${NOT_NAMES})\b)[A-Z][a-z]+(?: [A-Z][a-z]+)?)`;
 /** Auxiliaries and adverbs between a subject and its verb ("I've just", "we're now", "she has recently"). */
 const AUX = String.raw`(?:'m|'re|'s|'ve|'d|'ll| am| are| is| have| has| had| will| do| does| got)?(?: (?:just|recently|finally|now|currently|still|already|officially|actually|really|mostly|usually|always|mainly|only|even|then|since|happily|newly|permanently|temporarily|eventually|gladly|proudly|officially))*`;
 const V = (verbs: string) => new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:${verbs})\b`);
@@ -85,6 +91,11 @@ const NOT_A_VALUE =
 
 const JOB =
   "engineer|developer|designer|manager|teacher|nurse|doctor|lawyer|accountant|analyst|consultant|director|architect|scientist|researcher|editor|writer|chef|cook|student|intern|professor|lecturer|officer|administrator|specialist|coordinator|technician|pharmacist|therapist|programmer|cto|ceo|cfo|coo|vp|president|principal|headteacher|head teacher|freelancer|contractor|barista|paramedic|pilot|mechanic|electrician|plumber|librarian|practitioner|assistant|clerk|cashier|driver|salesperson|recruiter|lead|owner|founder|partner|associate|executive|physician|surgeon|dentist|veterinarian|vet|journalist|photographer|artist|musician|tutor|trainer|coach|carpenter|firefighter|policeman|police officer|soldier|secretary|receptionist|waiter|waitress|bartender";
+/** A role named by where it is held, whatever the word ("I'm a junior animator at Pixar"): what one is at a named place. */
+const ROLE_AT = String.raw`(?!(?:member|regular|fan|guest|customer|client|patient|visitor|user)\b|[a-z]+(?:ing|ed)\b)[a-z][\w-]*(?= (?:at|for|with) (?:the )?[A-Z])`;
+/** What a home is called. */
+const HOME_NOUNS =
+  "flat|apartment|house|place|condo|room|studio|home|loft|bungalow|cottage|townhouse|houseboat|one-bed|two-bed|three-bed|bedsit|duplex|villa|cabin|farmhouse|maisonette|penthouse|semi|terrace";
 const SCHOOL = /\b(school|elementary|primary|academy|college|university|kindergarten|nursery|preschool|montessori|gymnasium|lycee)\b/;
 /** A value that is a time or a date: a thing moved to it is rescheduled, not a home. */
 const WHEN = /^(?:\d{1,2}(?:st|nd|rd|th)\b|\d{1,2}(?::\d{2})? ?(?:am|pm)\b|\d{1,2}:\d{2}|(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|noon|midnight|morning|afternoon|evening|next|january|february|march|april|may|june|july|august|september|october|november|december)\b)/;
@@ -95,7 +106,7 @@ const SYNONYMS: Record<string, string> = {
   flat: "home", apartment: "home", house: "home", place: "home", condo: "home", address: "home", residence: "home",
   gp: "doctor", physician: "doctor", physio: "physiotherapist", boss: "manager", supervisor: "manager",
   number: "phone", mobile: "phone", cell: "phone", cellphone: "phone", telephone: "phone",
-  "e-mail": "email", mail: "email", favourite: "favorite", fave: "favorite", fav: "favorite",
+  "e-mail": "email", "home city": "home", "city": "home", ownership: "owner", mail: "email", favourite: "favorite", fave: "favorite", fav: "favorite",
   spouse: "partner", wage: "salary", pay: "salary", income: "salary",
   "email address": "email", "e-mail address": "email", "phone number": "phone", "mobile number": "phone", "cell number": "phone", "home address": "home", "mailing address": "home", "postal address": "home",
   home: "home", phone: "phone", email: "email", doctor: "doctor", manager: "manager", salary: "salary", partner: "partner", favorite: "favorite", dose: "dose",
@@ -104,29 +115,6 @@ const SYNONYMS: Record<string, string> = {
 const ATTR_NOISE = new Set(
   "a an the my our its their his her new old current present latest now usual regular main primary go-to preferred monthly weekly yearly annual daily fee cost price amount total rate level time date day location venue place spot of for to with at on in from by name".split(" "),
 );
-
-/** Lower case, accents folded, apostrophes and spaces normalised. */
-export function fold(text: string): string {
-  return text
-    .normalize("NFKD")
-    .replace(/\p{M}+/gu, "")
-    .toLowerCase()
-    .replace(/[\u2018\u2019\u02bc]/g, "'")
-    .replace(/[\u201c\u201d]/g, '"')
-    .replace(/\s+/g, " ")
-    .trim();
-}
-
-/** A crude stem, enough to compare attribute and value words ("coffees"/"coffee", "smoking"/"smoke", "groceries"/"grocery"). */
-export function stem(word: string): string {
-  let w = word.toLowerCase();
-  if (w.length <= 3) return w;
-  if (w.endsWith("ies")) return `${w.slice(0, -3)}y`;
-  w = w.replace(/([^s])s$/, "$1").replace(/(?:ing|ed)$/, "");
-  w = w.replace(/e$/, "");
-  if (/([b-df-hj-np-tv-z])\1$/.test(w)) w = w.slice(0, -1);
-  return w;
-}
 
 /** A value as compared: cut at the end of its clause, articles and filler dropped, lower case. */
 function cleanValue(raw: string): string {
@@ -150,6 +138,8 @@ function attrWords(raw: string): string[] {
   const prep = all.findIndex((w, i) => i > 0 && /^(?:for|of|to|with|at|on|in|from|by)$/.test(w));
   const head = (prep > 0 ? all.slice(0, prep) : all).filter((w) => !ATTR_NOISE.has(w)).pop();
   const words = all.filter((w) => !ATTR_NOISE.has(w));
+  // "Dad's place": a word that is only noise as a qualifier names a home on its own.
+  if (!words.length && all.length === 1 && SYNONYMS[all[0]]) return [SYNONYMS[all[0]]];
   const phrase = SYNONYMS[words.join(" ")];
   if (phrase) return [phrase];
   const canon = (w: string) => SYNONYMS[w] ?? stem(w);
@@ -159,7 +149,8 @@ function attrWords(raw: string): string[] {
 function subjectOf(raw: string | undefined): string {
   if (!raw) return "self";
   const s = fold(raw).replace(/'s$/, "");
-  if (/^(?:i|we|my|our|the|its|me|us|(?:our|my|the) (?:team|company|group|family|household))$/.test(s)) return "self";
+  // "The user …" in an agent's notes is the user, as "I" is in their own.
+  if (/^(?:i|we|my|our|the|its|me|us|user|the user|(?:our|my|the) (?:team|company|group|family|household))$/.test(s)) return "self";
   return s.replace(/^(?:my|our|the) /, "").replace(/\s+/g, "-");
 }
 
@@ -177,19 +168,24 @@ interface Clause {
   text: string;
 }
 
+const LEADING_ADVERBIALS =
+  /^(?:(?:these days|nowadays|lately|recently|currently|at the moment|honestly|actually|anyway|correction|update|fyi|btw|ps|so|well|oh|ok|okay|heads up|quick update|good news|news)\b[,:!]?\s+)+/i;
+
 /** The clauses of a text: sentences, split again at ";" and " but "; a clause with no subject borrows "I". */
 function clauses(content: string): Clause[] {
   const text = content.replace(/[\u2018\u2019\u02bc]/g, "'").replace(ABBREVIATIONS, "$1");
   const out: Clause[] = [];
   for (const sentence of text.split(/(?<=[.!?])\s+|\n+/)) {
     if (/\?\s*$/.test(sentence)) continue;
-    for (let part of sentence.split(/;\s*|,?\s+but\s+|,\s+and\s+(?=(?:i|we|my|now|then)\b)|\s+and\s+(?=(?:now|then|moved|work|works|live|lives|joined|started|use|switched|drive)\s)/i)) {
-      part = part.trim();
+    for (let part of sentence.split(/;\s*|:\s+(?=(?:my|our|the|i|we)\b)|,?\s+but\s+|,\s+and\s+(?=(?:i|we|my|now|then)\b)|\s+and\s+(?=(?:now|then|moved|work|works|live|lives|joined|started|use|switched|drive)\s)/i)) {
+      // "These days my favourite food is…", "Correction: …": what opens a clause without being its subject.
+      part = part.trim().replace(LEADING_ADVERBIALS, "");
       if (!part) continue;
       const [first, ...rest] = part.split(" ");
       if (STARTERS.has(first.toLowerCase().split("'")[0].replace(/[^a-z]/g, ""))) part = [first.toLowerCase(), ...rest].join(" ");
-      // "…and now work for Studio Nord": a clause that starts with its verb is about the speaker.
-      if (/^(?:now |then |also )?(?:work|works|live|lives|moved|move|joined|started|drive|use|switched|sold|packed|left|quit|bought|got|relocated|settled)\b/i.test(part) && !/^got (?:a |an )?new\b/i.test(part)) {
+      // "…and now work for Studio Nord": a clause that starts with its verb is about the speaker; "Lives in
+      // Turin" (third person, in an entity's notes) is about someone else.
+      if (/^(?:now |then |also )?(?:work|live|living|moved|move|joined|started|drive|use|switched|sold|packed|left|quit|bought|got|relocated|settled|based)\b/i.test(part) && !/^got (?:a |an )?new\b/i.test(part)) {
         part = `I ${part[0].toLowerCase()}${part.slice(1)}`;
       }
       out.push({ text: part });
@@ -203,25 +199,29 @@ interface Rule {
   make(m: RegExpExecArray, clause: string): Fact | Fact[] | undefined;
 }
 
+/** A judgement ("so stressful", "great"), not a value; a capitalised value is a name ("Hard Fork"), never one. */
+const judgement = (raw: string, value: string) => !/^(?:the |a |an )?\p{Lu}/u.test(raw.trim()) && NOT_A_VALUE.test(value.split(" ")[0]);
+
 const single = (subject: string, attr: string[], rawValue: string): Fact | undefined => {
   const value = cleanValue(rawValue);
-  if (!value || !attr.length || NOT_A_VALUE.test(value.split(" ")[0])) return undefined;
+  if (!value || !attr.length || judgement(rawValue, value)) return undefined;
   return { subject: subjectOf(subject), attr, value };
 };
 
 const PREFS =
   "use|uses|using|prefer|prefers|drink|drinks|eat|eats|play|plays|watch|watches|listen to|listens to|wear|wears|run on|runs on|code in|codes in|write in|writes in|program in|shop at|shops at|bank with|banks with|deploy on|deploy to|deploys on|host on|hosts on|host with|smoke|smokes|vape|vapes|fly with|flies with|commute by|commutes by|pay for|pays for|subscribe to|subscribes to|take notes in|takes notes in";
-/** The cues that say a preference or habit changed (stricter than CHANGE: chat says "now" and "new" all the time). */
+const PREFERENCE = new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (${PREFS}) (.+)`);
+/** The cues that say a preference or habit changed (strict: chat says "new" and "moved" all the time). */
 const PREFERENCE_CHANGE = /\b(now|instead|these days|nowadays|anymore|any more|no longer|switched|from now on|replaced|traded)\b/;
 const FEELINGS: [RegExp, string][] = [
   [/^(?:love|loves|adore|adores|like|likes|enjoy|enjoys|'m into|am into|'re into|are into|'m a fan of|am a fan of|'m a big fan of|am a big fan of|'m obsessed with|am obsessed with|into|a fan of|a big fan of|a huge fan of|obsessed with|crazy about|mad about)$/, "+"],
-  [/^(?:hate|hates|dislike|dislikes|can't stand|cannot stand|can't bear|detest|detests|don't like|do not like|doesn't like|does not like|don't enjoy|do not enjoy|'m not into|am not into|'m not a fan of|am not a fan of|'m sick of|am sick of|'m tired of|am tired of|'m done with|am done with|not into|not a fan of|sick of|tired of|done with)$/, "-"],
+  [/^(?:hate|hates|dislike|dislikes|can't stand|cannot stand|can't bear|detest|detests|don't like|do not like|doesn't like|does not like|don't enjoy|do not enjoy|'m not into|am not into|'m not a fan of|am not a fan of|'m sick of|am sick of|'m tired of|am tired of|'m done with|am done with|not into|not a fan of|sick of|tired of|done with|gone off|went off|grown tired of|fallen out of love with|gone off of)$/, "-"],
 ];
 const FEELING_VERBS =
   "love|loves|adore|adores|like|likes|enjoy|enjoys|'m into|am into|'re into|are into|'m a fan of|am a fan of|'m a big fan of|am a big fan of|'m obsessed with|am obsessed with|hate|hates|dislike|dislikes|can't stand|cannot stand|can't bear|detest|detests|don't like|do not like|doesn't like|does not like|don't enjoy|do not enjoy|'m not into|am not into|'m not a fan of|am not a fan of|'m sick of|am sick of|'m tired of|am tired of|'m done with|am done with";
 
 /** Copulas and verbs of change between a thing and its value ("is now", "was moved to", "went up to"). */
-const LINK = String.raw`((?: (?:is|are|'s|'re|will be|now|currently|still|officially|finally|just|always|permanently))*)((?: (?:was|were|has been|have been|got|is|are|been))? (?:changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought forward|went up|went down|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed over|meets|meet|starts|start|begins|begin|happens|runs|opens|takes place|costs|leaves|departs|arrives|comes)(?: (?:back )?(?:to|for|up to|down to|into|over to|until|till))?)?`;
+const LINK = String.raw`((?: (?:is|are|'s|'re|will be|now|currently|still|officially|finally|just|always|permanently|actually|really))*)((?: (?:was|were|has been|have been|got|is|are|been))? (?:changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought forward|went up|went down|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed over|meets|meet|starts|start|begins|begin|happens|runs|opens|takes place|costs|leaves|departs|arrives|comes)(?: (?:back )?(?:to|for|up to|down to|into|over to|until|till))?)?`;
 const THING = String.raw`((?:[A-Za-z][\w-]*'s |(?:[Mm]y|[Oo]ur|[Tt]he|[Ii]ts|[Tt]heir) (?:[a-z]+'s )?)?)((?:[A-Za-z0-9][\w+-]*)(?: (?:to|for|of|with|at|on)? ?[A-Za-z0-9][\w+-]*){0,4}?)`;
 
 const RULES: Rule[] = [
@@ -230,12 +230,14 @@ const RULES: Rule[] = [
     re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (live|lives|living|reside|resides|residing|moved|move|moving|relocated|relocating|based|settled|staying|stay)(?: back)?(?: with [^,.;]{1,30}?)? (?:in|to|into|at|near|over to|out to|down to|up to) (.+)`),
     make: (m) => {
       const value = cleanValue(m[3]);
+      // "We're staying at a cottage in Cornwall for a week": a stay, not a home.
+      if (/^stay/.test(m[2]) && AWAY.test(m[0].replace(/\bstay\w*/, ""))) return undefined;
       const attr = placeAttr(value, m[2]);
       return attr ? single(m[1], attr, m[3]) : undefined;
     },
   },
   {
-    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:rent|rents|renting|own|owns|bought|have|has|found) (?:a|an|the|my|our) (?:[\w-]+ ){0,2}(?:flat|apartment|house|place|condo|room|studio|home|loft|bungalow|cottage) (?:in|at|on|near) (.+)`),
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:rent|rents|renting|own|owns|bought|have|has|found) (?:a|an|the|my|our) (?:[\w-]+ ){0,2}(?:${HOME_NOUNS}) (?:in|at|on|near) (.+)`),
     make: (m) => single(m[1], ["home"], m[2]),
   },
   // Who one works for: "I joined Globex", "I'm employed by Deloitte", "I got a job at the bookstore".
@@ -250,7 +252,7 @@ const RULES: Rule[] = [
   },
   // One's job: "I'm a junior developer", "I was promoted to senior developer", "I became a nurse practitioner".
   {
-    re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am| is|'re| are| was promoted to| got promoted to| have been promoted to|'ve been promoted to| has been promoted to| became| become| work as| works as| working as| started as| now work as| hired as| got hired as)(?: now| currently| still| officially)? (?:a |an |the )?((?:[\w-]+ ){0,2}(?:${JOB}))\b`),
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am| is|'re| are| was promoted to| got promoted to| have been promoted to|'ve been promoted to| has been promoted to| became| become| work as| works as| working as| started as| now work as| hired as| got hired as)(?: now| currently| still| officially)? (?:a |an |the )?((?:[\w-]+ ){0,2}(?:${JOB}|${ROLE_AT}))\b`),
     make: (m, clause) => {
       const job = single(m[1], ["job"], m[2]);
       // "I'm a sous chef at Nopi": the job, and the employer.
@@ -274,7 +276,20 @@ const RULES: Rule[] = [
   },
   {
     re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am|'s| is|'re| are| went| have gone|'ve gone| became| turned)(?: now| currently| still| fully| mostly| strictly)? (vegetarian|vegan|pescatarian|keto|gluten-free|dairy-free|paleo|carnivore|omnivore|teetotal|sober)\b`),
-    make: (m) => single(m[1], ["diet"], m[2]),
+    // A diet says what one no longer eats: "I went vegetarian" replaces "I eat meat with most meals".
+    make: (m) => {
+      const diet = single(m[1], ["diet"], m[2]);
+      const without = /^(?:vegetarian|vegan|pescatarian)$/.test(m[2]) ? [{ subject: subjectOf(m[1]), attr: ["eat"], value: "meat", negated: true, multi: true }] : [];
+      return diet ? [diet, ...without] : without;
+    },
+  },
+  // "I'm a cat person", "I've become more of a dog person": one of a pair, one at a time.
+  {
+    re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am|'re| are| is|'s|'ve become| have become| has become| became| become)(?: now| really| always| definitely| still| totally| kind of| actually)* (?:a |an |more of an? |more )?([a-z]+) person\b`),
+    make: (m) => {
+      const pair = PERSON_KINDS.find((p) => p.includes(m[2]));
+      return pair ? single(m[1], ["person", pair.join("-")], m[2]) : undefined;
+    },
   },
   {
     re: new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m| am|'s| is| just turned| turned|'ll be| will be| am now|'m now) (\d{1,3})(?: years old| year old| yo)?(?=$|[\s,.!])(?! (?:minutes|hours|days|weeks|months|kg|lbs|pounds|miles|km|percent|%))`),
@@ -312,9 +327,12 @@ const RULES: Rule[] = [
   },
 ];
 
+/** The kinds of person one is one of at a time. */
+const PERSON_KINDS = [["cat", "dog"], ["morning", "night", "evening"], ["coffee", "tea"], ["beach", "mountain"], ["city", "country", "countryside"], ["summer", "winter"]];
+
 /** "switched from Vim to VS Code", "moved from Heroku to Fly.io", "traded the Civic in for a Tesla". */
 const SWITCH = [
-  /\b(?:switched|switching|changed|changing|moved|moving|went|converted|upgraded|downgraded|migrated|migrating|transitioned|swapped|swapping|transferred|jumped|ditched|dropped|left)(?: (?:my|our|the|all|over)(?: [\w-]+){1,3})? (?:over |all )?from (?:the |a |an |my |our )?(.+?) (?:to|for|over to|in favou?r of) (?:the |a |an |my |our )?(.+)/,
+  /\b(?:switched|switching|changed|changing|moved|moving|went|converted|upgraded|downgraded|migrated|migrating|transitioned|swapped|swapping|transferred|jumped|ditched|dropped|left)(?: (?:(?:my|our|the|all|over) )?[\w-]+(?: [\w-]+){0,2})? (?:over |all )?from (?:the |a |an |my |our )?(.+?) (?:to|for|over to|in favou?r of) (?:the |a |an |my |our )?(.+)/,
   /\btraded (?:in )?(?:the |a |an |my |our )?(.+?) (?:in )?for (?:the |a |an |my |our )?(.+)/,
   /\b(?:ditched|dropped|replaced|swapped|switched out) (?:the |a |an |my |our )?(.+?) (?:for|with) (?:the |a |an |my |our )?(.+)/,
 ];
@@ -334,6 +352,35 @@ SWITCH.push(SWITCH_BACK);
 const NEW_VALUE = /^(?:(?:I |we )?(?:got|have|'ve got|received|was given|were given) )?(?:a |an |my |our )?new ([a-zA-Z][\w -]{0,40}?)(?::| is| -|,)\s+(.+)/i;
 /** "Sofia is my line manager": a name, then the attribute it is the value of. */
 const IS_MY = /^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}) (?:is|'s) (?:now )?(my|our) ((?:[a-z][\w-]* ){0,2}[a-z][\w-]*)$/;
+/** "I quit Loomly", "I left Acme in March": no longer working there. */
+const LEFT_EMPLOYER = new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:quit|left|resigned from|handed in my notice at|was laid off from|got laid off from|stopped working (?:at|for)|no longer work (?:at|for)|don't work (?:at|for)) (?:my job at |the )?([A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*)*)`);
+/** "We've switched to one-week sprints": a new value, replacing an older one with the same head noun ("two-week sprints"). */
+const SWITCH_TO = /\b(?:switched|switching|changed|moved|migrated|converted|gone|went|upgraded) (?:over |back )?to (?:the |a |an |my |our )?([a-z][\w-]*(?: [a-z][\w-]*){0,3})[.!]?$/i;
+/** "Changed dentists - I go to Bright Dental now": the attribute changed, its new value the next name. */
+const CHANGED_PLURAL = /\b(?:changed|switched|swapped|new) ([a-z]+?)s\b(?! (?:of|to|from|with))/i;
+const NAME_AFTER = /\b(?:to|at|with|is|are|:)\s+(?:the )?([A-Z][\w&'.-]*(?: [A-Z][\w&'.-]*)*)/;
+/** "Maya owns the payments service": a person, the value of the thing's owner (or lead, or manager). */
+const OWNS = /^([A-Z][a-z]+(?: [A-Z][a-z]+)?) (owns|leads|runs|manages|maintains|handles|is responsible for) (?:the |our )?([a-z][\w -]{1,40})$/;
+const ROLE_OF: Record<string, string> = { owns: "owner", maintains: "owner", "is responsible for": "owner", leads: "lead", runs: "lead", manages: "manager", handles: "owner" };
+
+/** "an oat latte instead of a flat white", "Firefox rather than Chrome": the value left. */
+const INSTEAD_OF = /\b(?:instead of|rather than|in place of) (?:the |a |an |my |our )?(.+)/;
+/** "Ravi took over as Falcon project lead", "Dana is the new treasurer": a person, now the value of an attribute. */
+const TOOK_OVER = /^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?) (?:has |have )?(?:took over as|taken over as|is taking over as|takes over as|stepped in as|steps in as|is the new|is our new|is my new|was named|was appointed|has been appointed|was made|replaced [A-Z][\w.'-]* as) (?:the |our |my )?(?:new )?([a-zA-Z][\w -]{1,40}?)$/;
+/** "a place of my own in Edinburgh", "I share a flat in Glasgow": a home, whatever the verb. */
+const HOME_IN = new RegExp(String.raw`\b(?:a|an|the|my|our) (?:[\w-]+ ){0,2}(?:${HOME_NOUNS})(?: of (?:my|our) own)? (?:in|near|outside) ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)`);
+/** A place one stays at for a while is not a home: a holiday, a visit, a booking. */
+const AWAY = /\b(?:stay|stays|stayed|staying|holiday|vacation|trip|visit|visiting|visited|weekend|airbnb|hotel|booked|booking|honeymoon|for (?:a|the|two|three|four|\d+) (?:night|day|week|month)s?)\b/i;
+const MY_RELATIVE = new RegExp(String.raw`\b(?:my|our) (?:${REL})\b`, "i");
+/** A clause that opens with someone other than the user: "Dad sold up and bought…", "my sister found…". */
+const LEADING_SUBJECT = new RegExp(String.raw`^((?:my|our) (?:${REL})|(?!(?:${NOT_NAMES}|I|User|Home|Found|Got|Sold|Packed|Bought|Moved|Rented)\b)(?![A-Z][a-z]+(?:ed|ing)\b)[A-Z][a-z]+)\b(?!'s)(?= [a-z])`);
+const FIRST_PERSON = /(?:^|\s)(?:I|i|we|We|my|My|our|Our)\b|^(?:\p{Lu}\p{Ll}+ed)\b/u;
+
+/** The object of a clause ("I can't watch horror movies anymore" → horror movies), for a pronoun after it. */
+const PRONOUN_ANTECEDENT = /^(?:i|we)\b\S* (?:(?:can't|cannot|couldn't|don't|won't|no longer|never|really|just|still|used to|always|stopped|quit) )*[a-z]+ (.+)$/i;
+
+/** "Started my new job at Commerzbank": an employer. */
+const NEW_JOB = /\b(?:my |a )?new (?:job|role|position) (?:at|with) ([A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*)*)/;
 /** "Yesterday was my first day at Dishoom": a new employer. */
 const FIRST_DAY = /\b(?:my )?first (?:day|week|shift) (?:at|with) (.+)/i;
 
@@ -341,19 +388,42 @@ const FIRST_DAY = /\b(?:my )?first (?:day|week|shift) (?:at|with) (.+)/i;
 const STOPPED = new RegExp(
   String.raw`(?:^|\s)${SUBJ}(?:'ve| have| has)? (?:no longer|don't|do not|doesn't|does not|never|stopped|quit|gave up|have stopped|'ve stopped|have quit|'ve quit|am done|'m done) (?:really |even |ever )?([a-z]+)(?: (.+))?`,
 );
-const FEELING = new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m|'re| am| are| do| does)?(?: now| really| actually| absolutely| totally| still| kind of| kinda| honestly| just| genuinely| truly| so| no longer)* (${FEELING_VERBS}|into|not into|a fan of|a big fan of|a huge fan of|not a fan of|obsessed with|sick of|tired of|done with|crazy about|mad about) (.+)`);
+const GAVE_UP = /\b(?:gave up|give up|got rid of|ditched|dropped|stopped using|quit using|cancell?ed|sold) (?:the|my|our|a|an) (.+)/i;
+const FEELING = new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m|'re|'ve| am| are| do| does| have)?(?: now| really| actually| absolutely| totally| still| kind of| kinda| honestly| just| genuinely| truly| so| no longer)* (${FEELING_VERBS}|into|not into|a fan of|a big fan of|a huge fan of|not a fan of|obsessed with|sick of|tired of|done with|crazy about|mad about|gone off|went off|grown tired of|fallen out of love with|gone off of) (.+)`);
 /** "My dentist is Dr. Lee", "The standup moved to 10am", "Our project code name is Kestrel": a thing, a link, a value. */
 const LINK_START =
   "is|are|'s|'re|has|have|will|got|gets|now|currently|still|officially|finally|just|always|permanently|been|was|were|changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought|went|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed|meets|meet|starts|start|begins|begin|happens|runs|opens|takes|costs|leaves|departs|arrives|comes";
 const THING_IS = new RegExp(String.raw`^${THING}(?= (?:${LINK_START})\b)${LINK} (?:(?:at|on|in|for|from|by|with) )?(.+)`);
 
+/** A verb of the present, after its subject: a habit ("I run 5k", "we bake bread on Sundays"). */
+const HABIT = new RegExp(String.raw`^(I|i|we|(?:my|our) (?:${REL}))(?: (?:usually|always|often|mostly|normally|regularly|still|now|also))? ([a-z]+) (.+)`);
+/** Verbs that say no habit: being, having, thinking, wanting, and the auxiliaries. */
+const NOT_HABITS =
+  /^(?:am|is|are|was|were|be|been|have|has|had|do|does|did|don't|can|could|will|would|should|shall|must|need|needs|want|wants|pay|pays|owe|owes|spend|spends|earn|earns|think|thinks|know|knows|feel|feels|hope|guess|mean|believe|remember|forget|forgot|see|saw|say|said|tell|told|get|got|go|went|love|loves|like|likes|hate|hates|enjoy|enjoys|just|really|never|sometimes|only|even|finally|am|let|make|made|found|find|took|take|came|come|gave|give|left|thought|felt|heard|hear|tried|try|saw|put|keep|kept|wonder|agree|miss|owe|wish)$/;
+
+/** Recently read memories' facts: a batch compares each candidate with every new memory. */
+const FACTS_CACHE = new Map<string, Fact[]>();
+const FACTS_CACHE_SIZE = 2048;
+
 /** The facts a memory states; empty for most chat. */
 export function factsOf(content: string): Fact[] {
+  const cached = FACTS_CACHE.get(content);
+  if (cached) return cached;
+  const facts = readFacts(content);
+  if (FACTS_CACHE.size >= FACTS_CACHE_SIZE) FACTS_CACHE.delete(FACTS_CACHE.keys().next().value as string);
+  FACTS_CACHE.set(content, facts);
+  return facts;
+}
+
+function readFacts(content: string): Fact[] {
   const facts: Fact[] = [];
   // A transcript line ("Caroline: I moved to Boston"): "I" is the speaker, not the user.
   const speaker = speakerOf(content);
   const body = speaker ? content.slice(speaker[0].length) : content;
+  let previous = "";
   for (const { text } of clauses(body)) {
+    const before = previous;
+    previous = text;
     if (HYPOTHETICAL.test(text) || MAY.test(text)) continue;
     let found = false;
     for (const re of SWITCH) {
@@ -368,14 +438,19 @@ export function factsOf(content: string): Fact[] {
       found = true;
       break;
     }
-    const stopped = STOPPED.exec(text);
+    // "I gave up the Kindle", "stopped the gym membership": an object left, not a habit.
+    const gaveUp = GAVE_UP.exec(text);
+    if (gaveUp && cleanValue(gaveUp[1])) facts.push({ subject: "self", attr: ["switch"], value: cleanValue(gaveUp[1]), negated: true, multi: true });
+    const stopped = gaveUp ? null : STOPPED.exec(text);
     if (stopped && !/^(?:like|enjoy|know|think|have|want|need|care|mind|remember|understand|see|get|feel|agree|believe|worry)$/.test(stopped[2])) {
       facts.push({ subject: subjectOf(stopped[1]), attr: [stem(stopped[2].split(" ")[0])], value: stopped[3] ? cleanValue(stopped[3]) : "", negated: true, multi: true });
       found = true;
     }
     const feeling = FEELING.exec(text);
     if (feeling) {
-      const object = cleanValue(feeling[3]);
+      // "I can't watch horror movies anymore, I hate them now": the pronoun is the clause before's object.
+      const pronoun = /^(?:it|them|that|those|this|these)\b/i.test(feeling[3].trim());
+      const object = cleanValue(pronoun ? (PRONOUN_ANTECEDENT.exec(text.slice(0, feeling.index).trim() || before)?.[1] ?? "") : feeling[3]);
       const polarity = FEELINGS.find(([re]) => re.test(feeling[2]))?.[1];
       if (object && polarity && !NOT_A_VALUE.test(object.split(" ")[0])) {
         facts.push({ subject: subjectOf(feeling[1]), attr: ["feels", ...object.split(" ").map(stem)], value: polarity });
@@ -384,7 +459,8 @@ export function factsOf(content: string): Fact[] {
     }
     const fresh = NEW_VALUE.exec(text);
     if (fresh) {
-      const f = single("self", attrWords(fresh[1]), fresh[2]);
+      // "New plate after the new car: LM23 XYZ": the attribute ends at its first preposition.
+      const f = single("self", attrWords(fresh[1].split(/ (?:after|for|since|from|with|because|due)\b/)[0]), fresh[2]);
       if (f) {
         facts.push(f);
         found = true;
@@ -393,6 +469,61 @@ export function factsOf(content: string): Fact[] {
     const isMy = IS_MY.exec(text.replace(/[.!]+$/, ""));
     if (isMy && !/^(?:it|this|that|he|she|there|what|who)$/i.test(isMy[1])) {
       const f = single("self", attrWords(isMy[3]), isMy[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const switchTo = SWITCH_TO.exec(text);
+    if (switchTo && !facts.some((f) => f.attr[0] === "switch") && cleanValue(switchTo[1])) {
+      facts.push({ subject: "self", attr: ["switch-to"], value: cleanValue(switchTo[1]), multi: true });
+    }
+    const changedX = CHANGED_PLURAL.exec(text);
+    const changedTo = changedX && NAME_AFTER.exec(text.slice(changedX.index + changedX[0].length));
+    if (changedX && changedTo) {
+      const f = single("self", attrWords(changedX[1]), changedTo[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const owns = OWNS.exec(text.replace(/[.!]+$/, ""));
+    if (owns) {
+      const f = single("self", [ROLE_OF[owns[2]] ?? "owner", ...attrWords(owns[3])], owns[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const left = LEFT_EMPLOYER.exec(text);
+    if (left) {
+      facts.push({ subject: subjectOf(left[1]), attr: ["employer"], value: cleanValue(left[2]), negated: true });
+      found = true;
+    }
+    const instead = INSTEAD_OF.exec(text);
+    if (instead && cleanValue(instead[1])) {
+      facts.push({ subject: "self", attr: ["switch"], value: cleanValue(instead[1]), negated: true, multi: true });
+    }
+    const tookOver = TOOK_OVER.exec(text.replace(/[.!]+$/, ""));
+    if (tookOver) {
+      const f = single("self", attrWords(tookOver[2]), tookOver[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const home = HOME_IN.exec(text);
+    const homeOf = LEADING_SUBJECT.exec(text)?.[1];
+    if (home && (homeOf || FIRST_PERSON.test(text)) && !AWAY.test(text) && (homeOf || !MY_RELATIVE.test(text))) {
+      const f = single(homeOf ?? "self", ["home"], home[1]);
+      if (f) {
+        facts.push(f);
+        found = true;
+      }
+    }
+    const job = NEW_JOB.exec(text);
+    if (job && FIRST_PERSON.test(text)) {
+      const f = single("self", ["employer"], job[1]);
       if (f) {
         facts.push(f);
         found = true;
@@ -424,11 +555,23 @@ export function factsOf(content: string): Fact[] {
       }
     }
     if (!found && !stopped) {
-      const pref = new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (${PREFS}) (.+)`).exec(text);
+      const pref = PREFERENCE.exec(text);
       if (pref) {
         const value = cleanValue(pref[3]);
         if (value) {
           facts.push({ subject: subjectOf(pref[1]), attr: [stem(pref[2].split(" ")[0])], value, multi: true });
+          found = true;
+        }
+      }
+    }
+    // "I run 5k three times a week": a habit, whatever the verb, so "I no longer run" finds it. Not in
+    // transcripts, where "I don't paint much" in passing is talk.
+    if (!found && !stopped && !speaker) {
+      const habit = HABIT.exec(text);
+      if (habit && !NOT_HABITS.test(habit[2]) && !/ed$/.test(habit[2]) && !/^(?:is|are|was|were|has|have)\b/.test(habit[3])) {
+        const value = cleanValue(habit[3]);
+        if (value) {
+          facts.push({ subject: subjectOf(habit[1]), attr: [stem(habit[2])], value, multi: true });
           found = true;
         }
       }
@@ -442,7 +585,8 @@ export function factsOf(content: string): Fact[] {
         m &&
         (m[3].trim() || m[4]) &&
         !(m[3].trim() && !m[4] && /^to [a-z]/.test(m[5])) && // "my goal is to help": a plan
-        !/^(?:i|we|you|your|he|she|it|they|this|that|there|here|what|who|which|everything|nothing|something|everyone|someone|his|her|their|let|lets)$/i.test(first) &&
+        !(m[4] && /^(?:my|our|his|her|their|your) /i.test(m[5])) && // "the doctor raised my dose": the thing acts, it isn't the attribute
+        !/^(?:i|we|you|your|he|she|it|they|this|that|these|those|there|here|what|who|which|everything|nothing|something|everyone|someone|his|her|their|let|lets)$/i.test(first) &&
         !/^(?:it|that|he|she|there|what|who|let|here|where|how)'s$/i.test(owner) &&
         (owner || !/(?:ing|ed)$/.test(first))
       ) {
@@ -456,10 +600,25 @@ export function factsOf(content: string): Fact[] {
           rest = passive[2];
         }
         const value = cleanValue(rest);
-        if (attr.length && value && !NOT_A_VALUE.test(value.split(" ")[0]) && (owner || /^[a-z]/.test(m[2]) || /^(?:[A-Z][a-z]+ )?[a-z]/.test(m[2]) || COMMON_HEADS.test(m[2]))) {
+        if (attr.length && value && !judgement(rest, value) && (owner || /^[a-z]/.test(m[2]) || /^(?:[A-Z][a-z]+ )?[a-z]/.test(m[2]) || COMMON_HEADS.test(m[2]))) {
           facts.push({ subject: possessor ? subjectOf(possessor) : /^(?:their|his|her)\b/i.test(owner) ? "other" : "self", attr, value });
         }
       }
+    }
+  }
+  // A transcript's turns are talk, not notes: frames are for notes.
+  if (!speaker) {
+    const sentences = body.replace(/[\u2018\u2019\u02bc]/g, "'").replace(ABBREVIATIONS, "$1").split(/(?<=[.!?])\s+|\n+/);
+    for (const frame of framesOf(sentences.filter((t) => t.trim() && !/\?\s*$/.test(t) && !HYPOTHETICAL.test(t) && !MAY.test(t)))) {
+      // Keyed by its words, its subject's and the kinds of value that say what they are, so "Standup
+      // moved to 10am" finds "The standup is at 9:30" and "Use ana@proton.me" finds "My email is…".
+      // Prices are everywhere: a key per currency would bring every priced note as a candidate.
+      const kinds = frame.values.flatMap((v) => (/^(?:email|phone|address)$/.test(v.kind) ? [`~${v.kind}`] : unitOf(v) && unitOf(v) !== "money" ? [`~${unitOf(v)}`] : []));
+      // Topic words only, no generic words and no verbs ("month", "lives"): every key shared brings a candidate row to read.
+      const topic = frame.topic.filter((w) => !GENERIC_WORD.test(w));
+      const nouns = topic.filter((w) => !VERBISH.has(w));
+      const words = [...frame.subject.split(" ").filter(Boolean).map(stem), ...(nouns.length ? nouns : topic)];
+      facts.push({ subject: "frame", attr: [...new Set([...words, ...kinds])], value: "", frame });
     }
   }
   const who = speaker ? `speaker:${fold(speaker[1]).replace(/\s+/g, "-")}` : undefined;
@@ -505,7 +664,10 @@ export function matchKeysOf(content: string, facts = factsOf(content)): string[]
   for (const f of facts) {
     if (f.negated) continue;
     for (const w of f.attr) if (w !== "feels") keys.push(`${FACT_KEY}${f.subject}.${w}`);
-    if (f.multi) for (const w of valueWords(f.value)) keys.push(`${VALUE_KEY}${w}`);
+    // Every value is a key: "switched my pension from Aviva" finds "My pension provider is Aviva", and
+    // "The team moved from Slack to Teams" finds "The team chats on Slack".
+    const values = f.frame ? f.frame.values.filter((v) => v.kind === "name").map((v) => v.text) : [f.value];
+    for (const w of values.flatMap(valueWords)) keys.push(`${VALUE_KEY}${w}`);
   }
   return [...new Set(keys)];
 }
@@ -521,6 +683,8 @@ export function lookupKeysOf(content: string, facts = factsOf(content)): string[
   return [...new Set(keys)];
 }
 
+/** Roles one has several of, told apart by a qualifier ("climbing partner", "tennis coach"). */
+const QUALIFIED_ROLES = /^(?:partner|buddy|friend|mate|coach|teacher|tutor|trainer|instructor|contact)$/;
 const subset = (a: string[], b: string[]) => a.every((w) => b.includes(w));
 /**
  * One attribute: the same subject, and attribute words one within the other, with the same head
@@ -531,6 +695,8 @@ const sameAttr = (a: Fact, b: Fact) => {
   if (a.subject !== b.subject) return false;
   const [short, long] = a.attr.length <= b.attr.length ? [a.attr, b.attr] : [b.attr, a.attr];
   if (!subset(short, long)) return false;
+  // "my partner" and "my climbing partner" are two people; "my manager" and "my line manager" one.
+  if (short.length === 1 && long.length > 1 && QUALIFIED_ROLES.test(short[0])) return false;
   return short[0] === long[0] || short.length >= 2 || short[0] === "feels";
 };
 /** The negated value is among the old value's words ("coffee" in "three coffees a day"); "" matches anything. */
@@ -544,20 +710,36 @@ const mentions = (old: string, negated: string) => negated === "" || subset(valu
 export function replacementReason(newer: string, older: string, newerFacts = factsOf(newer), olderFacts = factsOf(older)): string | undefined {
   const foldedNew = fold(newer);
   if (ADDITIVE.test(foldedNew)) return undefined;
-  const changed = CHANGE.test(foldedNew);
   for (const f of newerFacts) {
+    if (f.frame) continue;
     for (const o of olderFacts) {
-      if (o.negated) continue;
+      if (o.negated || o.frame) continue;
       if (f.negated) {
         const matches = f.attr[0] === "switch" ? o.value !== "" && mentions(o.value, f.value) && o.subject === f.subject : sameAttr(f, o) && mentions(o.value, f.value);
         if (matches) return `no longer ${o.attr.join(" ")}: ${o.value}`;
         continue;
       }
-      if (f.attr[0] === "switch" || o.attr[0] === "switch") continue;
+      // "switched to one-week sprints" / "we use two-week sprints": one head noun, another value.
+      if (f.attr[0] === "switch-to") {
+        const head = (v: string) => stem(v.split(" ").at(-1) ?? "");
+        if (o.value && o.value !== f.value && head(o.value) === head(f.value) && o.subject === f.subject && o.attr[0] !== "switch") return `${f.subject}.${head(f.value)}: ${o.value} → ${f.value}`;
+        continue;
+      }
+      if (f.attr[0] === "switch" || o.attr[0] === "switch" || o.attr[0] === "switch-to") continue;
       if (!sameAttr(f, o) || o.value === f.value) continue;
       if ((f.multi || o.multi) && !PREFERENCE_CHANGE.test(foldedNew)) continue;
-      if (!changed && !(f.multi || o.multi) && false) continue;
       return `${f.subject}.${f.attr.join("-")}: ${o.value} → ${f.value}`;
+    }
+  }
+  for (const f of newerFacts) {
+    if (f.frame || !f.negated || f.attr[0] !== "switch") continue;
+    for (const o of olderFacts) if (o.frame && o.frame.subject === "" && o.frame.values.some((v) => v.text === f.value)) return `no longer: ${f.value}`;
+  }
+  for (const f of newerFacts) {
+    if (!f.frame) continue;
+    for (const o of olderFacts) {
+      const reason = o.frame && frameChange(f.frame, o.frame);
+      if (reason) return reason;
     }
   }
   return undefined;

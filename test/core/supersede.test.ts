@@ -1,0 +1,130 @@
+// Replaced-fact detection (core/supersede.ts, core/frames.ts) on pairs of memories, newer first:
+// what must be read as one fact changed, and what must be left alone. Then the same through the
+// store, where an older memory is found only by the keys it was stored with.
+import { afterEach, describe, expect, it } from "vitest";
+import { openContext, type Context } from "../../src/core/context.js";
+import { createMemory, getMemory } from "../../src/core/memories.js";
+import { framesOf } from "../../src/core/frames.js";
+import { lookupKeysOf, matchKeysOf, replacementReason } from "../../src/core/supersede.js";
+import { createTestEmbedder } from "../helpers/test-embedder.js";
+import { useTempDirs } from "../helpers/temp.js";
+
+/** Whether `newer` replaces `older` the way the write path decides it: a shared key, then the reason. */
+function replaces(older: string, newer: string): boolean {
+  const keys = new Set(lookupKeysOf(newer));
+  if (!matchKeysOf(older).some((k) => keys.has(k) && !k.startsWith("text:"))) return false;
+  return replacementReason(newer, older) !== undefined;
+}
+
+describe("frames: a value changed in any phrasing", () => {
+  it.each([
+    ["a price, with a cue", "Netflix costs me 10.99 a month.", "Netflix went up to 12.99 a month."],
+    ["a name value, the same words around it", "My favourite podcast is Radiolab.", "My favourite podcast is now Hard Fork."],
+    ["a time, the thing named first without its article", "The kids' pickup is at 3pm.", "Pickup is now at 3:45 because of the new timetable."],
+    ["a head noun with another modifier", "Our mortgage rate is 3.1%.", "We remortgaged; the rate is 4.2% now."],
+    ["a date, one name within the other", "Project Atlas is due on 30 September.", "Atlas deadline extended to 15 October."],
+    ["an email, said anew without the word", "My email is ana.r@gmail.com.", "Use ana.rossi@proton.me for me from now on."],
+    ["a street address", "Our address is 7 Harbour Road, Cobh.", "We're at 22 Quay Street now, still in Cobh."],
+    ["a number in one unit, anchored by a word both say", "I take 5mg of amlodipine every morning.", "The doctor raised my amlodipine to 10mg."],
+    ["a unit written apart", "I weigh 82 kg.", "I'm down to 76 kg now."],
+    ["an actor before the thing", "Rent is 1450 a month.", "Landlord raised the rent to 1600 a month."],
+    ["one part of a value changed", "Lily is in Year 2.", "Lily moved up to Year 3."],
+    ["a pronoun's antecedent in the sentence before", "The backend is written in Python.", "We rewrote the backend; it's written in Go now."],
+  ])("%s", (_why, older, newer) => {
+    expect(replaces(older, newer)).toBe(true);
+  });
+
+  it.each([
+    ["two names on the same day", "Lunch with Priya on Thursday.", "Lunch with Marco on Thursday."],
+    ["another subject", "My sister lives in Lyon.", "I live in Rome now."],
+    ["a leading name is a person", "Marcus works at Acme.", "I work at Globex now."],
+    ["what follows the value says which one", "I pay 50 a month for the gym.", "I pay 12 a month for cloud storage now."],
+    ["two heads ('card PIN' / 'card limit')", "My bank card PIN is 4821.", "My credit card limit was raised to 8000."],
+    ["other modifiers of one head ('cat's name' / 'code name')", "My cat's name is Tiger.", "The project was renamed; its code name is Kestrel now."],
+    ["a value of another kind", "My phone is an iPhone 12.", "My phone plan now costs 25 a month."],
+    ["things one has several of, without a cue", "Call with Anna on Monday at 2pm.", "Call with Ben on Monday at 4pm."],
+    ["same words, no cue, one word only", "The plumber comes on Wednesday.", "The electrician comes on Thursday."],
+    ["'New York' is no change", "Training Tuesdays at 6pm at Hollow Lane.", "I'm taking the train to New York on the 20th."],
+    ["'the 3rd floor' is not a date", "left laptop charger on library 3rd floor", "Library books due back 12th"],
+    ["an additive cue", "The standup is at 9:30.", "The standup is also at 10 on Fridays now."],
+  ])("leaves alone: %s", (_why, older, newer) => {
+    expect(replaces(older, newer)).toBe(false);
+  });
+
+  it("reads subjects, topics, heads and values", () => {
+    const [f] = framesOf(["The kids' pickup is at 3pm."]);
+    expect(f).toMatchObject({ subject: "", topic: ["kid", "pickup"], head: "pickup", values: [{ text: "3pm", kind: "time" }], cue: false });
+    const [g] = framesOf(["Marcus moved to Rome last month."]);
+    expect(g).toMatchObject({ subject: "marcus", leading: true, values: [{ text: "rome", kind: "name" }], cue: true });
+    expect(framesOf(["My phone number is 0612 345 678."])[0].values).toEqual([{ text: "0612 345 678", kind: "phone" }]);
+    expect(framesOf(["Thanks, that sounds great!"])).toEqual([]);
+  });
+});
+
+describe("rules beyond the dev set's phrasings", () => {
+  it.each([
+    ["a habit, any verb", "I run 5k three times a week.", "I no longer run; I cycle instead."],
+    ["a role at a named place", "I'm an intern at Pixar.", "I'm now a junior animator at Pixar."],
+    ["a diet", "I eat meat with most meals.", "I went vegetarian in January."],
+    ["one of a pair of kinds", "I'm a cat person through and through.", "I've become more of a dog person lately."],
+    ["a switch away from a value another fact names", "My pension provider is Aviva.", "I switched my pension from Aviva to Vanguard."],
+    ["a switch away from a value only a frame names", "The team chats on Slack.", "The team moved from Slack to Teams."],
+    ["leaving an employer", "I work remotely for a startup called Loomly.", "I quit Loomly and I'm now freelancing full time."],
+    ["'instead of'", "My go-to coffee order is a flat white.", "These days I order an oat latte instead of a flat white."],
+    ["'took over as'", "The Falcon project lead is Priya.", "Ravi took over as Falcon project lead."],
+    ["a home named by its noun", "I share a flat in Glasgow with two friends.", "Found a place of my own in Edinburgh and moved in on Saturday."],
+    ["a feeling about a pronoun", "I love horror movies.", "I can't watch horror movies anymore, I hate them now."],
+    ["a new job", "I'm employed at Deutsche Bank in Frankfurt.", "Started my new job at Commerzbank today."],
+    ["a label and an adverb before the fact", "My blood type is listed as A+ in the clinic notes.", "Correction: my blood type is actually O+."],
+    ["a relative who moved", "My grandparents live in Krakow.", "My grandparents moved to Warsaw last spring."],
+    ["'the user' in an agent's notes", "The user's home city is Phoenix.", "The user has relocated to Portland, Oregon."],
+    ["a named person's home, whatever the verb", "Dad's place is in Harrogate.", "Dad sold up and bought a bungalow in Whitby."],
+    ["a value with the same head noun", "Our team uses two-week sprints.", "We've switched to one-week sprints."],
+    ["the attribute named in the plural", "My dentist is at Smile Studio on Church Road.", "Changed dentists - I go to Bright Dental now."],
+    ["a feeling turned", "I'm a big fan of IPAs.", "I've gone off IPAs; I prefer stouts now."],
+    ["an owner", "Maya owns the payments service.", "Payments service ownership moved to Theo."],
+    ["a thing first, then what it acts through", "We deploy with Capistrano.", "Deploys go through ArgoCD now."],
+  ])("%s", (_why, older, newer) => {
+    expect(replaces(older, newer)).toBe(true);
+  });
+
+  it.each([
+    ["an entity's notes in the third person", "Lives in Turin; calls every Sunday at 6pm", "Moved to Edinburgh last spring; works at a whisky distillery"],
+    ["a booking is not a role", "User is a freelance wedding photographer based in Fitzroy", "User is training for the Melbourne Marathon in October"],
+    ["a holiday home is not a home", "I live in a flat in York.", "We're staying at a cottage in Cornwall for a week."],
+    ["a habit without a cue", "I read thrillers on the train.", "I read the news at breakfast."],
+    ["a transcript's turns are talk", "Melanie: I paint landscapes on weekends.", "Melanie: I don't paint much these days."],
+    ["'these are…' states no fact", "Melanie: Events like these are great for reminding us of how strong community can be!", "Melanie: Thanks, Caroline! These are for running."],
+    ["another relative's home", "I live in a flat in York.", "My sister lives in a flat in Leeds."],
+    ["a role told apart by a qualifier", "User's partner is Sam, a high school chemistry teacher", "Omar is my climbing partner."],
+    ["another named person's home", "Dad's place is in Harrogate.", "Mia sold up and bought a bungalow in Whitby."],
+  ])("leaves alone: %s", (_why, older, newer) => {
+    expect(replaces(older, newer)).toBe(false);
+  });
+});
+
+describe("through the store", () => {
+  const tempDir = useTempDirs();
+  const opened: Context[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((c) => c.close()));
+  });
+
+  it("finds the older memory by its frame's keys and marks only it", async () => {
+    let t = Date.parse("2026-01-01T00:00:00.000Z");
+    const ctx = await openContext({ storeDir: await tempDir(), embedder: createTestEmbedder(), clock: () => new Date((t += 1000)) });
+    opened.push(ctx);
+    const netflix = await createMemory(ctx, { content: "Netflix costs me 10.99 a month.", userId: "u" });
+    const spotify = await createMemory(ctx, { content: "Spotify is 11.99 a month.", userId: "u" });
+    const email = await createMemory(ctx, { content: "My email is ana.r@gmail.com.", userId: "u" });
+    const raised = await createMemory(ctx, { content: "Netflix went up to 12.99 a month.", userId: "u" });
+    expect(raised.supersedes).toEqual([netflix.id]);
+    const moved = await createMemory(ctx, { content: "Use ana.rossi@proton.me for me from now on.", userId: "u" });
+    expect(moved.supersedes).toEqual([email.id]);
+    expect((await getMemory(ctx, spotify.id)).supersededBy).toBeUndefined();
+    expect((await getMemory(ctx, email.id)).supersededBy).toBe(moved.id);
+    // Another user's memory with the same frame is never a candidate.
+    const other = await createMemory(ctx, { content: "Netflix went up to 13.99 a month.", userId: "v" });
+    expect(other.supersedes).toBeUndefined();
+  });
+});
