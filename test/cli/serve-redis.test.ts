@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisLedger } from "../../src/limits/ledger-redis.js";
 import { RedisConnection } from "../../src/storage/shared/redis.js";
 import { collect, json, runMm, spawnMm } from "../helpers/spawn-mm.js";
+import { startAzurite } from "../helpers/azurite.js";
 import { freePort, startRedis, type TestRedis } from "../helpers/redis.js";
 import { useTempDirs } from "../helpers/temp.js";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -19,8 +20,8 @@ interface Replica {
 }
 
 /** `mm serve --redis` on the store, spawned as a user would; resolves once it listens. */
-async function replica(store: string, redisUrl: string, args: string[] = []): Promise<Replica> {
-  const child = spawnMm(["serve", "--port", "0", "--redis", redisUrl, ...args], { store });
+async function replica(store: string, redisUrl: string, args: string[] = [], env: Record<string, string> = {}): Promise<Replica> {
+  const child = spawnMm(["serve", "--port", "0", "--redis", redisUrl, ...args], { store, env });
   const logs: string[] = [];
   const url = await new Promise<string>((resolve, reject) => {
     child.once("exit", (code) => reject(new Error(`mm serve exited ${code}: ${logs.join("\n")}`)));
@@ -62,25 +63,61 @@ async function roomInMinute(seconds: number): Promise<void> {
   if (left < seconds) await new Promise((r) => setTimeout(r, left * 1000 + 50));
 }
 
-describe("two mm serve replicas on one store and one Redis (spawned, real model)", () => {
+interface StoreKind {
+  name: string;
+  /** The store for this run, the environment every command gets, and each replica's own. */
+  setup(root: string): Promise<{ store: string; env: Record<string, string>; replicaEnv(i: number): Record<string, string>; stop(): Promise<void> }>;
+}
+
+const KINDS: StoreKind[] = [
+  {
+    name: "one local store",
+    async setup(root) {
+      return { store: join(root, "store"), env: {}, replicaEnv: () => ({}), stop: async () => undefined };
+    },
+  },
+  {
+    // Each replica and the CLI have a state directory of their own, as on machines of their own:
+    // whatever they agree on, they agree on through Redis and the object store alone.
+    name: "one Azurite store, each replica with its own state directory",
+    async setup(root) {
+      const azurite = await startAzurite();
+      const container = await azurite.container("replicas");
+      return {
+        store: `az://${container}/store`,
+        env: { ...azurite.env, XDG_STATE_HOME: join(root, "state-cli") },
+        replicaEnv: (i) => ({ ...azurite.env, XDG_STATE_HOME: join(root, `state-${i}`) }),
+        stop: () => azurite.stop(),
+      };
+    },
+  },
+];
+
+describe.each(KINDS)("mm serve replicas on $name and one Redis (spawned, real model)", (kind) => {
   let redis: TestRedis;
   let root: string;
   let store: string;
+  let env: Record<string, string>;
+  let replicaEnv: (i: number) => Record<string, string>;
+  let stopStore: () => Promise<void>;
   let replicas: Replica[];
   let keys: Record<string, string>;
-  const mm = (args: string[], env: Record<string, string> = {}) => runMm(args, { store, env });
+  const mm = (args: string[], extra: Record<string, string> = {}) => runMm(args, { store, env: { ...env, ...extra } });
 
   beforeAll(async () => {
     redis = await startRedis();
     root = await mkdtemp(join(tmpdir(), "mm-replicas-"));
-    store = join(root, "store");
+    ({ store, env, replicaEnv, stop: stopStore } = await kind.setup(root));
+    // On an object store every command names the replicas' Redis, as docs/scale-out.md says: a key
+    // made or revoked is announced there (a local store's replicas see its files change instead).
+    if (store.startsWith("az://")) env.MM_REDIS_URL = redis.url;
     expect((await mm(["init"])).code).toBe(0);
     keys = {};
     for (const [name, plan] of [["quota", "free"], ["rate", "enterprise"], ["revoke", "enterprise"], ["outage", "enterprise"], ["writers", "enterprise"]]) {
       expect((await mm(["accounts", "create", name, "--plan", plan])).code).toBe(0);
       keys[name] = json(await mm(["keys", "create", "--account", name, "--name", "k"])).key;
     }
-    replicas = await Promise.all([replica(store, redis.url, SERVE_ARGS), replica(store, redis.url, SERVE_ARGS)]);
+    replicas = await Promise.all([0, 1].map((i) => replica(store, redis.url, SERVE_ARGS, replicaEnv(i))));
   }, 120_000);
 
   afterAll(async () => {
@@ -89,6 +126,7 @@ describe("two mm serve replicas on one store and one Redis (spawned, real model)
       await collect(r.child).catch(() => undefined);
     }
     await redis?.close();
+    await stopStore?.();
     await rm(root, { recursive: true, force: true });
   });
 
@@ -170,7 +208,7 @@ describe("two mm serve replicas on one store and one Redis (spawned, real model)
   });
 
   it("loses nothing a replica acknowledged when it is killed with -9 mid-write, and the others keep serving", async () => {
-    const victim = await replica(store, redis.url, SERVE_ARGS);
+    const victim = await replica(store, redis.url, SERVE_ARGS, replicaEnv(2));
     const acked: string[] = [];
     const other: string[] = [];
     let stop = false;
