@@ -9,6 +9,8 @@
 //   --index-min-rows <n>   build the vector index from n rows (default 50,000), search exactly
 //   --exact-max-rows <n>   up to n rows (default 20,000), seal segments at n rows (default
 //   --segment-rows <n>     250,000): the smoke test shrinks them to exercise every path on a small store
+//   --sections object-store, or --store az://…: one replica on Azurite (started by the bench)
+//                          against a local store, with object-store requests counted (opt-in)
 //   --keep <dir>           grow the store in <dir> (new or empty) and keep it afterwards, for A/B runs on it
 // Texts come from ../shared/data/locomo-dev when present (read at run time, never copied), else
 // from a template generator. The growth run fills its store through `mm import` with vectors
@@ -72,6 +74,7 @@ try {
     }
   }
   if (SECTIONS.has("remote")) await benchRemote();
+  if (SECTIONS.has("object-store") || flag("store")?.startsWith("az://")) benchObjectStore();
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
@@ -80,6 +83,30 @@ mkdirSync(dirname(OUT), { recursive: true });
 writeFileSync(OUT, JSON.stringify(results, null, 2) + "\n");
 printTable();
 console.log(`\nJSON: ${OUT}`);
+
+// ---------------------------------------------------------------------------------------------
+/**
+ * One replica's figures on an object store against the local store in the same run:
+ * scripts/measure-object-store.mjs starts its own Azurite (Microsoft's emulator) and counts the
+ * object-store requests of a create and of a search through a pass-through proxy. Opt-in
+ * (`--sections object-store`, or `--store az://…`): it takes minutes, and the store it measures is
+ * always that Azurite, whatever container `--store` names (docs/scale-out.md, "Measured").
+ */
+function benchObjectStore() {
+  const section = "object store (Azurite) vs local, one replica";
+  const n = QUICK ? 300 : Number(flag("object-memories", "2000"));
+  const run = spawnSync(process.execPath, [join(root, "scripts", "measure-object-store.mjs"), "--memories", String(n), "--searches", QUICK ? "20" : "100"], { encoding: "utf8", maxBuffer: 1 << 26 });
+  if (run.status !== 0) throw new Error(`measure-object-store failed:\n${run.stderr}`);
+  const m = JSON.parse(run.stdout.slice(run.stdout.indexOf("{")));
+  const { local, azurite } = m;
+  record(section, "memories in each store", n, "");
+  record(section, "creates/s, 8 concurrent clients (local → Azurite)", `${local.createsPerS8Clients} → ${azurite.createsPerS8Clients}`, "/s", undefined, "≥ 0.8 × local", azurite.createsPerS8Clients >= 0.8 * local.createsPerS8Clients);
+  record(section, "creates/s, one client (local → Azurite)", `${local.createsPerSOneClient} → ${azurite.createsPerSOneClient}`, "/s");
+  record(section, "search p50 (local → Azurite)", `${local.searchP50Ms} → ${azurite.searchP50Ms}`, "ms", undefined, "≤ 2 × local", azurite.searchP50Ms <= 2 * local.searchP50Ms);
+  record(section, "search p95 (local → Azurite)", `${local.searchP95Ms} → ${azurite.searchP95Ms}`, "ms");
+  record(section, "object-store requests per create / per search", `${azurite.requestsPerCreate} / ${azurite.requestsPerSearch}`, "");
+  record(section, `another process reads a new memory by id after (p50 / max; read consistency ${m.readConsistencyIntervalS} s)`, `${azurite.visibleAfterMs.p50} / ${azurite.visibleAfterMs.max}`, "ms");
+}
 
 // ---------------------------------------------------------------------------------------------
 

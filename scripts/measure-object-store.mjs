@@ -55,7 +55,7 @@ const { Maintainer } = await import(join(root, "dist/storage/maintenance.js"));
 
 const work = mkdtempSync(join(tmpdir(), "mm-objmeasure-"));
 const port = await freePort();
-const azurite = spawn(join(root, "node_modules/.bin/azurite-blob"), ["--location", join(work, "azurite"), "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent"], { stdio: "ignore" });
+const azurite = spawn(join(root, "node_modules/.bin/azurite-blob"), ["--location", join(work, "azurite"), "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"], { stdio: "ignore" });
 let proxied = 0;
 const agent = new Agent({ keepAlive: true });
 const proxy = createHttpServer((req, res) => {

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { MmError, validationError } from "../errors.js";
@@ -211,7 +211,10 @@ const RUNNING_SERVER = "serve.json";
  * that it is written before the server answers its first request. (Written whole, then renamed.)
  */
 export function recordRunningServer(storeDir: string, url: string, pid: number, env: Env = {}): () => Promise<void> {
-  const path = join(coordinationDirOf(storeDir, env), RUNNING_SERVER);
+  const dir = coordinationDirOf(storeDir, env);
+  // An object store's coordination directory exists only once something of this machine used it.
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const path = join(dir, RUNNING_SERVER);
   writeFileSync(`${path}.${pid}.tmp`, JSON.stringify({ url, pid, startedAt: new Date().toISOString() }) + "\n", { mode: 0o600 });
   renameSync(`${path}.${pid}.tmp`, path);
   return async () => {

@@ -32,7 +32,7 @@ export async function startAzurite(options: { debug?: boolean } = {}): Promise<A
   const location = await mkdtemp(join(tmpdir(), "mm-azurite-"));
   const port = await freePort();
   const debugLog = join(location, "debug.log");
-  const args = ["--location", location, "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent"];
+  const args = ["--location", location, "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"];
   if (options.debug) args.push("--debug", debugLog);
   const child = spawn(join(ROOT, "node_modules", ".bin", "azurite-blob"), args, { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";

@@ -1,10 +1,12 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { MM_BIN } from "./spawn-mm.js";
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -75,6 +77,8 @@ export async function runShell(code: string, dir: string, env: Record<string, st
   const work = join(dir, "work");
   await mkdir(bin, { recursive: true });
   await mkdir(work, { recursive: true });
+  // Examples run "from the clone" (docs/scale-out.md starts ./node_modules/.bin/azurite-blob).
+  await symlink(join(REPO, "node_modules"), join(work, "node_modules")).catch(() => undefined);
   await writeFile(join(bin, "mm"), `#!/bin/sh\nexec "${process.execPath}" "${MM_BIN}" "$@"\n`, { mode: 0o755 });
   const port = String(await freePort());
   const script = code
