@@ -26,7 +26,8 @@ const FORM_LIMIT_BYTES = 16 * 1024;
  * keys and usage are the account's own management and count nothing.
  */
 export function mountConsole(app: Hono<any>, deps: AppDeps): void {
-  const access = new ConsoleAccess(deps.ctx.store.dir, deps.ctx.clock);
+  // The open store: its documents, and so the Shared its replicas agree through (Redis with --redis).
+  const access = new ConsoleAccess(deps.ctx.store, deps.ctx.clock);
   const con = new Hono<Env>();
   con.use("/console/*", securityHeaders);
   const asset = mountAssets(con);

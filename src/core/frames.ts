@@ -60,10 +60,14 @@ export interface Frame {
   values: { text: string; kind: ValueKind }[];
   /** It says something changed ("now", "moved", "went up", "from now on"…). */
   cue: boolean;
+  /** Its first value follows a word that states it ("X is…", "X: …", "X = …"), as in a label or a list of words ("Note 3: …", "green tea garden morning") it doesn't. */
+  stated: boolean;
 }
 
 const WORD_CHANGE =
   "now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|goes|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected|reset|going|rising|falling|increasing|decreasing";
+/** What comes before a sentence's first value states what it is of: a copula, a colon or an equals sign. */
+const STATED = /\b(?:is|are|was|were|am)\b|\p{L}['’]s\b|[:=]/iu;
 /** Words that say a value changed. */
 const CHANGE_CUE = new RegExp(String.raw`\b(?:${WORD_CHANGE}|from now on|these days|nowadays|lately|no longer|brought forward|put (?:\w+ ){0,2}up|back to|(?:taken|got|landed|accepted|started) a (?:new )?(?:job|role|position))\b`);
 const CHANGE_WORDS = new Set(WORD_CHANGE.split("|"));
@@ -130,7 +134,9 @@ export function framesOf(sentences: string[]): Frame[] {
     const cue = CHANGE_CUE.test(sentence.replace(/^\s*\p{Lu}/u, (c) => c.toLowerCase()));
     const text = (sentence.replace(WHEN_PHRASES, " ").split(REASON)[0] ?? "").replace(/;/g, ",");
     // A comma is a token of its own: "7 Harbour Road, Cobh" is two values.
-    const tokens = text.match(/[\p{L}\p{N}$€£@][\p{L}\p{N}'’.:@$€£%+\/-]*|,/gu)?.map((t) => t.replace(/(.)[.:'’]+$/, "$1")) ?? [];
+    const matched = [...text.matchAll(/[\p{L}\p{N}$€£@][\p{L}\p{N}'’.:@$€£%+\/-]*|,/gu)];
+    const tokens = matched.map((m) => m[0].replace(/(.)[.:'’]+$/, "$1"));
+    let firstValue = -1;
     const low = tokens.map(fold);
     const values: Frame["values"] = [];
     const skeleton: string[] = [];
@@ -159,6 +165,8 @@ export function framesOf(sentences: string[]): Frame[] {
       // "My GP", "a new GP": what follows a possessive or an article is what the sentence is about.
       const owned = /^(?:my|our|your|his|her|their)$/.test(before) || (/^(?:a|an|new)$/.test(before) && /^\p{Lu}{2,5}$/u.test(t));
       const kind = kindOf(t, tokens[i + 1]) ?? (i > 0 && /^\p{Ll}*\p{Lu}/u.test(t) && !NOT_NAME.test(t) && !STOP.has(lower) && !modifier && !owned ? "name" : undefined);
+      // "Note 3:", "Day 2:": a label that numbers the note, not a value it states.
+      if (kind && !values.length && /:$/.test(matched[i][0])) continue;
       if (kind) {
         const last = values[values.length - 1];
         // "Hard Fork", "Pixel 8", "Dr Lee", "3 pm", "June 1", "0612 345 678", "7 Harbour Road": one value.
@@ -167,6 +175,7 @@ export function framesOf(sentences: string[]): Frame[] {
           if (kind === "date" || last.kind === "date") last.kind = "date";
           else if (kind === "name") last.kind = "name";
         } else values.push({ text: lower, kind });
+        if (firstValue < 0) firstValue = i;
         if (topic.length || leading) topicDone = true;
         prev = "value";
         continue;
@@ -197,7 +206,7 @@ export function framesOf(sentences: string[]): Frame[] {
       if (ADDRESS.test(v.text)) v.kind = "address";
       else if (v.kind === "num" && /^\+?[\d\s()-]+$/.test(v.text) && v.text.replace(/\D/g, "").length >= 7) v.kind = "phone";
     }
-    if (values.length && (skeleton.length || subject || values.some((v) => /^(?:email|phone|address)$/.test(v.kind) || unitOf(v) !== ""))) frames.push({ subject, leading, skeleton: [...new Set(skeleton)], topic: [...new Set(topic)], head: heads.filter((w) => !VERBISH.has(w)).at(-1) ?? "", values, cue });
+    if (values.length && (skeleton.length || subject || values.some((v) => /^(?:email|phone|address)$/.test(v.kind) || unitOf(v) !== ""))) frames.push({ subject, leading, skeleton: [...new Set(skeleton)], topic: [...new Set(topic)], head: heads.filter((w) => !VERBISH.has(w)).at(-1) ?? "", values, cue, stated: firstValue > 0 && STATED.test(text.slice(0, matched[firstValue].index)) });
   }
   return frames;
 }
@@ -257,7 +266,10 @@ export function frameChange(newer: Frame, older: Frame): string | undefined {
   const sameSkeleton = newer.skeleton.length === older.skeleton.length && newer.skeleton.every((w) => older.skeleton.includes(w));
   const many = newer.skeleton.some((w) => MANY.test(w));
   const why = `${newer.subject || "self"}.${(shared.length ? shared : newer.skeleton).join("-") || "value"}: ${pair[0].text} → ${pair[1].text}`;
-  if (sameSkeleton && sameTopic && newer.skeleton.length >= 2 && !many) return why;
+  // Without a word of change, only a sentence that states a value ("My phone number is 555-0199"):
+  // two titles or labels that differ in a number or a time of day are two things ("note 115 about
+  // chess" / "note 121 about chess", "green tea garden morning" / "… evening").
+  if (sameSkeleton && sameTopic && newer.skeleton.length >= 2 && !many && (newer.stated || newer.cue)) return why;
   if (!newer.cue) return undefined;
   // "Tennis is on Saturday mornings at 9" / "Tennis is on Sunday afternoons at 3 now": one named thing.
   if (newer.leading && newer.subject === older.subject && !newer.topic.length && !older.topic.length) return why;

@@ -30,6 +30,7 @@ describe("frames: a value changed in any phrasing", () => {
     ["an actor before the thing", "Rent is 1450 a month.", "Landlord raised the rent to 1600 a month."],
     ["one part of a value changed", "Lily is in Year 2.", "Lily moved up to Year 3."],
     ["a pronoun's antecedent in the sentence before", "The backend is written in Python.", "We rewrote the backend; it's written in Go now."],
+    ["a value stated anew without a cue", "My phone number is 555-0142.", "My phone number is 555-0199."],
   ])("%s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(true);
   });
@@ -47,6 +48,9 @@ describe("frames: a value changed in any phrasing", () => {
     ["'New York' is no change", "Training Tuesdays at 6pm at Hollow Lane.", "I'm taking the train to New York on the 20th."],
     ["'the 3rd floor' is not a date", "left laptop charger on library 3rd floor", "Library books due back 12th"],
     ["an additive cue", "The standup is at 9:30.", "The standup is also at 10 on Fridays now."],
+    ["a list of words that differ in a time of day, no cue", "green tea garden morning", "green tea garden evening"],
+    ["numbered notes on one topic, no cue", "note 115 about guitar and tennis", "note 121 about guitar and tennis"],
+    ["a numbering label, even beside a word of change", "Note 3: talked about a broken bicycle chain with friend number 3", "Note 5: talked about moving to Oslo with friend number 5"],
   ])("leaves alone: %s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(false);
   });
