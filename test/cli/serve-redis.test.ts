@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisLedger } from "../../src/limits/ledger-redis.js";
 import { RedisConnection } from "../../src/storage/shared/redis.js";
-import { collect, json, runMm, spawnMm } from "../helpers/spawn-mm.js";
+import { json, runMm, spawnMm } from "../helpers/spawn-mm.js";
 import { startAzurite } from "../helpers/azurite.js";
 import { freePort, startRedis, type TestRedis } from "../helpers/redis.js";
 import { useTempDirs } from "../helpers/temp.js";
@@ -38,6 +38,11 @@ const api = (url: string, key: string, path: string, init: RequestInit = {}) =>
   fetch(url + path, { ...init, headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json", ...(init.headers as object) } });
 
 const create = (url: string, key: string, content: string) => api(url, key, "/v1/memories", { method: "POST", body: JSON.stringify({ content, userId: "u1" }) });
+
+/** Resolves when the process has exited, also if it already had ('exit' is emitted once). */
+function exited(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())));
+}
 
 /** The search limit is low so the shared-rate test reaches it; the other tests don't search. */
 const SERVE_ARGS = ["--rate-read", "1000", "--rate-write", "1000", "--rate-search", "7"];
@@ -101,6 +106,8 @@ describe.each(KINDS)("mm serve replicas on $name and one Redis (spawned, real mo
   let replicaEnv: (i: number) => Record<string, string>;
   let stopStore: () => Promise<void>;
   let replicas: Replica[];
+  /** A third replica, started with the others (a start under load can take a while), for the kill -9 test. */
+  let victim: Replica | undefined;
   let keys: Record<string, string>;
   const mm = (args: string[], extra: Record<string, string> = {}) => runMm(args, { store, env: { ...env, ...extra } });
 
@@ -117,13 +124,14 @@ describe.each(KINDS)("mm serve replicas on $name and one Redis (spawned, real mo
       expect((await mm(["accounts", "create", name, "--plan", plan])).code).toBe(0);
       keys[name] = json(await mm(["keys", "create", "--account", name, "--name", "k"])).key;
     }
-    replicas = await Promise.all([0, 1].map((i) => replica(store, redis.url, SERVE_ARGS, replicaEnv(i))));
+    [victim, ...replicas] = await Promise.all([2, 0, 1].map((i) => replica(store, redis.url, SERVE_ARGS, replicaEnv(i))));
   }, 120_000);
 
   afterAll(async () => {
-    for (const r of replicas ?? []) {
+    for (const r of [...(replicas ?? []), ...(victim ? [victim] : [])]) {
+      const gone = exited(r.child);
       r.child.kill("SIGTERM");
-      await collect(r.child).catch(() => undefined);
+      await gone;
     }
     await redis?.close();
     await stopStore?.();
@@ -208,13 +216,13 @@ describe.each(KINDS)("mm serve replicas on $name and one Redis (spawned, real mo
   });
 
   it("loses nothing a replica acknowledged when it is killed with -9 mid-write, and the others keep serving", async () => {
-    const victim = await replica(store, redis.url, SERVE_ARGS, replicaEnv(2));
+    const dying = victim!;
     const acked: string[] = [];
     const other: string[] = [];
     let stop = false;
     const writers = Array.from({ length: 4 }, async (_, c) => {
       for (let i = 0; !stop; i++) {
-        const res = await create(victim.url, keys.writers, `client ${c} wrote crash note ${i}`).catch(() => undefined);
+        const res = await create(dying.url, keys.writers, `client ${c} wrote crash note ${i}`).catch(() => undefined);
         if (!res) return;
         if (res.status === 201) acked.push(((await res.json()) as { id: string }).id);
         else other.push(`${res.status} ${await res.text()}`);
@@ -224,10 +232,13 @@ describe.each(KINDS)("mm serve replicas on $name and one Redis (spawned, real mo
     while (acked.length < 6 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(other).toEqual([]);
     expect(acked.length).toBeGreaterThanOrEqual(6);
-    victim.child.kill("SIGKILL");
+    // Listened for before the kill: once the writers are done it may have exited long ago.
+    const gone = exited(dying.child);
+    dying.child.kill("SIGKILL");
     stop = true;
     await Promise.all(writers);
-    await collect(victim.child).catch(() => undefined);
+    await gone;
+    victim = undefined;
     for (const [i, r] of replicas.entries()) {
       for (const id of acked) expect((await readable(r.url, keys.writers, id)).status).toBe(200);
       const res = await create(r.url, keys.writers, `written through replica ${i} after another died`);
