@@ -9,7 +9,7 @@ import type { Embedder, EmbedderConfig, Env } from "../embedder/index.js";
 import { maskSecrets } from "../secrets.js";
 import { openLedger, openLimiter } from "../limits/index.js";
 import { DEFAULT_RATE_LIMITS, type RateLimits } from "../limits/rate-limiter.js";
-import { coordinationDir, placeOf } from "../storage/location.js";
+import { placeOf } from "../storage/location.js";
 import { openShared } from "../storage/shared/index.js";
 import type { RedisShared } from "../storage/shared/redis.js";
 import { MmError, validationError } from "../errors.js";
@@ -88,7 +88,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const place = placeOf(options.storeDir);
   const shared = await openShared({
     store: options.storeDir,
-    coordinationDir: coordinationDir(place, options.env ?? process.env),
+    env: options.env,
     redisUrl: options.redisUrl,
     redisSource: options.redisSource,
     log: (entry) => log?.(entry),

@@ -30,7 +30,6 @@ export async function openLimiter(shared: Shared, limits: RateLimits = DEFAULT_R
  * machine counts where the servers count), else the store's files. `close` ends the connection.
  */
 export async function openCommandLedger(storeDir: string, env: Record<string, string | undefined>, clock?: () => Date): Promise<{ ledger: Ledger; close(): Promise<void> }> {
-  const coordination = coordinationDir(placeOf(storeDir), env);
-  const shared = await openShared({ store: storeDir, coordinationDir: coordination, redisUrl: env.MM_REDIS_URL?.trim() || undefined, redisSource: "MM_REDIS_URL" });
-  return { ledger: await openLedger(shared, coordination, clock), close: () => shared.close() };
+  const shared = await openShared({ store: storeDir, env, redisUrl: env.MM_REDIS_URL?.trim() || undefined, redisSource: "MM_REDIS_URL" });
+  return { ledger: await openLedger(shared, coordinationDir(placeOf(storeDir), env), clock), close: () => shared.close() };
 }

@@ -1,6 +1,6 @@
 import type { MmError } from "../errors.js";
 import type { RedisConnection } from "../storage/shared/redis.js";
-import { nextMonth, OperationMeter, period, quotaExceeded, type Bucket, type Ledger, type Usage } from "./ledger.js";
+import { OperationMeter, period, quotaExceeded, usageAt, type Bucket, type Ledger, type Usage } from "./ledger.js";
 
 /**
  * Check and count in one step, per account and month: one hash holds `used`, a field per UTC day
@@ -52,7 +52,7 @@ export class RedisLedger implements Ledger {
   async usage(accountId: string, limit: number | null): Promise<Usage> {
     const now = this.clock();
     const used = await this.connection.run("read the quota ledger", (r) => r.hget(this.key(accountId, now), "used"));
-    return this.usageOf(accountId, limit, Number(used ?? 0), now);
+    return usageAt(accountId, limit, Number(used ?? 0), now);
   }
 
   async charge(accountId: string, limit: number | null, bucket: Bucket, count = 1): Promise<Usage> {
@@ -89,8 +89,8 @@ export class RedisLedger implements Ledger {
         if (counted > 0) reserved.push({ accountId: first.accountId, bucket: first.bucket, count: counted });
         // Each admitted meter reports the count after its own unit, as if charged one by one.
         indexes.forEach((i, k) => {
-          if (k < counted) meters[i].usage = this.usageOf(first.accountId, first.limit, used - counted + k + 1, now);
-          else refused[i] = quotaExceeded(this.usageOf(first.accountId, first.limit, used, now));
+          if (k < counted) meters[i].usage = usageAt(first.accountId, first.limit, used - counted + k + 1, now);
+          else refused[i] = quotaExceeded(usageAt(first.accountId, first.limit, used, now));
         });
       }
     } catch (err) {
@@ -111,7 +111,7 @@ export class RedisLedger implements Ledger {
     for (const group of unlimited.values()) {
       const at = this.clock();
       const [, used] = await this.count(group[0].accountId, null, group[0].bucket, group.length, false, at);
-      group.forEach((m, k) => (m.usage = this.usageOf(m.accountId, null, used - group.length + k + 1, at)));
+      group.forEach((m, k) => (m.usage = usageAt(m.accountId, null, used - group.length + k + 1, at)));
     }
     return { result, refused };
   }
@@ -143,11 +143,11 @@ export class RedisLedger implements Ledger {
       const result = await commit(count);
       const now = this.clock();
       const [, used] = await this.count(accountId, null, bucket, count, false, now);
-      return { result, usage: this.usageOf(accountId, null, used, now), admitted: count };
+      return { result, usage: usageAt(accountId, null, used, now), admitted: count };
     }
     const now = this.clock();
     const [admitted, used] = await this.count(accountId, limit, bucket, count, upTo, now);
-    const usage = this.usageOf(accountId, limit, used, now);
+    const usage = usageAt(accountId, limit, used, now);
     if (admitted < 1) throw quotaExceeded(usage);
     let result: T;
     try {
@@ -172,10 +172,6 @@ export class RedisLedger implements Ledger {
     for (const { accountId, bucket, count } of reserved) {
       await this.count(accountId, null, bucket, -count, false, at).catch(() => undefined);
     }
-  }
-
-  private usageOf(accountId: string, limit: number | null, used: number, now: Date): Usage {
-    return { accountId, period: period(now), used, limit, resetAt: nextMonth(now).toISOString() };
   }
 
   private key(accountId: string, now: Date): string {

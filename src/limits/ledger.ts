@@ -72,7 +72,7 @@ export class QuotaLedger implements Ledger {
 
   async usage(accountId: string, limit: number | null): Promise<Usage> {
     const now = this.clock();
-    return { accountId, period: period(now), used: this.count(accountId, now), limit, resetAt: nextMonth(now).toISOString() };
+    return usageAt(accountId, limit, this.count(accountId, now), now);
   }
 
   /**
@@ -108,7 +108,7 @@ export class QuotaLedger implements Ledger {
     return withLock(join(accountDir, ".lock"), async () => {
       const now = this.clock();
       const used = this.count(accountId, now);
-      if (used + count > limit) throw quotaExceeded({ accountId, period: period(now), used, limit, resetAt: nextMonth(now).toISOString() });
+      if (used + count > limit) throw quotaExceeded(usageAt(accountId, limit, used, now));
       const result = await commit();
       return { result, usage: this.append(accountId, limit, bucket, count) };
     });
@@ -137,7 +137,7 @@ export class QuotaLedger implements Ledger {
       const now = this.clock();
       const used = this.count(accountId, now);
       const admitted = Math.min(count, limit - used);
-      if (admitted < 1) throw quotaExceeded({ accountId, period: period(now), used, limit, resetAt: nextMonth(now).toISOString() });
+      if (admitted < 1) throw quotaExceeded(usageAt(accountId, limit, used, now));
       const result = await commit(admitted);
       const usage = this.append(accountId, limit, bucket, admitted);
       return { result, admitted, usage, ...(admitted < count ? { refusal: quotaExceeded(usage) } : {}) };
@@ -164,7 +164,7 @@ export class QuotaLedger implements Ledger {
       const refused = meters.map((m) => {
         if (m.limit === null) return undefined;
         const u = used.get(m.accountId)!;
-        if (u + 1 > m.limit) return quotaExceeded({ accountId: m.accountId, period: period(now), used: u, limit: m.limit, resetAt: nextMonth(now).toISOString() });
+        if (u + 1 > m.limit) return quotaExceeded(usageAt(m.accountId, m.limit, u, now));
         used.set(m.accountId, u + 1);
         return undefined;
       });
@@ -188,7 +188,7 @@ export class QuotaLedger implements Ledger {
     // One write for all `count` records: it lands whole or (if the process dies first) not at all.
     const record = (`${now.toISOString()} ${bucket}`.padEnd(RECORD_BYTES - 1) + "\n").repeat(count);
     appendFileSync(file, record, { mode: 0o600 });
-    return { accountId, period: period(now), used: this.count(accountId, now), limit, resetAt: nextMonth(now).toISOString() };
+    return usageAt(accountId, limit, this.count(accountId, now), now);
   }
 
   /** The billing of one operation (an HTTP request, a CLI command, a batch add): see OperationMeter. */
@@ -326,6 +326,11 @@ export class OperationMeter implements Meter {
       return refusal;
     }
   }
+}
+
+/** An account's usage at `now`: `used` of `limit` in the UTC month `now` is in. */
+export function usageAt(accountId: string, limit: number | null, used: number, now: Date): Usage {
+  return { accountId, period: period(now), used, limit, resetAt: nextMonth(now).toISOString() };
 }
 
 export function isQuotaExceeded(err: unknown): boolean {

@@ -1,9 +1,8 @@
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { FileDocuments, TableDocuments, type DocumentDriver } from "./documents.js";
 import { lanceSession, loadLance, type Connection, type Session } from "./lance.js";
-import { coordinationDir, objectStorageOptions, objectStoreError, placeOf, type StorePlace } from "./location.js";
-import { LocalShared } from "./shared/local.js";
+import { objectStorageOptions, objectStoreError, placeOf, type StorePlace } from "./location.js";
+import { localShared, openShared } from "./shared/index.js";
 import type { Shared } from "./shared/types.js";
 
 type Env = Record<string, string | undefined>;
@@ -43,26 +42,19 @@ export async function connectDatabase(place: StorePlace, env: Env, metadataCache
   }
 }
 
-/** Local files in the coordination directory: what one machine's processes of a store agree through. */
-export function defaultShared(place: StorePlace, env: Env): Shared {
-  const dir = coordinationDir(place, env);
-  if (place.kind === "object") mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return new LocalShared(dir, { stamps: place.kind === "object" });
-}
 
 /**
  * The store's Shared when the caller gives none. An object store with `$MM_REDIS_URL` agrees
  * through Redis, as `mm serve --redis` replicas of it do on any machine: a command then takes the
  * same write lock and touches the same change stamps (`mm keys revoke` reaches every replica).
- * Anything else: local files (defaultShared). A local store keeps its files even with Redis: all
+ * Anything else: local files (localShared). A local store keeps its files even with Redis: all
  * its processes are on its one machine, and Redis only counts its quota and rate limits.
  * `owned`: a connection this call opened, for the caller to close.
  */
 export async function sharedFor(place: StorePlace, env: Env): Promise<{ shared: Shared; owned: boolean }> {
   const redisUrl = env.MM_REDIS_URL?.trim();
-  if (place.kind === "local" || !redisUrl) return { shared: defaultShared(place, env), owned: false };
-  const { openShared } = await import("./shared/index.js");
-  return { shared: await openShared({ store: place.uri, coordinationDir: coordinationDir(place, env), redisUrl, redisSource: "MM_REDIS_URL" }), owned: true };
+  if (place.kind === "local" || !redisUrl) return { shared: localShared(place, env), owned: false };
+  return { shared: await openShared({ store: place.uri, env, redisUrl, redisSource: "MM_REDIS_URL" }), owned: true };
 }
 
 /** A store's documents, given as an open store (which has them) or as its location. */
@@ -79,7 +71,7 @@ export function documentsOf(source: DocumentSource, env: Env = process.env): () 
   if (typeof source !== "string") return () => Promise.resolve(source.documents);
   const place = placeOf(source);
   if (place.kind === "local") {
-    const files = new FileDocuments(place.dir, new LocalShared(place.dir));
+    const files = new FileDocuments(place.dir, localShared(place, env));
     return () => Promise.resolve(files);
   }
   return () => {

@@ -104,7 +104,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     throw err;
   }
   const accounts = new Accounts(storeDir, clock);
-  const shared = await openShared({ store: storeDir, coordinationDir: storeDir, redisUrl });
+  const shared = await openShared({ store: storeDir, redisUrl });
   return {
     url: server.url,
     storeDir,

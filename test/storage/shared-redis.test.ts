@@ -144,7 +144,7 @@ describe("the Redis shared driver", () => {
 describe("connecting to Redis", () => {
   it("refuses a URL that isn't redis://, naming the flag", async () => {
     for (const url of ["not a url", "http://127.0.0.1:6379", "redis://127.0.0.1:6379/zero"]) {
-      const err = await rejection(openShared({ store: "/s", coordinationDir: "/s", redisUrl: url, redisSource: "--redis" }), MmError);
+      const err = await rejection(openShared({ store: "/s", redisUrl: url, redisSource: "--redis" }), MmError);
       expect(err.code).toBe("VALIDATION_ERROR");
       expect(err.message).toContain("--redis");
     }
@@ -153,7 +153,7 @@ describe("connecting to Redis", () => {
   it("says Redis can't be reached, without the password, when nothing answers", async () => {
     const port = await freePort();
     const started = Date.now();
-    const err = await rejection(openShared({ store: "/s", coordinationDir: "/s", redisUrl: `redis://:s3cret-pass-word@127.0.0.1:${port}`, redisSource: "MM_REDIS_URL" }), MmError);
+    const err = await rejection(openShared({ store: "/s", redisUrl: `redis://:s3cret-pass-word@127.0.0.1:${port}`, redisSource: "MM_REDIS_URL" }), MmError);
     expect(err.code).toBe("SERVICE_UNAVAILABLE");
     expect(err.status).toBe(503);
     expect(err.message).toContain(`redis://127.0.0.1:${port}`);
@@ -165,11 +165,11 @@ describe("connecting to Redis", () => {
   it("says so when the password is wrong, without it", async () => {
     const locked = await startRedis(["--requirepass", "right-password-123"]);
     try {
-      const err = await rejection(openShared({ store: "/s", coordinationDir: "/s", redisUrl: `redis://:wrong-password-456@127.0.0.1:${locked.port}` }), MmError);
+      const err = await rejection(openShared({ store: "/s", redisUrl: `redis://:wrong-password-456@127.0.0.1:${locked.port}` }), MmError);
       expect(err.code).toBe("SERVICE_UNAVAILABLE");
       expect(JSON.stringify({ m: err.message, c: String(err.cause) })).not.toContain("wrong-password-456");
       const log: Record<string, unknown>[] = [];
-      const ok = await openShared({ store: "/s", coordinationDir: "/s", redisUrl: `redis://:right-password-123@127.0.0.1:${locked.port}`, log: (e) => log.push(e) });
+      const ok = await openShared({ store: "/s", redisUrl: `redis://:right-password-123@127.0.0.1:${locked.port}`, log: (e) => log.push(e) });
       expect(await ok.stamp("auth")).toBe("0");
       // Nor in the log when the connection is lost, nor in the error a request gets.
       await locked.stop();
