@@ -2,24 +2,17 @@ import { existsSync } from "node:fs";
 import { readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startAzurite, type Azurite } from "../helpers/azurite.js";
+import { describe, expect, it } from "vitest";
+import { useAzurite } from "../helpers/azurite.js";
 import { collect, json, runMm, spawnMm, type MmResult } from "../helpers/spawn-mm.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
-let az: Azurite;
-
-beforeAll(async () => {
-  az = await startAzurite();
-}, 60_000);
-afterAll(async () => {
-  await az?.stop();
-});
+const azurite = useAzurite();
 
 /** `mm` on an az:// store, as a user on this machine would run it (the coordination dir in a temp state dir). */
 function mmOn(store: string, state: string) {
-  return (args: string[], env: Record<string, string> = {}): Promise<MmResult> => runMm([...args, "--json"], { store, env: { ...az.env, XDG_STATE_HOME: state, ...env } });
+  return (args: string[], env: Record<string, string> = {}): Promise<MmResult> => runMm([...args, "--json"], { store, env: { ...azurite().env, XDG_STATE_HOME: state, ...env } });
 }
 
 function ok(r: MmResult): MmResult {
@@ -30,7 +23,7 @@ function ok(r: MmResult): MmResult {
 describe("mm on a store in Azure Blob Storage (spawned, real Azurite)", () => {
   it("init, add, search, get, list, accounts and keys, export and import, optimize: every command works on az://, and a second process sees the first's writes", async () => {
     const state = await tempDir();
-    const store = `az://${await az.container()}/mm/store`;
+    const store = `az://${await azurite().container()}/mm/store`;
     const mm = mmOn(store, state);
     expect(json(ok(await mm(["init"]))).store).toBe(store);
     const lisbon = json(ok(await mm(["memories", "add", "I moved to Lisbon in March", "--user", "ana"])));
@@ -47,10 +40,10 @@ describe("mm on a store in Azure Blob Storage (spawned, real Azurite)", () => {
 
     const dir = await tempDir();
     const file = join(dir, "export.jsonl");
-    const exported = await runMm(["export", "--store", store], { env: { ...az.env, XDG_STATE_HOME: state } });
+    const exported = await runMm(["export", "--store", store], { env: { ...azurite().env, XDG_STATE_HOME: state } });
     ok(exported);
     await writeFile(file, exported.stdout);
-    const copy = `az://${await az.container()}/copy`;
+    const copy = `az://${await azurite().container()}/copy`;
     ok(await mmOn(copy, state)(["import", file]));
     const copied = json(ok(await mmOn(copy, state)(["memories", "list"])));
     expect(copied.items.map((m: { id: string }) => m.id).sort()).toEqual([lisbon.id, dentist.id].sort());
@@ -67,10 +60,10 @@ describe("mm on a store in Azure Blob Storage (spawned, real Azurite)", () => {
 
   it("mm serve on az:// serves /v1, and a key created and revoked by another process is honoured on the next request", async () => {
     const state = await tempDir();
-    const store = `az://${await az.container()}/served`;
+    const store = `az://${await azurite().container()}/served`;
     const mm = mmOn(store, state);
     ok(await mm(["init"]));
-    const server = spawnMm(["serve", "--port", "0"], { store, env: { ...az.env, XDG_STATE_HOME: state } });
+    const server = spawnMm(["serve", "--port", "0"], { store, env: { ...azurite().env, XDG_STATE_HOME: state } });
     const done = collect(server);
     try {
       const listening = await new Promise<{ url: string; coordination?: string }>((resolve, reject) => {
@@ -105,7 +98,7 @@ describe("mm on a store in Azure Blob Storage (spawned, real Azurite)", () => {
 
   it("two processes adding at once on one Azurite store: every acknowledged write is stored once", async () => {
     const state = await tempDir();
-    const store = `az://${await az.container()}/busy`;
+    const store = `az://${await azurite().container()}/busy`;
     const mm = mmOn(store, state);
     ok(await mm(["init"]));
     const dir = await tempDir();
@@ -130,8 +123,8 @@ describe("mm on a store in Azure Blob Storage (spawned, real Azurite)", () => {
       ["gopher://x/y", {}, /scheme gopher:\/\/ is not supported/],
       ["az://", {}, /names no container/],
       ["az://no-such-container-here/x", {}, /does not exist.*mm does not create containers/],
-      [`az://${await az.container()}/x`, { AZURE_STORAGE_ACCOUNT_KEY: "" }, /AZURE_STORAGE_ACCOUNT_KEY is not set/],
-      [`az://${await az.container()}/x`, { AZURE_STORAGE_ACCOUNT_KEY: Buffer.alloc(64, 1).toString("base64") }, /refused the credentials/],
+      [`az://${await azurite().container()}/x`, { AZURE_STORAGE_ACCOUNT_KEY: "" }, /AZURE_STORAGE_ACCOUNT_KEY is not set/],
+      [`az://${await azurite().container()}/x`, { AZURE_STORAGE_ACCOUNT_KEY: Buffer.alloc(64, 1).toString("base64") }, /refused the credentials/],
     ];
     for (const [store, env, message] of cases) {
       const r = await mmOn(store, state)(["init"], env);
@@ -140,7 +133,7 @@ describe("mm on a store in Azure Blob Storage (spawned, real Azurite)", () => {
       const body = JSON.parse(r.stderr.trim().split("\n").pop()!);
       expect(body.error.code).toBe("STORE_ERROR");
       expect(body.error.message).toMatch(message);
-      expect(body.error.message).not.toContain(az.env.AZURE_STORAGE_ACCOUNT_KEY.slice(0, 10));
+      expect(body.error.message).not.toContain(azurite().env.AZURE_STORAGE_ACCOUNT_KEY.slice(0, 10));
     }
     expect(existsSync(join(process.cwd(), "az:"))).toBe(false);
     expect(existsSync(join(process.cwd(), "gopher:"))).toBe(false);

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -28,6 +29,18 @@ export interface Azurite {
  * Starts Microsoft's Azure Storage emulator on a free port, in its own temp directory, for tests
  * against a real object store (it honours conditional writes, which LanceDB's commits rely on).
  */
+/** One Azurite for a test file: started before its tests, stopped after them. */
+export function useAzurite(): () => Azurite {
+  let azurite: Azurite | undefined;
+  beforeAll(async () => {
+    azurite = await startAzurite();
+  }, 60_000);
+  afterAll(async () => {
+    await azurite?.stop();
+  });
+  return () => azurite!;
+}
+
 export async function startAzurite(options: { debug?: boolean } = {}): Promise<Azurite> {
   const location = await mkdtemp(join(tmpdir(), "mm-azurite-"));
   const port = await freePort();

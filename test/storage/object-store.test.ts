@@ -1,5 +1,5 @@
 import { readdir } from "node:fs/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Accounts } from "../../src/core/accounts.js";
 import { ConsoleAccess } from "../../src/core/console-access.js";
 import { openContext, type Context } from "../../src/core/context.js";
@@ -9,23 +9,16 @@ import { MmError } from "../../src/errors.js";
 import { coordinationDir, objectStorageOptions, placeOf } from "../../src/storage/location.js";
 import { resolveStorePath } from "../../src/storage/paths.js";
 import { Store } from "../../src/storage/store.js";
-import { startAzurite, type Azurite } from "../helpers/azurite.js";
+import { useAzurite } from "../helpers/azurite.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
-let az: Azurite;
-
-beforeAll(async () => {
-  az = await startAzurite();
-}, 60_000);
-afterAll(async () => {
-  await az?.stop();
-});
+const azurite = useAzurite();
 
 /** The env of a process using the Azurite store, with its coordination directory in a temp dir. */
 async function envFor(): Promise<Record<string, string>> {
-  return { ...az.env, XDG_STATE_HOME: await tempDir() };
+  return { ...azurite().env, XDG_STATE_HOME: await tempDir() };
 }
 
 async function open(uri: string, env: Record<string, string>): Promise<Context> {
@@ -44,7 +37,7 @@ async function storeError(fn: () => Promise<unknown>): Promise<MmError> {
 
 describe("a store in Azure Blob Storage (Azurite)", () => {
   it("keeps memories, the graph, accounts, keys and console sessions where a second process sees them", async () => {
-    const uri = `az://${await az.container()}/team/store`;
+    const uri = `az://${await azurite().container()}/team/store`;
     const env = await envFor();
     const a = await open(uri, env);
     const m = await createMemory(a, { content: "I moved to Lisbon in March", userId: "ana" });
@@ -73,7 +66,7 @@ describe("a store in Azure Blob Storage (Azurite)", () => {
   });
 
   it("every acknowledged write of two concurrent writers (two stores, one machine's locks) is stored once", async () => {
-    const uri = `az://${await az.container()}/concurrent`;
+    const uri = `az://${await azurite().container()}/concurrent`;
     const env = await envFor();
     const [a, b] = [await open(uri, env), await open(uri, env)];
     const created = await Promise.all(
@@ -92,7 +85,7 @@ describe("a store in Azure Blob Storage (Azurite)", () => {
   });
 
   it("a document changes only from the revision its writer read: a writer that lost its lock can't overwrite a newer one", async () => {
-    const uri = `az://${await az.container()}/revs`;
+    const uri = `az://${await azurite().container()}/revs`;
     const ctx = await open(uri, await envFor());
     await new Accounts(ctx.store).create({ name: "first" });
     const docs = ctx.store.documents;
@@ -104,7 +97,7 @@ describe("a store in Azure Blob Storage (Azurite)", () => {
   });
 
   it("optimize compacts the store and keeps every memory; stats report the tables' bytes", async () => {
-    const uri = `az://${await az.container()}/opt`;
+    const uri = `az://${await azurite().container()}/opt`;
     const ctx = await open(uri, await envFor());
     for (let i = 0; i < 5; i++) await createMemory(ctx, { content: `note ${i} on the boat`, userId: "u" });
     const before = await ctx.store.stats();
@@ -132,7 +125,7 @@ describe("a store in Azure Blob Storage (Azurite)", () => {
       expect((await storeError(() => Store.open("az://no-such-container/x", { env, create: { provider: "test", model: "m", dims: 8 } }))).message).toMatch(
         /container "no-such-container" does not exist.*mm does not create containers/,
       );
-      const container = await az.container();
+      const container = await azurite().container();
       const noKey = { ...env, AZURE_STORAGE_ACCOUNT_KEY: "" };
       expect((await storeError(() => Store.open(`az://${container}/x`, { env: noKey }))).message).toMatch(/AZURE_STORAGE_ACCOUNT_KEY is not set/);
       const noName = { ...env, AZURE_STORAGE_ACCOUNT_NAME: "" };
