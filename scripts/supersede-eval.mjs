@@ -16,6 +16,7 @@
 //     --check2    a second internal check set, written after the first was used (measured once clean, then tuned on)
 //     --check3    a third, written after the second was used; --check4 a fourth, after the third
 //     --heldout3  the lead's blind set (replaced-heldout3.jsonl, both-true-heldout3.jsonl), added after
+//     --heldout4  a second blind set, written for the newer-first ranking (ranking.ts NEWER) and measured once
 //     --off       detection off (autoSupersede: false): the figures before this feature
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,7 +29,7 @@ const { openContext } = await dist("core/context.js");
 const { addMemoriesFromLines, searchMemories } = await dist("core/memories.js");
 
 const args = process.argv.slice(2);
-const SPLITS = ["heldout3", "heldout2", "heldout", "check4", "check3", "check2", "check"];
+const SPLITS = ["heldout4", "heldout3", "heldout2", "heldout", "check4", "check3", "check2", "check"];
 const split = SPLITS.find((s) => args.includes(`--${s}`)) ?? "dev";
 const detect = !args.includes("--off");
 const jsonOut = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;

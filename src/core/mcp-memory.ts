@@ -1,3 +1,4 @@
+import { SUBJECT, observationSubject } from "./observation.js";
 import { MmError, toMmError } from "../errors.js";
 import { ENTITY_TYPES, type EntityType } from "../schemas/enums.js";
 import { foldName, parseCreateEntity } from "../schemas/entity.js";
@@ -166,9 +167,6 @@ export async function addObservationMemories(
   if (failure && !onResult) throw failure;
 }
 
-/** The metadata key that marks a memory whose text starts with its entity's name (withSubject). */
-const SUBJECT = "observationOf";
-
 /**
  * An observation as a memory: "HQ is in Phoenix" under Acme says nothing of Acme, so a search
  * for "where is Acme headquartered?" would miss it. The memory's text names its subject
@@ -183,14 +181,8 @@ function withSubject(content: string, name: string | undefined): { content: stri
 
 /** The observation a memory holds: its text, without the subject withSubject put in front. */
 function observationText(m: MemoryRecord): string {
-  if (!m.metadata) return m.content;
-  let subject: unknown;
-  try {
-    subject = (JSON.parse(m.metadata) as Record<string, unknown>)[SUBJECT];
-  } catch {
-    return m.content;
-  }
-  return typeof subject === "string" && m.content.startsWith(`${subject}: `) ? m.content.slice(subject.length + 2) : m.content;
+  const subject = observationSubject(m.metadata);
+  return subject !== undefined && m.content.startsWith(`${subject}: `) ? m.content.slice(subject.length + 2) : m.content;
 }
 
 /** Observations (linked memories' contents, oldest first) of each entity, within the scope. */

@@ -38,7 +38,7 @@ export interface Memory {
 export type MemoryListItem = Omit<Memory, "metadata" | "entityIds" | "supersedes" | "deduplicated">;
 
 
-export { searchCandidates, searchMemories, type MemorySearchHit } from "./search.js";
+export { rankHits, searchCandidates, searchMemories, type MemorySearchHit } from "./search.js";
 
 export interface Pagination {
   page: number;

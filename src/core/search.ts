@@ -2,8 +2,9 @@ import { parseSearchMemories, type SearchMemoriesInput } from "../schemas/memory
 import type { MemoryFilter, MemoryRecord, MemoryWordHit } from "../storage/store.js";
 import { embedQuery, type Context } from "./context.js";
 import { conversationOf } from "./conversation.js";
+import { observationSubject } from "./observation.js";
 import { coverage, englishCount, queryTerms, termWeights, type Term } from "./keyword.js";
-import { CANDIDATES, HYBRID, KEYWORD_POOL, LEAD, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate } from "./ranking.js";
+import { CANDIDATES, HYBRID, KEYWORD_POOL, LEAD, NEWER, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
 import { replacedAfterReplacing, validityFilter } from "./validity.js";
 
 /** A search hit (spec §2.1): no metadata, no updatedAt; agentId and tags only when set. */
@@ -29,8 +30,71 @@ export interface MemorySearchHit {
  */
 export async function searchMemories(ctx: Context, raw: unknown): Promise<{ results: MemorySearchHit[] }> {
   const input = parseSearchMemories(raw);
-  const ranked = replacedAfterReplacing(best(rank(input.mode, await gatherCandidates(ctx, input, { prune: true })), input.threshold, input.limit));
-  return { results: ranked.map(({ record, score }) => toSearchHit(record, score)) };
+  const results = await rankHits(ctx, input, await gatherCandidates(ctx, input, scopeOf(ctx, input), { prune: true }));
+  return { results: results.map(({ record, score }) => toSearchHit(record, score)) };
+}
+
+/**
+ * A search's hits from its candidates: scored, newer notes first (hybrid), the `limit` best at or
+ * above the threshold, and a replaced memory after its replacement. Exported so a test can rank
+ * every candidate (`searchCandidates`) the way a search ranks the pruned ones.
+ */
+export async function rankHits(ctx: Context, raw: unknown, candidates: Candidate[]): Promise<Ranked[]> {
+  const input = parseSearchMemories(raw);
+  let ranked = rank(input.mode, candidates);
+  if (input.mode === "hybrid") ranked = await newerFirst(ctx, scopeOf(ctx, input), ranked, new Map(candidates.map((c) => [c.record.id, c.cosine ?? 0])));
+  return replacedAfterReplacing(best(ranked, input.threshold, input.limit));
+}
+
+/**
+ * What is true now comes first (ranking.ts NEWER): among the best hits, a newer note of the same
+ * user about the same thing as an older one ranked above it (their embeddings close) takes the
+ * older one's score, and with it, by the tie rule, its place, when it is nearly as close to the
+ * question by meaning. "Moved to Leipzig last weekend" above
+ * "I live in a flat on Kastanienallee in Berlin" for "where do I live these days?", whether or not
+ * the replacement was detected when it was stored. Nothing is hidden: both still-true facts of a
+ * pair keep their place in the list, only their order changes. Turns of a conversation are left
+ * as they rank, and so are observations mm named with their entity ("Luis Ferreira: drives the
+ * white F-250"): the shared name makes their embeddings close whatever they say. Costs one read of the best hits' vectors when two or more of them are notes.
+ */
+async function newerFirst(ctx: Context, filter: MemoryFilter, ranked: Ranked[], queryCosine: Map<string, number>): Promise<Ranked[]> {
+  const top = [...ranked]
+    .sort(byScore)
+    .slice(0, NEWER.top)
+    .filter((h) => conversationOf(h.record.metadata, h.record.tags) === null && observationSubject(h.record.metadata) === undefined);
+  if (top.length < 2 || !top.some((h, i) => top.slice(i + 1).some((n) => n.record.userId === h.record.userId && newer(n.record, h.record)))) return ranked;
+  const vectors = await ctx.store.vectorsOf(filter, top.map((h) => h.record.id));
+  const lifted = new Map<string, number>();
+  const scoreOf = (h: Ranked) => lifted.get(h.record.id) ?? h.score;
+  for (const [i, older] of top.entries()) {
+    for (const n of top.slice(i + 1)) {
+      if (n.record.userId !== older.record.userId || !newer(n.record, older.record) || scoreOf(n) >= scoreOf(older)) continue;
+      const a = vectors.get(older.record.id);
+      const b = vectors.get(n.record.id);
+      if (!a || !b) continue;
+      const c = cosine(a, b);
+      const near = (queryCosine.get(n.record.id) ?? 0) >= NEWER.asNear * (queryCosine.get(older.record.id) ?? 0);
+      if (near && (c >= NEWER.same || (c >= NEWER.related && scoreOf(n) >= NEWER.matches))) lifted.set(n.record.id, scoreOf(older));
+    }
+  }
+  return lifted.size ? ranked.map((h) => (lifted.has(h.record.id) ? { ...h, score: lifted.get(h.record.id)! } : h)) : ranked;
+}
+
+/** Created later; within one batch (the same createdAt), stored later. */
+function newer(a: MemoryRecord, b: MemoryRecord): boolean {
+  return a.createdAt > b.createdAt || (a.createdAt === b.createdAt && a.userId === b.userId && a.seq > b.seq);
+}
+
+function cosine(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return na > 0 && nb > 0 ? dot / Math.sqrt(na * nb) : 0;
 }
 
 /**
@@ -40,22 +104,26 @@ export async function searchMemories(ctx: Context, raw: unknown): Promise<{ resu
  * (scripts/calibrate.mjs) and tests; the API never returns these.
  */
 export async function searchCandidates(ctx: Context, raw: unknown): Promise<Candidate[]> {
-  return gatherCandidates(ctx, parseSearchMemories(raw), { prune: false });
+  const input = parseSearchMemories(raw);
+  return gatherCandidates(ctx, input, scopeOf(ctx, input), { prune: false });
 }
 
 /** The `limit` best at or above `threshold`: score descending, ties newest first. */
-function best<T extends { record: MemoryRecord; score: number }>(scored: T[], threshold: number, limit: number): T[] {
+function best<T extends Ranked>(scored: T[], threshold: number, limit: number): T[] {
   return scored
     .filter((h) => Number.isFinite(h.score) && h.score >= threshold)
-    .sort((a, b) => b.score - a.score || cmp(b.record.createdAt, a.record.createdAt))
+    .sort(byScore)
     .slice(0, limit);
 }
 
-/** Keyword candidates whose exact cosine is fetched together (hybrid mode). */
-const COSINE_BATCH = 50;
+/** Score descending; ties newest first. */
+function byScore(a: Ranked, b: Ranked): number {
+  return b.score - a.score || (newer(b.record, a.record) ? 1 : newer(a.record, b.record) ? -1 : 0);
+}
 
-async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, options: { prune: boolean }): Promise<Candidate[]> {
-  const filter: MemoryFilter = {
+/** What a search may look at: the account and the input's filters, and which memories are valid (asOf, includeSuperseded). */
+function scopeOf(ctx: Context, input: SearchMemoriesInput): MemoryFilter {
+  return {
     accountId: ctx.accountId,
     userId: input.userId,
     agentId: input.agentId,
@@ -64,6 +132,12 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, option
     metadata: input.metadata,
     ...validityFilter(input),
   };
+}
+
+/** Keyword candidates whose exact cosine is fetched together (hybrid mode). */
+const COSINE_BATCH = 50;
+
+async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter: MemoryFilter, options: { prune: boolean }): Promise<Candidate[]> {
   if (input.mode === "semantic") {
     return (await ctx.store.searchMemories(embedQuery(ctx, input.query), filter, input.limit)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
   }
@@ -111,8 +185,11 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, option
   let unfetched = 0;
   for (let i = 0; i < Math.min(pool.length, KEYWORD_POOL); i += COSINE_BATCH) {
     if (options.prune) {
-      const kept = best(rank("hybrid", [...byId.values()]), input.threshold, input.limit);
-      const cut = kept.length < input.limit ? input.threshold : kept[kept.length - 1].score;
+      // The best NEWER.top are needed whatever the limit: newerFirst compares them.
+      const limit = Math.max(input.limit, NEWER.top);
+      const threshold = Math.min(input.threshold, NEWER.matches);
+      const kept = best(rank("hybrid", [...byId.values()]), threshold, limit);
+      const cut = kept.length < limit ? threshold : kept[kept.length - 1].score;
       if (bound(pool[i]) < cut) {
         unfetched = bound(pool[i]);
         break;

@@ -336,6 +336,14 @@ export abstract class MemoryReads {
     return this.fromSegments((t) => t.query().where(where).select(RECORD_COLUMNS).limit(ids.length));
   }
 
+  /** The embeddings of the scope's memories with these ids, by id (a search's few best hits: core/search.ts newerFirst). */
+  async vectorsOf(filter: MemoryFilter, ids: string[]): Promise<Map<string, Float32Array>> {
+    if (!ids.length) return new Map();
+    const where = `${memoryWhere(filter)} AND id IN (${ids.map(sqlString).join(", ")})`;
+    const rows = await this.fromSegments((t) => t.query().where(where).select([...RECORD_COLUMNS, "vector"]).limit(ids.length), true);
+    return new Map(rows.map((r) => [r.id, r.vector!]));
+  }
+
   /**
    * One page of the scope's memories, oldest first (createdAt, then id), after the given position:
    * a keyset page, so an export streams a table of any size in stable pages while others write.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { openContext } from "../../src/core/context.js";
-import { addMemoriesFromLines, searchCandidates, searchMemories } from "../../src/core/memories.js";
+import { addMemoriesFromLines, rankHits, searchCandidates, searchMemories } from "../../src/core/memories.js";
 import { HYBRID, LEAD, denseQuery, hybridRaw, hybridScore, keywordQuery, keywordScore, leadScore, rank } from "../../src/core/ranking.js";
 import type { MemoryRecord } from "../../src/storage/store.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
@@ -132,9 +132,7 @@ describe("hybrid search's pruning", () => {
       for (const userId of ["u", undefined]) {
         for (const limit of [1, 10, 40]) {
           const got = await searchMemories(ctx, { query, userId, limit, threshold: 0 });
-          const all = rank("hybrid", await searchCandidates(ctx, { query, userId, limit }))
-            .sort((a, b) => b.score - a.score || (a.record.createdAt < b.record.createdAt ? 1 : a.record.createdAt > b.record.createdAt ? -1 : 0))
-            .slice(0, limit);
+          const all = await rankHits(ctx, { query, userId, limit, threshold: 0 }, await searchCandidates(ctx, { query, userId, limit }));
           expect(got.results.map((r) => [r.id, r.score]), `${query} ${userId} ${limit}`).toEqual(all.map((r) => [r.record.id, r.score]));
         }
       }

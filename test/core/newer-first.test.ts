@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openContext, type Context } from "../../src/core/context.js";
+import { addMemoriesFromLines, searchMemories } from "../../src/core/memories.js";
+
+/**
+ * What is true now comes first (core/search.ts newerFirst): a newer note about the same thing as an
+ * older one ranked above it takes its place, whether or not the replacement was detected when it
+ * was stored (detection is off here: `autoSupersede: false`). Real model.
+ */
+const FILLERS = ["Cleaned out the garage over the weekend", "The plumber comes on Friday morning", "Need to renew the car insurance", "Tried a new ramen place downtown, too salty"];
+
+describe("newer notes about the same thing rank first (real model)", () => {
+  let dir: string;
+  let ctx: Context;
+  const add = async (userId: string, content: string, metadata?: Record<string, unknown>) => {
+    let id = "";
+    await addMemoriesFromLines(ctx, [JSON.stringify({ content, userId, autoSupersede: false, dedupe: false, ...(metadata ? { metadata } : {}) })], { onResult: (r) => (id = r.memory!.id) });
+    return id;
+  };
+  const search = async (query: string, input: Record<string, unknown>) => (await searchMemories(ctx, { query, threshold: 0, ...input })).results;
+  const ids: Record<string, string> = {};
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "mm-newer-"));
+    ctx = await openContext({ storeDir: dir });
+    for (const user of ["notes", "chat", "pets"]) for (const f of FILLERS) await add(user, f);
+    // Each fact in its own command, as a person adds them over weeks.
+    ids.oldPhone = await add("notes", "My phone number is 555-0142");
+    ids.newPhone = await add("notes", "Got a new phone, my number is 555-0199 now");
+    ids.oldHome = await add("notes", "I live in a small flat in Paris near the canal");
+    ids.newHome = await add("notes", "Moved to Berlin last month, I live in Kreuzberg now");
+    ids.oldDentist = await add("notes", "My dentist is Dr. Patel on King Street");
+    ids.newDentist = await add("notes", "Switched dentists, now seeing Dr. Okafor at Smile Studio");
+    // The same two phone notes as turns of one conversation: a conversation's past is asked about.
+    ids.chatOld = await add("chat", "My phone number is 555-0142", { sessionId: "s1" });
+    ids.chatNew = await add("chat", "Got a new phone, my number is 555-0199 now", { sessionId: "s1" });
+    ids.dog = await add("pets", "We have a dog named Rex");
+    ids.cat = await add("pets", "We also have a cat called Tom");
+  });
+  afterAll(async () => {
+    await ctx.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("ranks the newer phone number first, with the older one's score, and both stay listed", async () => {
+    const results = await search("what's my phone number?", { userId: "notes" });
+    expect(results.slice(0, 2).map((r) => r.id)).toEqual([ids.newPhone, ids.oldPhone]);
+    expect(results[0].score).toBe(results[1].score);
+    expect(results[0].score).toBeGreaterThan(0.5);
+  });
+
+  it.each([
+    ["where do I live?", "newHome", "oldHome"],
+    ["who is my dentist?", "newDentist", "oldDentist"],
+  ])("%j: the newer note first, the older one right after it", async (query, newer, older) => {
+    const results = await search(query, { userId: "notes" });
+    expect(results.slice(0, 2).map((r) => r.id)).toEqual([ids[newer], ids[older]]);
+  });
+
+  it("gives the same first hit whatever the limit", async () => {
+    for (const limit of [1, 3, 10]) expect((await search("what's my phone number?", { userId: "notes", limit }))[0].id).toBe(ids.newPhone);
+  });
+
+  it("leaves turns of a conversation in the order their scores give", async () => {
+    const results = await search("what's my phone number?", { userId: "chat" });
+    const rank = (id: string) => results.findIndex((r) => r.id === id);
+    expect(rank(ids.chatOld)).toBeLessThan(rank(ids.chatNew));
+    expect(results.find((r) => r.id === ids.chatNew)!.score).toBeLessThan(results.find((r) => r.id === ids.chatOld)!.score);
+  });
+
+  it("never lifts one user's note over another user's", async () => {
+    // Across users (no userId filter) the chat user's later turn is in a conversation, and the
+    // notes user's newer note is a different user from the chat user's older turn.
+    const results = await search("what's my phone number?", { limit: 10 });
+    const byId = new Map(results.map((r) => [r.id, r.score]));
+    expect(byId.get(ids.newPhone)).toBe(byId.get(ids.oldPhone));
+    expect(byId.get(ids.chatNew)).toBeLessThan(byId.get(ids.chatOld)!);
+  });
+
+  it("keeps two facts that are both true in the top 5", async () => {
+    const results = await search("what pets do we have?", { userId: "pets", limit: 5 });
+    expect(results.map((r) => r.id)).toEqual(expect.arrayContaining([ids.dog, ids.cat]));
+  });
+});
