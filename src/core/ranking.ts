@@ -101,6 +101,8 @@ export interface Candidate {
   missingShare?: number;
   /** Hybrid: the scope's nearest memory when it shares no word with the query: its `leadScore` (see LEAD). */
   lead?: number;
+  /** Hybrid: the memory's embedding, read with its cosine, for comparing the best hits with each other (NEWER). */
+  vector?: Float32Array;
 }
 
 export interface Ranked {

@@ -30,7 +30,7 @@ export interface MemorySearchHit {
  */
 export async function searchMemories(ctx: Context, raw: unknown): Promise<{ results: MemorySearchHit[] }> {
   const input = parseSearchMemories(raw);
-  const results = await rankHits(ctx, input, await gatherCandidates(ctx, input, scopeOf(ctx, input), { prune: true }));
+  const results = rankHits(input, await gatherCandidates(ctx, input, scopeOf(ctx, input), { prune: true }));
   return { results: results.map(({ record, score }) => toSearchHit(record, score)) };
 }
 
@@ -39,10 +39,10 @@ export async function searchMemories(ctx: Context, raw: unknown): Promise<{ resu
  * above the threshold, and a replaced memory after its replacement. Exported so a test can rank
  * every candidate (`searchCandidates`) the way a search ranks the pruned ones.
  */
-export async function rankHits(ctx: Context, raw: unknown, candidates: Candidate[]): Promise<Ranked[]> {
+export function rankHits(raw: unknown, candidates: Candidate[]): Ranked[] {
   const input = parseSearchMemories(raw);
   let ranked = rank(input.mode, candidates);
-  if (input.mode === "hybrid") ranked = await newerFirst(ctx, scopeOf(ctx, input), ranked, new Map(candidates.map((c) => [c.record.id, c.cosine ?? 0])));
+  if (input.mode === "hybrid") ranked = newerFirst(ranked, candidates);
   return replacedAfterReplacing(best(ranked, input.threshold, input.limit));
 }
 
@@ -50,30 +50,29 @@ export async function rankHits(ctx: Context, raw: unknown, candidates: Candidate
  * What is true now comes first (ranking.ts NEWER): among the best hits, a newer note of the same
  * user about the same thing as an older one ranked above it (their embeddings close) takes the
  * older one's score, and with it, by the tie rule, its place, when it is nearly as close to the
- * question by meaning. "Moved to Leipzig last weekend" above
- * "I live in a flat on Kastanienallee in Berlin" for "where do I live these days?", whether or not
- * the replacement was detected when it was stored. Nothing is hidden: both still-true facts of a
+ * question by meaning: "Moved to Berlin last month, I live in Kreuzberg now" above "I live in a
+ * small flat in Paris" for "where do I live?", whether or not the replacement was detected when it
+ * was stored. The vectors come with the cosines the search reads anyway. Nothing is hidden: both still-true facts of a
  * pair keep their place in the list, only their order changes. Turns of a conversation are left
  * as they rank, and so are observations mm named with their entity ("Luis Ferreira: drives the
- * white F-250"): the shared name makes their embeddings close whatever they say. Costs one read of the best hits' vectors when two or more of them are notes.
+ * white F-250"): the shared name makes their embeddings close whatever they say.
  */
-async function newerFirst(ctx: Context, filter: MemoryFilter, ranked: Ranked[], queryCosine: Map<string, number>): Promise<Ranked[]> {
+function newerFirst(ranked: Ranked[], candidates: Candidate[]): Ranked[] {
   const top = [...ranked]
     .sort(byScore)
     .slice(0, NEWER.top)
     .filter((h) => conversationOf(h.record.metadata, h.record.tags) === null && observationSubject(h.record.metadata) === undefined);
   if (top.length < 2 || !top.some((h, i) => top.slice(i + 1).some((n) => n.record.userId === h.record.userId && newer(n.record, h.record)))) return ranked;
-  const vectors = await ctx.store.vectorsOf(filter, top.map((h) => h.record.id));
+  const byId = new Map(candidates.map((c) => [c.record.id, c]));
   const lifted = new Map<string, number>();
   const scoreOf = (h: Ranked) => lifted.get(h.record.id) ?? h.score;
   for (const [i, older] of top.entries()) {
     for (const n of top.slice(i + 1)) {
       if (n.record.userId !== older.record.userId || !newer(n.record, older.record) || scoreOf(n) >= scoreOf(older)) continue;
-      const a = vectors.get(older.record.id);
-      const b = vectors.get(n.record.id);
-      if (!a || !b) continue;
-      const c = cosine(a, b);
-      const near = (queryCosine.get(n.record.id) ?? 0) >= NEWER.asNear * (queryCosine.get(older.record.id) ?? 0);
+      const [o, m] = [byId.get(older.record.id), byId.get(n.record.id)];
+      if (!o?.vector || !m?.vector) continue;
+      const c = cosine(o.vector, m.vector);
+      const near = (m.cosine ?? 0) >= NEWER.asNear * (o.cosine ?? 0);
       if (near && (c >= NEWER.same || (c >= NEWER.related && scoreOf(n) >= NEWER.matches))) lifted.set(n.record.id, scoreOf(older));
     }
   }
@@ -158,16 +157,17 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   const [vector, matches, vectorHits] = await Promise.all([
     embedding,
     terms.length ? keywordMatches(ctx, terms, filter) : undefined,
-    ctx.store.searchMemories(embedding, filter, CANDIDATES),
+    ctx.store.searchMemories(embedding, filter, CANDIDATES, true),
   ]);
   const byId = new Map<string, Candidate>();
-  const add = (record: MemoryRecord, distance: number) =>
+  const add = (record: MemoryRecord, distance: number, vector?: Float32Array) =>
     byId.set(record.id, {
       record,
       cosine: 1 - distance,
+      vector,
       ...(matches?.evidenceOf(record) ?? { coverage: 0, neighbourCoverage: 0, missingShare: 0 }),
     });
-  for (const h of vectorHits) add(h.record, h.distance);
+  for (const h of vectorHits) add(h.record, h.distance, h.vector);
   // Fewer vector hits than asked for means the scope has no other memory: every keyword match and
   // neighbour is among them already.
   if (!matches || vectorHits.length < CANDIDATES) return withLead([...byId.values()], terms, 0);
@@ -199,7 +199,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
     const ids = batch.flatMap((p) => (p.id ? [p.id] : []));
     const seqs = new Map<string, number[]>();
     for (const p of batch) if (!p.id) seqs.set(p.userId, [...(seqs.get(p.userId) ?? []), p.seq]);
-    for (const h of await ctx.store.nearestAmong(vector, filter, { ids, seqs })) if (!byId.has(h.record.id)) add(h.record, h.distance);
+    for (const h of await ctx.store.nearestAmong(vector, filter, { ids, seqs }, true)) if (!byId.has(h.record.id)) add(h.record, h.distance, h.vector);
   }
   return withLead([...byId.values()], terms, unfetched);
 }

@@ -168,7 +168,8 @@ export abstract class MemoryReads {
     vector: Float32Array | Promise<Float32Array>,
     filter: MemoryFilter,
     limit: number,
-  ): Promise<{ record: MemoryRecord; distance: number }[]> {
+    withVectors = false,
+  ): Promise<{ record: MemoryRecord; distance: number; vector?: Float32Array }[]> {
     const where = memoryWhere(filter);
     const routed = this.segments().then((segments) => Promise.all(segments.map(async (s) => ({ segment: s, plan: await this.segmentPlan(s, where, limit) }))));
     const [v, plans] = await Promise.all([vector, routed]);
@@ -178,12 +179,12 @@ export abstract class MemoryReads {
     const query = Array.from(v);
     const parts = await Promise.all(
       plans.map(({ segment, plan }) => {
-        const q = segment.table.query().nearestTo(query).distanceType("cosine").where(where).select(RECORD_COLUMNS).limit(limit);
-        return readMemoryRows(plan.exact ? q.bypassVectorIndex() : q.nprobes(plan.nprobes), false);
+        const q = segment.table.query().nearestTo(query).distanceType("cosine").where(where).select(withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS).limit(limit);
+        return readMemoryRows(plan.exact ? q.bypassVectorIndex() : q.nprobes(plan.nprobes), withVectors);
       }),
     );
     const rows = parts.length === 1 ? parts[0] : parts.flat().sort((a, b) => a._distance! - b._distance! || cmp(a.id, b.id)).slice(0, limit);
-    return rows.map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
+    return rows.map(withDistance);
   }
 
   /** How each segment would answer a vector search with this filter (for tests and the bench). */
@@ -269,7 +270,8 @@ export abstract class MemoryReads {
     vector: Float32Array,
     filter: MemoryFilter,
     among: { ids: string[]; seqs: Map<string, number[]> },
-  ): Promise<{ record: MemoryRecord; distance: number }[]> {
+    withVectors = false,
+  ): Promise<{ record: MemoryRecord; distance: number; vector?: Float32Array }[]> {
     const parts = among.ids.length ? [`id IN (${among.ids.map(sqlString).join(", ")})`] : [];
     for (const [userId, seqs] of among.seqs) {
       const valid = [...new Set(seqs)].filter((n) => Number.isInteger(n) && n > 0);
@@ -279,8 +281,8 @@ export abstract class MemoryReads {
     const limit = among.ids.length + [...among.seqs.values()].reduce((n, s) => n + s.length, 0);
     const where = `${memoryWhere(filter)} AND (${parts.join(" OR ")})`;
     const query = Array.from(vector);
-    const rows = await this.fromSegments((t) => t.query().nearestTo(query).distanceType("cosine").where(where).bypassVectorIndex().select(RECORD_COLUMNS).limit(limit));
-    return rows.map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
+    const rows = await this.fromSegments((t) => t.query().nearestTo(query).distanceType("cosine").where(where).bypassVectorIndex().select(withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS).limit(limit), withVectors);
+    return rows.map(withDistance);
   }
 
   /**
@@ -334,14 +336,6 @@ export abstract class MemoryReads {
     if (!ids.length) return [];
     const where = `${memoryWhere(filter)} AND id IN (${ids.map(sqlString).join(", ")})`;
     return this.fromSegments((t) => t.query().where(where).select(RECORD_COLUMNS).limit(ids.length));
-  }
-
-  /** The embeddings of the scope's memories with these ids, by id (a search's few best hits: core/search.ts newerFirst). */
-  async vectorsOf(filter: MemoryFilter, ids: string[]): Promise<Map<string, Float32Array>> {
-    if (!ids.length) return new Map();
-    const where = `${memoryWhere(filter)} AND id IN (${ids.map(sqlString).join(", ")})`;
-    const rows = await this.fromSegments((t) => t.query().where(where).select([...RECORD_COLUMNS, "vector"]).limit(ids.length), true);
-    return new Map(rows.map((r) => [r.id, r.vector!]));
   }
 
   /**
@@ -564,6 +558,11 @@ export async function addLaterColumns(withWriteLock: <T>(fn: () => Promise<T>) =
  * per-row proxies (a neighbour fetch of 150 rows: 22 → ~10 ms).
  */
 export type ReadRow = MemoryRecord & { vector?: Float32Array; history?: string | null; _score?: number; _distance?: number };
+
+/** A vector search's row as a hit: the record, its distance, and its vector when it was read. */
+function withDistance({ _distance, vector, ...record }: ReadRow): { record: MemoryRecord; distance: number; vector?: Float32Array } {
+  return { record, distance: Number(_distance), ...(vector ? { vector } : {}) };
+}
 
 export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, withVectors: boolean): Promise<ReadRow[]> {
   type Col = { get(i: number): unknown; toArray(): ArrayLike<unknown> } | null;

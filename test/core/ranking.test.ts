@@ -132,7 +132,7 @@ describe("hybrid search's pruning", () => {
       for (const userId of ["u", undefined]) {
         for (const limit of [1, 10, 40]) {
           const got = await searchMemories(ctx, { query, userId, limit, threshold: 0 });
-          const all = await rankHits(ctx, { query, userId, limit, threshold: 0 }, await searchCandidates(ctx, { query, userId, limit }));
+          const all = rankHits({ query, userId, limit, threshold: 0 }, await searchCandidates(ctx, { query, userId, limit }));
           expect(got.results.map((r) => [r.id, r.score]), `${query} ${userId} ${limit}`).toEqual(all.map((r) => [r.record.id, r.score]));
         }
       }
