@@ -73,13 +73,12 @@ export function leadScore(cosine: number, secondCosine: number, p = LEAD): numbe
  * What is true now comes first (hybrid; core/search.ts newerFirst): among the `top` best hits, a
  * newer note of the same user that is about the same thing as an older one ranked above it takes
  * the older one's score, and so, by the tie rule (newest first), its place. "About the same thing":
- * the two notes' embeddings have a cosine of `same` or more, or of `related` or more when the newer
- * one scores `matches` or more for the query on its own; and the newer one is nearly as close to the
- * question by meaning (its cosine to the query at least `asNear` times the older one's: a sibling
- * observation of one entity, "Luis: drives the white F-250", doesn't take the place of "Luis: runs
- * the installation crew of four" for "how big is Luis's crew?"). Turns of a conversation are left as they
- * rank (a conversation's past is asked about). Chosen on test/fixtures/supersede's development and
- * check sets and bench/everyday's dev users (docs/memory-validity.md has the figures).
+ * the two notes' embeddings have a cosine of `same` or more, or of `related` or more when the
+ * newer one scores `matches` or more for the query on its own; and the newer one is nearly as close
+ * to the question by meaning (its cosine to the query at least `asNear` times the older one's).
+ * Turns of a conversation are left as they rank (a conversation's past is asked about). Chosen on
+ * test/fixtures/supersede's development and check sets and bench/everyday's dev users
+ * (docs/memory-validity.md has the figures).
  */
 export const NEWER: Readonly<{ top: number; same: number; related: number; matches: number; asNear: number }> = { top: 10, same: 0.7, related: 0.5, matches: 0.1, asNear: 0.7 };
 

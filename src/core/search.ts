@@ -52,10 +52,11 @@ export function rankHits(raw: unknown, candidates: Candidate[]): Ranked[] {
  * older one's score, and with it, by the tie rule, its place, when it is nearly as close to the
  * question by meaning: "Moved to Berlin last month, I live in Kreuzberg now" above "I live in a
  * small flat in Paris" for "where do I live?", whether or not the replacement was detected when it
- * was stored. The vectors come with the cosines the search reads anyway. Nothing is hidden: both still-true facts of a
- * pair keep their place in the list, only their order changes. Turns of a conversation are left
- * as they rank, and so are observations mm named with their entity ("Luis Ferreira: drives the
- * white F-250"): the shared name makes their embeddings close whatever they say.
+ * was stored. Nothing is hidden: two facts that are both true both keep their place in the list,
+ * only their order changes. Turns of a conversation are left as they rank, and so are
+ * observations mm named with their entity ("Luis Ferreira: drives the white F-250"): the shared
+ * name makes their embeddings close whatever they say. The vectors come with the cosines the
+ * search reads anyway.
  */
 function newerFirst(ranked: Ranked[], candidates: Candidate[]): Ranked[] {
   const top = [...ranked]
