@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { checkCoordination, detachCoordination, type Coordination } from "./coordination.js";
 import { FileDocuments, TableDocuments, type DocumentDriver } from "./documents.js";
 import { lanceSession, loadLance, type Connection, type Session } from "./lance.js";
 import { objectStorageOptions, objectStoreError, placeOf, type StorePlace } from "./location.js";
@@ -80,11 +81,34 @@ export function documentsOf(source: DocumentSource, env: Env = process.env): () 
       opened = (async () => {
         const { db } = await connectDatabase(place, env, 8 * 1024 * 1024);
         // Kept for the process's life, as the connection is; the CLI exits when its command ends.
-        return TableDocuments.open(db, (await sharedFor(place, env)).shared, place.uri);
+        const documents = await TableDocuments.open(db, (await sharedFor(place, env)).shared, place.uri);
+        await checkCoordination(documents, documents.shared, place.uri);
+        return documents;
       })();
       opened.catch(() => objectDocuments.delete(place.uri));
       objectDocuments.set(place.uri, opened);
     }
     return opened;
   };
+}
+
+/**
+ * `mm store detach-redis`: clears an object store's record that Redis coordinates it
+ * (storage/coordination.ts), so that processes without Redis may open it again. For a store no
+ * replica serves any more; what they counted in Redis (this month's quota) stays there. Returns
+ * what the record said: undefined for a local store or one that never had Redis, null where there
+ * is no store.
+ */
+export async function detachRedis(location: string, env: Env): Promise<Coordination | undefined | null> {
+  const place = placeOf(location);
+  if (place.kind === "local") return undefined;
+  const { db } = await connectDatabase(place, env, 8 * 1024 * 1024);
+  const documents = await TableDocuments.open(db, localShared(place, env), place.uri);
+  try {
+    if (!(await documents.load("config"))) return null;
+    return await detachCoordination(documents);
+  } finally {
+    documents.close();
+    db.close();
+  }
 }

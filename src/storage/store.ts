@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { MmError } from "../errors.js";
 import type { EmbedderConfig } from "../embedder/types.js";
 import { describeEmbedder } from "../embedder/index.js";
+import { checkCoordination } from "./coordination.js";
 import { connectDatabase, documentsOf, sharedFor } from "./database.js";
 import { Document, FileDocuments, TableDocuments, type DocumentDriver } from "./documents.js";
 import { GraphReads, GraphWrites, GRAPH, graphSchema, type EntityRecord, type RelationFilter, type RelationRecord } from "./graph.js";
@@ -229,6 +230,7 @@ export class Store extends MemoryReads {
       });
     }
     if (place.kind === "local") await tightenStore(place.dir);
+    else await checkCoordination(documents, shared, place.uri, { record: true });
     if (config.formatVersion > STORE_FORMAT_VERSION) {
       throw new MmError("STORE_ERROR", `The store at ${location} was written by a newer mm (format ${config.formatVersion}); upgrade mm.`);
     }

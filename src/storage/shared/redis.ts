@@ -222,6 +222,10 @@ export class RedisShared implements Shared {
 
   constructor(readonly connection: RedisConnection) {}
 
+  get where(): string {
+    return this.connection.where;
+  }
+
   withLock<T>(name: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
     // Same-process waiters queue here, so a process doesn't poll Redis against itself.
     const previous = this.queues.get(name) ?? Promise.resolve();

@@ -12,6 +12,8 @@
  */
 export interface Shared {
   readonly driver: "local" | "redis";
+  /** Where the replicas agree, for messages and the store's record of it: `redis://host:port`, never a password; undefined for local files. */
+  readonly where?: string;
 
   /**
    * Runs `fn` holding the named lock, across every process using the store. Names are short
