@@ -104,7 +104,7 @@ function benchObjectStore() {
   record(section, "creates/s, one client (local → Azurite)", `${local.createsPerSOneClient} → ${azurite.createsPerSOneClient}`, "/s");
   record(section, "search p50 (local → Azurite)", `${local.searchP50Ms} → ${azurite.searchP50Ms}`, "ms", undefined, "≤ 2 × local", azurite.searchP50Ms <= 2 * local.searchP50Ms);
   record(section, "search p95 (local → Azurite)", `${local.searchP95Ms} → ${azurite.searchP95Ms}`, "ms");
-  record(section, "object-store requests per create / per search", `${azurite.requestsPerCreate} / ${azurite.requestsPerSearch}`, "");
+  record(section, "object-store requests per create / per search (compacted; with 30 small fragments)", `${azurite.requestsPerCreate} / ${azurite.requestsPerSearch}; ${azurite.requestsPerSearch30Fragments}`, "");
   record(section, `another process reads a new memory by id after (p50 / max; read consistency ${m.readConsistencyIntervalS} s)`, `${azurite.visibleAfterMs.p50} / ${azurite.visibleAfterMs.max}`, "ms");
 }
 

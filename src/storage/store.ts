@@ -17,7 +17,7 @@ import type { PageWindow } from "./pages.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
 import { FIRST_SEGMENT, SegmentSet, segmentList, segmentName, type Segment } from "./segments.js";
 import type { Shared } from "./shared/types.js";
-import { DEFAULT_TUNING, type OptimizeResult, type SegmentStats, type StoreTuning, type TableStats, type VectorIndexStats } from "./store-types.js";
+import { DEFAULT_TUNING, OBJECT_STORE_TUNING, type OptimizeResult, type SegmentStats, type StoreTuning, type TableStats, type VectorIndexStats } from "./store-types.js";
 
 export * from "./store-types.js";
 export type { EntityRecord, RelationFilter, RelationRecord } from "./graph.js";
@@ -115,6 +115,8 @@ export class Store extends MemoryReads {
    */
   /** Closes the Redis connection Store.open opened for this store (not a caller's, not a snapshot's). */
   private releaseShared: (() => Promise<void>) | undefined;
+  /** The `write` stamp this handle's last write left (object stores; withWriteLock). */
+  private writeStamp: string | undefined;
 
   get coordinationDir(): string {
     return coordinationDir(this.place, this.env);
@@ -175,7 +177,7 @@ export class Store extends MemoryReads {
   ): Promise<Store> {
     const env = options.env ?? process.env;
     const place = placeOf(location);
-    const tuning = { ...DEFAULT_TUNING, ...options.tuning };
+    const tuning = { ...DEFAULT_TUNING, ...(place.kind === "object" ? OBJECT_STORE_TUNING : {}), ...options.tuning };
     restrictUmask();
     const chosen = options.shared ? { shared: options.shared, owned: false } : await sharedFor(place, env);
     try {
@@ -205,7 +207,8 @@ export class Store extends MemoryReads {
     }
     const configDoc = configDocument(documents);
     let config = await configDoc.read();
-    const writeLock = <T>(fn: () => Promise<T>) => shared.withLock("write", fn, { timeoutMs: WRITE_LOCK_TIMEOUT_MS });
+    // These commits (new tables, columns, indexes) change the tables under other processes' handles too.
+    const writeLock = <T>(fn: () => Promise<T>) => shared.withLock("write", async () => ((await shared.touch("write")), fn()), { timeoutMs: WRITE_LOCK_TIMEOUT_MS });
     if (!config) {
       if (!options.create) {
         throw new MmError("STORE_ERROR", `No mm store at ${location}. Run \`mm init\` to create one.`);
@@ -253,7 +256,11 @@ export class Store extends MemoryReads {
       // Stores made before the knowledge graph existed gain its table on first open.
       await writeLock(() => db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true }));
     }
-    const routing: RoutingCache = { indexes: new Map([[FIRST_SEGMENT, { at: Date.now(), value: vectorIndexOf(indices) }]]), counts: new Map() };
+    const routing: RoutingCache = {
+      indexes: new Map([[FIRST_SEGMENT, { at: Date.now(), value: vectorIndexOf(indices) }]]),
+      counts: new Map(),
+      ...(tuning.versionCacheEntries > 0 ? { atVersion: new Map() } : {}),
+    };
     const store = new Store(location, place, config, db, new SegmentSet(db, list, first), undefined, graph ?? (await db.openTable(GRAPH)), tuning, routing, session, shared, documents, env);
     if (![TEXT_INDEX, USER_INDEX].every((n) => indices.some((i) => i.name === n))) {
       await writeLock(() => ensureIndexes(first));
@@ -375,9 +382,29 @@ export class Store extends MemoryReads {
     return out;
   }
 
-  /** Runs `fn` holding the store's write lock (across processes; across replicas with Redis). */
+  /**
+   * Runs `fn` holding the store's write lock (across processes; across replicas with Redis). In
+   * object storage this process's handles may lag others' commits by up to the read-consistency
+   * interval, so under the lock they first move to the latest versions (catchUp: a LIST request
+   * per table, and the new manifests), unless nothing but this handle has committed since its last
+   * write: every commit under the lock, and every maintenance commit, first changes the store's
+   * `write` stamp (a Redis INCR, or a stamp file on one machine), and the stamp still holds the
+   * value this handle left. The stamp changes before the commit, so a writer that dies between the
+   * two still sends the next one to catch up.
+   */
   private withWriteLock<T>(fn: () => Promise<T>): Promise<T> {
-    return this.shared.withLock("write", fn, { timeoutMs: WRITE_LOCK_TIMEOUT_MS });
+    return this.shared.withLock(
+      "write",
+      async () => {
+        if (this.place.kind === "object") {
+          const stamp = await this.shared.stamp("write");
+          if (stamp === undefined || stamp !== this.writeStamp) await this.catchUp();
+          this.writeStamp = await this.shared.touch("write");
+        }
+        return fn();
+      },
+      { timeoutMs: WRITE_LOCK_TIMEOUT_MS },
+    );
   }
 
   /**
@@ -393,7 +420,6 @@ export class Store extends MemoryReads {
   async write<T>(fn: (w: StoreWriter) => Promise<T>): Promise<T> {
     if (this.view) throw new MmError("INTERNAL_ERROR", "A snapshot is read-only.");
     return this.withWriteLock(async () => {
-      if (this.place.kind === "object") await this.catchUp();
       const segments = await this.segments();
       const result = await fn(new StoreWriter(this, segments, this.graph));
       this.writes++;
@@ -469,7 +495,6 @@ export class Store extends MemoryReads {
     const keepVersionsMs = options.keepVersionsMs ?? DEFAULT_KEEP_VERSIONS_MS;
     const pass = await withMaintenanceLock(this.shared, () =>
       this.withWriteLock(async () => {
-        if (this.place.kind === "object") await this.catchUp();
         return maintain(this, { force: true, keepVersionsMs });
       }),
     );
@@ -479,7 +504,6 @@ export class Store extends MemoryReads {
   /** Replaces the store's embedder; only allowed while it holds no memories. */
   async resetEmbedder(embedder: EmbedderConfig): Promise<Store> {
     await this.withWriteLock(async () => {
-      if (this.place.kind === "object") await this.catchUp();
       const count = await this.countMemories();
       if (count > 0) {
         throw new MmError(

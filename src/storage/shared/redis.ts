@@ -249,8 +249,8 @@ export class RedisShared implements Shared {
     return (await this.connection.run("read a change stamp", (r) => r.get(`${this.connection.prefix}stamp:${name}`))) ?? "0";
   }
 
-  async touch(name: string): Promise<void> {
-    await this.connection.run("record a change", (r) => r.incr(`${this.connection.prefix}stamp:${name}`));
+  async touch(name: string): Promise<string> {
+    return String(await this.connection.run("record a change", (r) => r.incr(`${this.connection.prefix}stamp:${name}`)));
   }
 
   close(): Promise<void> {
