@@ -296,7 +296,7 @@ export class Store extends MemoryReads {
 
   /** The store's configuration (its embedder, among others), without opening the store; undefined if none. */
   static configAt(location: string, env?: Env): Promise<StoreConfig | undefined> {
-    return configDocument(documentsOf(location, env)).read();
+    return configDocument(documentsOf(location, env, { probe: true })).read();
   }
 
   /**
