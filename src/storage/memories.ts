@@ -340,6 +340,26 @@ export abstract class MemoryReads {
     return rows.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
   }
 
+  /**
+   * memoriesMatching({accountId, userId, current: true}, keys) for several users of one account, in
+   * one query: a group commit of creates from 8 users asked 8 times, each query a round of
+   * object-store requests under the write lock. Each user gets exactly the rows the one-user query
+   * would return (the query takes every user's keys; each row is kept only for its own user and
+   * only if it has one of that user's keys), oldest first.
+   */
+  async currentMemoriesMatching(accountId: string, keysByUser: Map<string, string[]>): Promise<Map<string, MemoryRecord[]>> {
+    const out = new Map<string, MemoryRecord[]>();
+    const users = [...keysByUser].filter(([, keys]) => keys.length);
+    for (const [userId] of keysByUser) out.set(userId, []);
+    if (!users.length) return out;
+    const allKeys = [...new Set(users.flatMap(([, keys]) => keys))];
+    const where = `${memoryWhere({ accountId, current: true })} AND userId IN (${users.map(([u]) => sqlString(u)).join(", ")}) AND array_has_any(matchKeys, ${sqlStringList(allKeys)})`;
+    const rows = (await this.fromSegments((t) => t.query().where(where).select(RECORD_COLUMNS))).sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
+    const wanted = new Map(users.map(([u, keys]) => [u, new Set(keys)]));
+    for (const r of rows) if (r.matchKeys.some((k) => wanted.get(r.userId)?.has(k))) out.get(r.userId)!.push(r);
+    return out;
+  }
+
   /** The account's memories that `id` replaced (supersededBy = id), oldest first. */
   async replacedBy(accountId: string, id: string): Promise<MemoryRecord[]> {
     const where = `accountId = ${sqlString(accountId)} AND supersededBy = ${sqlString(id)}`;
