@@ -13,7 +13,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { Agent, createServer as createHttpServer, request } from "node:http";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -85,7 +85,8 @@ try {
   const counted = { ...env, AZURE_STORAGE_ENDPOINT: `http://127.0.0.1:${proxyPort}/${ACCOUNT}` };
   for (const [name, store] of [["local", join(work, "local-store")], ["azurite", "az://measure/store"]]) out[name] = await measure(store, env, name === "azurite" ? counted : undefined);
   const interval = process.env.MM_STORE_READ_CONSISTENCY_S?.trim() ? Number(process.env.MM_STORE_READ_CONSISTENCY_S) : OBJECT_READ_CONSISTENCY_S;
-  console.log(JSON.stringify({ memories: N, searches: SEARCHES, creates: CREATES, ...(BULK ? { bulk: true } : {}), readConsistencyIntervalS: interval, ...out }, null, 2));
+  // The machine's load moves every time here (the cores are shared): say what it was.
+  console.log(JSON.stringify({ memories: N, searches: SEARCHES, creates: CREATES, ...(BULK ? { bulk: true } : {}), readConsistencyIntervalS: interval, loadAverage1m: Math.round(loadavg()[0] * 10) / 10, ...out }, null, 2));
 } finally {
   proxy.close();
   agent.destroy();
