@@ -387,10 +387,11 @@ export class Store extends MemoryReads {
    * object storage this process's handles may lag others' commits by up to the read-consistency
    * interval, so under the lock they first move to the latest versions (catchUp: a LIST request
    * per table, and the new manifests), unless nothing but this handle has committed since its last
-   * write: every commit under the lock, and every maintenance commit, first changes the store's
-   * `write` stamp (a Redis INCR, or a stamp file on one machine), and the stamp still holds the
-   * value this handle left. The stamp changes before the commit, so a writer that dies between the
-   * two still sends the next one to catch up.
+   * write: every writer under the lock changes the store's `write` stamp (a Redis INCR, or a stamp
+   * file on one machine) before it commits, and every maintenance commit changes it once done, and
+   * the stamp still holds the value this handle left. A writer that dies between its stamp and its
+   * commit still sends the next one to catch up. (A compaction the handle missed changes no row;
+   * its next read after the read-consistency interval moves it on.)
    */
   private withWriteLock<T>(fn: () => Promise<T>): Promise<T> {
     return this.shared.withLock(
