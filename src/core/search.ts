@@ -81,14 +81,11 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, option
   // The keyword lookups and the vector search's routing run while the query embeds; the vector
   // search itself starts as soon as the embedding is there.
   const embedding = embedQuery(ctx, denseQuery(input.query));
-  const [vector, matches, { hits: vectorHits, scope }] = await Promise.all([
+  const [vector, matches, vectorHits] = await Promise.all([
     embedding,
     terms.length ? keywordMatches(ctx, terms, filter) : undefined,
-    ctx.store.searchScope(embedding, filter, CANDIDATES),
+    ctx.store.searchMemories(embedding, filter, CANDIDATES),
   ]);
-  // The exact cosines of keyword candidates: from the whole scope when the vector query read it
-  // (an object store's small scopes: storage/memories.ts searchScope), else one query per batch.
-  const nearest = scope ? (among: { ids: string[]; seqs: Map<string, number[]> }) => Promise.resolve(amongScope(scope, among)) : (among: { ids: string[]; seqs: Map<string, number[]> }) => ctx.store.nearestAmong(vector, filter, among);
   const byId = new Map<string, Candidate>();
   const add = (record: MemoryRecord, distance: number) =>
     byId.set(record.id, {
@@ -125,21 +122,9 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, option
     const ids = batch.flatMap((p) => (p.id ? [p.id] : []));
     const seqs = new Map<string, number[]>();
     for (const p of batch) if (!p.id) seqs.set(p.userId, [...(seqs.get(p.userId) ?? []), p.seq]);
-    for (const h of await nearest({ ids, seqs })) if (!byId.has(h.record.id)) add(h.record, h.distance);
+    for (const h of await ctx.store.nearestAmong(vector, filter, { ids, seqs })) if (!byId.has(h.record.id)) add(h.record, h.distance);
   }
   return withLead([...byId.values()], terms, unfetched);
-}
-
-/**
- * What nearestAmong would return, from the scope's rows already read with their distances: those
- * with the given ids, and each user's at the given sequence positions (whole numbers above 0),
- * nearest first.
- */
-function amongScope(scope: { record: MemoryRecord; distance: number }[], among: { ids: string[]; seqs: Map<string, number[]> }): { record: MemoryRecord; distance: number }[] {
-  const ids = new Set(among.ids);
-  const positions = new Set<string>();
-  for (const [userId, seqs] of among.seqs) for (const n of seqs) if (Number.isInteger(n) && n > 0) positions.add(`${userId}\u0000${n}`);
-  return scope.filter((h) => ids.has(h.record.id) || positions.has(`${h.record.userId}\u0000${h.record.seq}`));
 }
 
 /**

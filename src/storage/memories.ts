@@ -218,33 +218,6 @@ export abstract class MemoryReads {
     return rows.map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
   }
 
-  /**
-   * searchMemories, and, when the tuning allows it (object storage: wholeScopeMaxRows), the whole
-   * scope with each row's distance, from the same one query: when every segment searches the
-   * scope exactly and it holds fewer rows than the bound, the query asks for more rows than the
-   * scope was last counted to hold (a count at most a few seconds old), and a reply shorter than
-   * that is the whole scope. `hits` is then its first `limit` rows: exact search, so the same rows
-   * a query for `limit` returns. Otherwise `scope` is undefined, and `hits` is searchMemories'.
-   */
-  async searchScope(
-    vector: Float32Array | Promise<Float32Array>,
-    filter: MemoryFilter,
-    limit: number,
-  ): Promise<{ hits: { record: MemoryRecord; distance: number }[]; scope?: { record: MemoryRecord; distance: number }[] }> {
-    const max = this.tuning.wholeScopeMaxRows;
-    if (max > 0) {
-      const where = memoryWhere(filter);
-      const [counts, plans] = await Promise.all([this.eachSegment((s) => this.cachedCount(s, where)), this.vectorPlans(where, limit)]);
-      const asked = sum(counts) + 16;
-      if (asked <= max && plans.every((p) => p.exact)) {
-        const all = await this.searchMemories(vector, filter, Math.max(limit, asked));
-        if (all.length < Math.max(limit, asked)) return { hits: all.slice(0, limit), scope: all };
-        return { hits: all.slice(0, limit) };
-      }
-    }
-    return { hits: await this.searchMemories(vector, filter, limit) };
-  }
-
   /** How each segment would answer a vector search with this filter (for tests and the bench). */
   async vectorPlans(where: string, limit: number): Promise<SearchPlan[]> {
     return this.eachSegment((s) => this.segmentPlan(s, where, limit));

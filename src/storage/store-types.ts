@@ -61,13 +61,6 @@ export interface StoreTuning {
    * store remembers by table version (MemoryReads.atVersion), most recently used kept.
    */
   versionCacheEntries: number;
-  /**
-   * Object storage (0: off): a hybrid search whose scope holds fewer rows than this, all searched
-   * exactly, reads the cosine of every row of the scope in its one vector query (MemoryReads
-   * searchScope), so the keyword matches' cosines need no second query after it: on an object
-   * store that second query was a chain of round trips of its own.
-   */
-  wholeScopeMaxRows: number;
   /** LanceDB's metadata cache for this store (see lanceSession): 64 MiB. */
   metadataCacheBytes: number;
 }
@@ -79,12 +72,11 @@ export const DEFAULT_TUNING: StoreTuning = {
   compactFragments: 32,
   compactEveryRows: 0,
   versionCacheEntries: 0,
-  wholeScopeMaxRows: 0,
   metadataCacheBytes: 64 * 1024 * 1024,
 };
 
 /** What Store.open changes from DEFAULT_TUNING for a store in object storage. */
-export const OBJECT_STORE_TUNING: Partial<StoreTuning> = { compactEveryRows: 500, versionCacheEntries: 512, wholeScopeMaxRows: 1_000 };
+export const OBJECT_STORE_TUNING: Partial<StoreTuning> = { compactEveryRows: 500, versionCacheEntries: 512 };
 
 const MIN_COMPACT_FRAGMENTS = 4;
 

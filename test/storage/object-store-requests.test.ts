@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openContext, type Context } from "../../src/core/context.js";
-import { createMemory, searchMemories } from "../../src/core/memories.js";
+import { createMemory } from "../../src/core/memories.js";
 import { segmentWork } from "../../src/storage/maintenance.js";
 import { compactionThreshold, DEFAULT_TUNING, OBJECT_STORE_TUNING, type SegmentStats } from "../../src/storage/store-types.js";
 import { startAzurite, type Azurite } from "../helpers/azurite.js";
@@ -83,30 +83,6 @@ describe("object-store requests of the store's hot paths (real Azurite)", () => 
     await createMemory(b, { content: "the boat was sold", userId: "bo" });
     expect(await read()).toEqual({ count: 4, boat: 3 });
     await Promise.all([a.close(), b.close()]);
-  });
-
-  it("a hybrid search that reads its whole scope in the vector query ranks exactly as one that asks for the keyword matches' cosines afterwards", async () => {
-    const uri = `az://${await azurite.container()}/scope`;
-    const state = await tempDir();
-    const env = { ...azurite.env, XDG_STATE_HOME: state };
-    const embedder = createTestEmbedder(32, "m1");
-    const whole = await openContext({ storeDir: uri, env, embedder });
-    const topics = ["the boat", "the garden", "the dentist", "the piano", "the marathon", "the kitchen"];
-    // More memories than the vector search's candidates (50), so the keyword matches outside them need their cosines.
-    for (let i = 0; i < 90; i += 10) {
-      await Promise.all(Array.from({ length: 10 }, (_, k) => createMemory(whole, { content: `note ${i + k}: Ana talked about ${topics[(i + k) % 6]} and ${topics[(i + k * 5) % 6]}`, userId: "ana" })));
-    }
-    const apart = await openContext({ storeDir: uri, env, embedder, tuning: { wholeScopeMaxRows: 0 } });
-    const scope = { accountId: "acct_default", userId: "ana" };
-    const read = await whole.store.searchScope(await embedder.embed(["boat"]).then((v) => v[0]), scope, 50);
-    expect(read.scope).toHaveLength(90);
-    expect((await apart.store.searchScope(await embedder.embed(["boat"]).then((v) => v[0]), scope, 50)).scope).toBeUndefined();
-    for (const query of ["what did Ana say about the boat", "the piano and the kitchen", "dentist marathon garden"]) {
-      const [a, b] = [await searchMemories(whole, { query, userId: "ana", limit: 10 }), await searchMemories(apart, { query, userId: "ana", limit: 10 })];
-      expect(a.results.length).toBeGreaterThan(0);
-      expect(a.results.map((r) => [r.id, r.score])).toEqual(b.results.map((r) => [r.id, r.score]));
-    }
-    await Promise.all([whole.close(), apart.close()]);
   });
 
   it("object storage compacts a small table sooner: one small fragment per 500 rows, at least 4, at most compactFragments", () => {
