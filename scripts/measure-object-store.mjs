@@ -5,11 +5,15 @@
 // front of Azurite (its --debug log logs every body: over 512 MB for 2,000 creates). Starts its own
 // Azurite on a free port; needs `npm run build` first. Figures go to docs/object-storage.md.
 //   node scripts/measure-object-store.mjs [--memories 2000] [--searches 100]
+//   node scripts/measure-object-store.mjs --memories 100000 --bulk [--creates 400]
+// --bulk fills each store in-process through `mm import`'s code (core/transfer.ts) with lines that
+// carry their vectors (random unit vectors: no model runs for the fill), compacts and indexes it
+// (`mm store optimize`), then times `--creates` creates and the searches as above.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { Agent, createServer as createHttpServer, request } from "node:http";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -18,6 +22,8 @@ const args = process.argv.slice(2);
 const flag = (name, fallback) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : fallback);
 const N = Number(flag("memories", "2000"));
 const SEARCHES = Number(flag("searches", "100"));
+const BULK = args.includes("--bulk");
+const CREATES = Number(flag("creates", BULK ? "400" : String(N)));
 /**
  * How long after one process's create returns another, already open and warm, process can read
  * the memory by id (polling every 10 ms): bounded by the read-consistency interval.
@@ -51,7 +57,8 @@ const { openContext } = await import(join(root, "dist/core/context.js"));
 const { createMemory, getMemory } = await import(join(root, "dist/core/memories.js"));
 const { searchMemories } = await import(join(root, "dist/core/search.js"));
 const { OBJECT_READ_CONSISTENCY_S } = await import(join(root, "dist/storage/database.js"));
-const { Maintainer } = await import(join(root, "dist/storage/maintenance.js"));
+const { Maintainer, maintainIfDue } = await import(join(root, "dist/storage/maintenance.js"));
+const { importExport } = await import(join(root, "dist/core/transfer.js"));
 
 const work = mkdtempSync(join(tmpdir(), "mm-objmeasure-"));
 const port = await freePort();
@@ -78,7 +85,8 @@ try {
   const counted = { ...env, AZURE_STORAGE_ENDPOINT: `http://127.0.0.1:${proxyPort}/${ACCOUNT}` };
   for (const [name, store] of [["local", join(work, "local-store")], ["azurite", "az://measure/store"]]) out[name] = await measure(store, env, name === "azurite" ? counted : undefined);
   const interval = process.env.MM_STORE_READ_CONSISTENCY_S?.trim() ? Number(process.env.MM_STORE_READ_CONSISTENCY_S) : OBJECT_READ_CONSISTENCY_S;
-  console.log(JSON.stringify({ memories: N, searches: SEARCHES, readConsistencyIntervalS: interval, ...out }, null, 2));
+  // The machine's load moves every time here (the cores are shared): say what it was.
+  console.log(JSON.stringify({ memories: N, searches: SEARCHES, creates: CREATES, ...(BULK ? { bulk: true } : {}), readConsistencyIntervalS: interval, loadAverage1m: Math.round(loadavg()[0] * 10) / 10, ...out }, null, 2));
 } finally {
   proxy.close();
   agent.destroy();
@@ -86,7 +94,7 @@ try {
   rmSync(work, { recursive: true, force: true, maxRetries: 5 });
 }
 
-/** A context with the background maintainer `mm serve` runs (compaction every 32 small fragments, a pass every 2 s). */
+/** A context with the background maintainer `mm serve` runs (a pass every 2 s; compaction at 32 small fragments, on an object store sooner while it is small). */
 async function served(store, env, maintain = true) {
   const ctx = await openContext({ storeDir: store, env });
   await ctx.embedder();
@@ -94,10 +102,29 @@ async function served(store, env, maintain = true) {
   return { ctx, close: async () => (await maintainer?.stop(), await ctx.close()) };
 }
 
+/** CPU seconds a process has used (Linux /proc): Azurite shares this machine's two cores with mm. */
+function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
 async function measure(store, env, countedEnv) {
+  const cpuAtStart = cpuSeconds(azurite.pid);
   const { ctx, close } = await served(store, env);
   const texts = Array.from({ length: N + 200 }, (_, i) => sentence(i));
-  let next = 0;
+  let filledInS;
+  if (BULK) {
+    const t = performance.now();
+    await bulkFill(ctx, N - CREATES, texts);
+    // Old versions stay (10 minutes): this process's maintainer may still hold a handle on one.
+    await ctx.store.optimize();
+    filledInS = Math.round((performance.now() - t) / 1000);
+  }
+  let next = BULK ? N - CREATES : 0;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: 8 }, async () => {
     while (next < N) {
@@ -105,11 +132,13 @@ async function measure(store, env, countedEnv) {
       await createMemory(ctx, { content: texts[i], userId: `user${i % 20}` });
     }
   }));
-  const concurrentPerS = N / ((performance.now() - t0) / 1000);
+  const concurrentPerS = CREATES / ((performance.now() - t0) / 1000);
   const t1 = performance.now();
   for (let i = N; i < N + 100; i++) await createMemory(ctx, { content: texts[i], userId: `user${i % 20}` });
   const sequentialPerS = 100 / ((performance.now() - t1) / 1000);
-  const query = (q) => ({ query: `what did ${["Ana", "Bo", "Chen", "Dara"][q % 4]} say about ${TOPICS[q % TOPICS.length]}`, userId: `user${q % 20}` });
+  // 100 different searches (name, topic and user), so that no search repeats another whole: a
+  // process remembers a scope's word lookups by table version (storage/memories.ts atVersion).
+  const query = (q) => ({ query: `what did ${["Ana", "Bo", "Chen", "Dara", "Eli"][q % 5]} say about ${TOPICS[Math.floor(q / 5) % TOPICS.length]}`, userId: `user${(q * 7) % 20}` });
   const latencies = [];
   for (let q = 0; q < SEARCHES; q++) {
     const t = performance.now();
@@ -117,6 +146,17 @@ async function measure(store, env, countedEnv) {
     latencies.push(performance.now() - t);
   }
   const fragments = (await ctx.store.stats()).memories.fragments;
+  const cpuTimed = cpuSeconds(azurite.pid) - cpuAtStart;
+  // Again on the compacted store: the searches above met however many small fragments the
+  // maintainer had left at that moment (up to 31 on a local store), which moves p50 several-fold.
+  await ctx.store.optimize();
+  const compacted = [];
+  for (let q = 100; q < 100 + SEARCHES; q++) {
+    const t = performance.now();
+    await searchMemories(ctx, query(q));
+    compacted.push(performance.now() - t);
+  }
+  compacted.sort((a, b) => a - b);
   await close();
   latencies.sort((a, b) => a - b);
   const round = (x) => Math.round(x * 10) / 10;
@@ -126,21 +166,75 @@ async function measure(store, env, countedEnv) {
     searchP50Ms: round(latencies[Math.floor(latencies.length / 2)]),
     searchP95Ms: round(latencies[Math.floor(latencies.length * 0.95)]),
     fragmentsAfter: fragments,
+    searchP50MsCompacted: round(compacted[Math.floor(compacted.length / 2)]),
+    searchP95MsCompacted: round(compacted[Math.floor(compacted.length * 0.95)]),
+    ...(BULK ? { filledInS, vectorIndex: (await statsOf(store, env)).memories.vectorIndex?.type ?? null } : {}),
   };
   if (!countedEnv) return figures;
   // The same store through the counting proxy: compacted first, then a warm process, one operation
-  // at a time, no maintainer (its passes would be counted too).
+  // at a time. Maintenance runs between operations as `mm serve`'s maintainer would (maintainIfDue:
+  // this build's own rule for when a table is due), its requests not counted. Searches are counted
+  // in that maintained state, and again after 30 more creates with no maintenance (30 small
+  // fragments, as a store nobody compacts would have them).
   const { ctx: counted, close: closeCounted } = await served(store, countedEnv, false);
   await counted.store.optimize({ keepVersionsMs: 0 });
-  await searchMemories(counted, query(0));
-  let before = proxied;
-  for (let i = N + 100; i < N + 130; i++) await createMemory(counted, { content: texts[i], userId: `user${i % 20}` });
-  const perCreate = (proxied - before) / 30;
-  before = proxied;
-  for (let q = 0; q < 30; q++) await searchMemories(counted, query(q));
-  const perSearch = (proxied - before) / 30;
+  let requests = 0;
+  const count = async (fn) => {
+    const before = proxied;
+    await fn();
+    requests += proxied - before;
+  };
+  const searches = async (from) => {
+    requests = 0;
+    for (let q = from; q < from + 30; q++) await count(() => searchMemories(counted, query(q)));
+    return requests / 30;
+  };
+  await searchMemories(counted, query(1000));
+  requests = 0;
+  for (let i = N + 100; i < N + 130; i++) {
+    await count(() => createMemory(counted, { content: texts[i], userId: `user${i % 20}` }));
+    await maintainIfDue(counted.store);
+  }
+  const perCreate = requests / 30;
+  const perSearch = await searches(1001);
+  for (let i = N + 130; i < N + 160; i++) await createMemory(counted, { content: texts[i], userId: `user${i % 20}` });
+  const perSearch30Fragments = await searches(2000);
   await closeCounted();
-  return { ...figures, requestsPerCreate: round(perCreate), requestsPerSearch: round(perSearch), visibleAfterMs: await visibility(store, env) };
+  return {
+    ...figures,
+    requestsPerCreate: round(perCreate),
+    requestsPerSearch: round(perSearch),
+    requestsPerSearch30Fragments: round(perSearch30Fragments),
+    azuriteCpuSTimed: round(cpuTimed),
+    visibleAfterMs: await visibility(store, env),
+  };
+}
+
+/** `count` memories through the import path, with vectors (random unit vectors) so that nothing is embedded. */
+async function bulkFill(ctx, count, texts) {
+  const { embedder } = ctx.store.config;
+  async function* records() {
+    yield { line: 1, value: { format: "mm-export", version: 1, exportedAt: new Date().toISOString(), embedder, scope: { accountId: ctx.accountId }, vectors: true } };
+    const at = Date.now() - count * 1000;
+    for (let i = 0; i < count; i++) {
+      const v = Array.from({ length: embedder.dims }, () => Math.random() - 0.5);
+      const norm = Math.hypot(...v);
+      const createdAt = new Date(at + i * 1000).toISOString();
+      const id = `mem_${String(i).padStart(10, "0")}${"BULK".padEnd(14, "0")}`;
+      yield { line: i + 2, value: { kind: "memory", id, content: texts[i], userId: `user${i % 20}`, createdAt, updatedAt: createdAt, vector: v.map((x) => x / norm) } };
+    }
+  }
+  const summary = await importExport(ctx, records(), { batchSize: 2000 });
+  if (summary.added !== count) throw new Error(`bulk fill added ${summary.added} of ${count}`);
+}
+
+async function statsOf(store, env) {
+  const ctx = await openContext({ storeDir: store, env });
+  try {
+    return await ctx.store.stats();
+  } finally {
+    await ctx.close();
+  }
 }
 
 function sentence(i) {

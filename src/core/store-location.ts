@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { MmError } from "../errors.js";
 import { DEFAULT_EMBEDDER, type EmbedderConfig, type Env } from "../embedder/index.js";
+import { detachRedis } from "../storage/database.js";
 import { coordinationDir, placeOf } from "../storage/location.js";
 import { resolveStorePath } from "../storage/paths.js";
 import { Store } from "../storage/store.js";
@@ -27,6 +28,17 @@ export function locateStore(flag: string | undefined, env: Env): StoreLocation {
  */
 export function coordinationDirOf(dir: string, env: Env): string {
   return coordinationDir(placeOf(dir), env);
+}
+
+/**
+ * `mm store detach-redis`: lets processes without Redis open an object store that replicas once
+ * served with Redis (storage/coordination.ts). `redis` is the Redis it recorded, if any.
+ */
+export async function detachStoreRedis(loc: StoreLocation, env: Env): Promise<{ store: string; detached: boolean; redis: string | null }> {
+  if (!isObjectStore(loc.dir)) return { store: loc.dir, detached: false, redis: null };
+  const before = await detachRedis(loc.dir, env);
+  if (before === null) throw missingStore(loc);
+  return { store: loc.dir, detached: !!before?.redis, redis: before?.redis ?? null };
 }
 
 /** True when the store is in object storage (az://, s3://, gs://). */

@@ -83,8 +83,8 @@ export interface Plan {
 
 /**
  * Decides, under the write lock and before the commit, what each incoming memory duplicates and
- * replaces. One filtered query per user in the batch finds the older current memories that share
- * a match key with any of them (core/supersede.ts): no scan, no vector search.
+ * replaces. One filtered query per account in the batch finds the older current memories of its
+ * users that share a match key with any of them (core/supersede.ts): no scan, no vector search.
  */
 export async function planIncoming(store: Store, items: Incoming[]): Promise<Plan> {
   const settled: Settled[] = items.map(() => ({ replaced: [] }));
@@ -112,11 +112,16 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     const k = `${it.row.accountId}\u0000${it.row.userId}`;
     groups.set(k, [...(groups.get(k) ?? []), i]);
   });
-  const candidates = new Map<string, MemoryRecord[]>();
+  const keysByAccount = new Map<string, Map<string, string[]>>();
   for (const [k, indexes] of groups) {
     const [accountId, userId] = k.split("\u0000");
-    const keys = indexes.flatMap((i) => lookupKeysOf(items[i].row.content, facts[i]));
-    candidates.set(k, keys.length ? await store.memoriesMatching({ accountId, userId, current: true }, keys) : []);
+    if (!keysByAccount.has(accountId)) keysByAccount.set(accountId, new Map());
+    keysByAccount.get(accountId)!.set(userId, indexes.flatMap((i) => lookupKeysOf(items[i].row.content, facts[i])));
+  }
+  // One query per account (each a round of requests on an object store), not one per user.
+  const candidates = new Map<string, MemoryRecord[]>();
+  for (const [accountId, keysByUser] of keysByAccount) {
+    for (const [userId, rows] of await store.currentMemoriesMatching(accountId, keysByUser)) candidates.set(`${accountId}\u0000${userId}`, rows);
   }
 
   const superseded = new Set<string>();

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { checkCoordination, detachCoordination, type Coordination } from "./coordination.js";
 import { FileDocuments, TableDocuments, type DocumentDriver } from "./documents.js";
 import { lanceSession, loadLance, type Connection, type Session } from "./lance.js";
 import { objectStorageOptions, objectStoreError, placeOf, type StorePlace } from "./location.js";
@@ -61,30 +62,65 @@ export async function sharedFor(place: StorePlace, env: Env): Promise<{ shared: 
 export type DocumentSource = string | { documents: DocumentDriver };
 
 const objectDocuments = new Map<string, Promise<TableDocuments>>();
+const coordinationChecked = new Map<string, Promise<TableDocuments>>();
 
 /**
  * The documents of a store (storage/documents.ts) for a service that doesn't open the whole store
  * (Accounts, ConsoleAccess from the CLI): a local store's files, or an object store's `meta`
- * table, whose connection is opened once per process and URI.
+ * table, whose connection is opened once per process and URI. An object store coordinated by
+ * Redis is refused without a Redis URL (storage/coordination.ts), once per process; `probe`
+ * (whether a store is there, and its configuration: Store.configAt) reads without that check.
  */
-export function documentsOf(source: DocumentSource, env: Env = process.env): () => Promise<DocumentDriver> {
+export function documentsOf(source: DocumentSource, env: Env = process.env, options: { probe?: boolean } = {}): () => Promise<DocumentDriver> {
   if (typeof source !== "string") return () => Promise.resolve(source.documents);
   const place = placeOf(source);
   if (place.kind === "local") {
     const files = new FileDocuments(place.dir, localShared(place, env));
     return () => Promise.resolve(files);
   }
-  return () => {
-    let opened = objectDocuments.get(place.uri);
-    if (!opened) {
-      opened = (async () => {
-        const { db } = await connectDatabase(place, env, 8 * 1024 * 1024);
-        // Kept for the process's life, as the connection is; the CLI exits when its command ends.
-        return TableDocuments.open(db, (await sharedFor(place, env)).shared, place.uri);
-      })();
-      opened.catch(() => objectDocuments.delete(place.uri));
-      objectDocuments.set(place.uri, opened);
-    }
-    return opened;
-  };
+  const opened = () =>
+    once(objectDocuments, place.uri, async () => {
+      const { db } = await connectDatabase(place, env, 8 * 1024 * 1024);
+      // Kept for the process's life, as the connection is; the CLI exits when its command ends.
+      return TableDocuments.open(db, (await sharedFor(place, env)).shared, place.uri);
+    });
+  if (options.probe) return opened;
+  return () =>
+    once(coordinationChecked, place.uri, async () => {
+      const documents = await opened();
+      await checkCoordination(documents, documents.shared, place.uri);
+      return documents;
+    });
+}
+
+/** `make()` once per key, kept while it succeeds (a failure is tried again next time). */
+function once<T>(cache: Map<string, Promise<T>>, key: string, make: () => Promise<T>): Promise<T> {
+  let made = cache.get(key);
+  if (!made) {
+    made = make();
+    made.catch(() => cache.delete(key));
+    cache.set(key, made);
+  }
+  return made;
+}
+
+/**
+ * `mm store detach-redis`: clears an object store's record that Redis coordinates it
+ * (storage/coordination.ts), so that processes without Redis may open it again. For a store no
+ * replica serves any more; what they counted in Redis (this month's quota) stays there. Returns
+ * what the record said: undefined for a local store or one that never had Redis, null where there
+ * is no store.
+ */
+export async function detachRedis(location: string, env: Env): Promise<Coordination | undefined | null> {
+  const place = placeOf(location);
+  if (place.kind === "local") return undefined;
+  const { db } = await connectDatabase(place, env, 8 * 1024 * 1024);
+  const documents = await TableDocuments.open(db, localShared(place, env), place.uri);
+  try {
+    if (!(await documents.load("config"))) return null;
+    return await detachCoordination(documents);
+  } finally {
+    documents.close();
+    db.close();
+  }
 }

@@ -17,6 +17,7 @@ import type { Shared } from "./shared/types.js";
  * | `key-use`  | when each key was last used (object stores; locally `key-use/<keyId>` mtimes, storage/key-use.ts) | — |
  * | `console`  | console sign-in links and sessions (hashes)             | `console.json`          |
  * | `segments` | the memory segments, oldest first (storage/segments.ts) | `db/segments.json`      |
+ * | `coordination` | the Redis that coordinates an object store's processes (storage/coordination.ts) | — |
  *
  * Two drivers, the same contract: a local store keeps its files exactly as mm always did
  * (FileDocuments); a store in object storage keeps them as rows of a LanceDB table `meta` (name,

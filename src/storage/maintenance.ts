@@ -4,7 +4,7 @@ import { buildVectorIndex, TEXT_INDEX, vectorIndexOf, vectorIndexPartitions, wan
 import { isCommitConflict, type Table } from "./lance.js";
 import type { Segment } from "./segments.js";
 import type { Shared } from "./shared/types.js";
-import type { OptimizeResult, SegmentStats, StoreTuning, TableStats } from "./store-types.js";
+import { compactionThreshold, type OptimizeResult, type SegmentStats, type StoreTuning, type TableStats } from "./store-types.js";
 
 /**
  * Compaction and index upkeep, off the write path.
@@ -90,9 +90,10 @@ export function segmentWork(s: SegmentStats, tuning: StoreTuning, force = false)
     vectorIndex = { partitions: vectorIndexPartitions(s.rows) };
     reason = s.sealed ? "sealed segment settled" : "fragments left by delta indexes merged";
   }
+  const threshold = compactionThreshold(s.rows, tuning);
   const due =
     settling ||
-    s.smallFragments >= tuning.compactFragments ||
+    s.smallFragments >= threshold ||
     s.unindexedTextRows > tooManyUnindexed ||
     vectorUnindexed > tooManyUnindexed;
   if (!vectorIndex && !due && !force) return null;
@@ -101,7 +102,7 @@ export function segmentWork(s: SegmentStats, tuning: StoreTuning, force = false)
       ? "optimize"
       : settling
         ? "sealed segment settled"
-        : s.smallFragments >= tuning.compactFragments
+        : s.smallFragments >= threshold
           ? `${s.smallFragments} small fragments`
           : "rows outside the indexes";
   }
@@ -157,6 +158,9 @@ export async function maintain(
   const record = async (table: string, reason: string, fn: () => Promise<void>): Promise<boolean> => {
     const t0 = Date.now();
     const done = await tolerateConflict(pass, fn);
+    // Writers skip catching up while the `write` stamp is the one they left (Store.withWriteLock):
+    // this commit moved their tables too.
+    await store.shared.touch("write");
     pass.work.push({ table, reason, ms: Date.now() - t0, ...(done ? {} : { conflict: true }) });
     return done;
   };
@@ -204,7 +208,7 @@ export async function maintain(
   const graph = store.graphTable();
   if (!(await unchanged("graph", graph))) {
     const stats = await graph.stats();
-    if (options.force || stats.fragmentStats.numSmallFragments >= store.tuning.compactFragments) {
+    if (options.force || stats.fragmentStats.numSmallFragments >= compactionThreshold(stats.numRows, store.tuning)) {
       const reason = options.force ? "optimize" : `${stats.fragmentStats.numSmallFragments} small fragments`;
       await record("graph", reason, async () => addOptimizeStats(pass, await graph.optimize({ cleanupOlderThan: cleanupOlderThan() })));
     }

@@ -86,6 +86,8 @@ export const ROW_COLUMNS = [...RECORD_COLUMNS, "history"];
 const LATER_COLUMNS = ["supersededBy", "supersededAt", "matchKeys", "history"];
 /** Partitions an unfiltered top-10 search probes (recall@10 = 1.000 at 100k rows, measured). */
 const BASE_PROBES = 20;
+/** Most rows of one result MemoryReads.atVersion keeps (a word in more memories is looked up again). */
+const VERSION_CACHE_ROWS = 500;
 /** How long a process trusts what it last read of a vector index before asking LanceDB again. */
 const VECTOR_INDEX_CACHE_MS = 5_000;
 
@@ -109,6 +111,8 @@ const LAST_SEQS_KEPT = 10_000;
 export interface RoutingCache {
   indexes: Map<string, IndexCacheEntry>;
   counts: Map<string, { at: number; count: number }>;
+  /** Read results by segment and table version (StoreTuning.versionCacheEntries); absent: off. */
+  atVersion?: Map<string, unknown>;
 }
 
 /** The store's reads of memories, over whatever segments `segments()` gives (the live ones, or a snapshot's). */
@@ -131,7 +135,35 @@ export abstract class MemoryReads {
 
   async countMemories(filter?: MemoryFilter): Promise<number> {
     const where = filter ? memoryWhere(filter) : undefined;
-    return sum(await this.eachSegment((s) => s.table.countRows(where)));
+    return sum(await this.eachSegment((s) => this.atVersion(s, `count\u0000${where ?? ""}`, () => s.table.countRows(where))));
+  }
+
+  /**
+   * `read` of one segment, remembered by the segment's table version when the store keeps such a
+   * cache (object storage: there each query costs object-store requests, several per fragment). A
+   * table version never changes, so a remembered result is exactly what the query would return
+   * again: nothing here can be stale. Kept only when the version is the same before and after the
+   * read (a handle may move to a newer version meanwhile). For reads a search repeats: a scope's
+   * count and its memories with a word. (A table dropped and made again restarts its versions:
+   * only resetEmbedder does that, and it returns a new Store, with a new cache.)
+   */
+  private async atVersion<T>(segment: Segment, key: string, read: () => Promise<T>): Promise<T> {
+    const cache = this.routing.atVersion;
+    if (!cache) return read();
+    const version = await segment.table.version();
+    const full = `${segment.name}\u0000${version}\u0000${key}`;
+    if (cache.has(full)) {
+      const value = cache.get(full) as T;
+      cache.delete(full);
+      cache.set(full, value); // most recently used last
+      return value;
+    }
+    const value = await read();
+    // A large result stays out: the cache's memory stays bounded by entries × VERSION_CACHE_ROWS.
+    if ((Array.isArray(value) && value.length > VERSION_CACHE_ROWS) || (await segment.table.version()) !== version) return value;
+    cache.set(full, value);
+    if (cache.size > this.tuning.versionCacheEntries) cache.delete(cache.keys().next().value!);
+    return value;
   }
 
   async getMemory(accountId: string, id: string): Promise<MemoryRecord | undefined> {
@@ -253,12 +285,13 @@ export abstract class MemoryReads {
   async memoriesWithWord(word: string, filter: MemoryFilter, max: number): Promise<MemoryWordHit[]> {
     const where = memoryWhere(filter);
     const parts = await this.eachSegment((s) =>
-      s.table.query().fullTextSearch(word, { columns: ["content"] }).where(where).select(["id", "userId", "seq", "metadata", "tags"]).limit(max).toArray(),
+      this.atVersion(s, `word\u0000${max}\u0000${word}\u0000${where}`, async () =>
+        (await s.table.query().fullTextSearch(word, { columns: ["content"] }).where(where).select(["id", "userId", "seq", "metadata", "tags"]).limit(max).toArray()).map(
+          (r): MemoryWordHit => ({ id: String(r.id), userId: String(r.userId), seq: Number(r.seq), metadata: r.metadata == null ? null : String(r.metadata), tags: toStringArray(r.tags) }),
+        ),
+      ),
     );
-    return parts
-      .flat()
-      .slice(0, max)
-      .map((r) => ({ id: String(r.id), userId: String(r.userId), seq: Number(r.seq), metadata: r.metadata == null ? null : String(r.metadata), tags: toStringArray(r.tags) }));
+    return parts.flat().slice(0, max);
   }
 
   /**
@@ -307,6 +340,26 @@ export abstract class MemoryReads {
     const where = `${memoryWhere(filter)} AND array_has_any(matchKeys, ${sqlStringList([...new Set(matchKeys)])})`;
     const rows = await this.fromSegments((t) => t.query().where(where).select(RECORD_COLUMNS));
     return rows.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
+  }
+
+  /**
+   * memoriesMatching({accountId, userId, current: true}, keys) for several users of one account, in
+   * one query: a group commit of creates from 8 users asked 8 times, each query a round of
+   * object-store requests under the write lock. Each user gets exactly the rows the one-user query
+   * would return (the query takes every user's keys; each row is kept only for its own user and
+   * only if it has one of that user's keys), oldest first.
+   */
+  async currentMemoriesMatching(accountId: string, keysByUser: Map<string, string[]>): Promise<Map<string, MemoryRecord[]>> {
+    const out = new Map<string, MemoryRecord[]>();
+    const users = [...keysByUser].filter(([, keys]) => keys.length);
+    for (const [userId] of keysByUser) out.set(userId, []);
+    if (!users.length) return out;
+    const allKeys = [...new Set(users.flatMap(([, keys]) => keys))];
+    const where = `${memoryWhere({ accountId, current: true })} AND userId IN (${users.map(([u]) => sqlString(u)).join(", ")}) AND array_has_any(matchKeys, ${sqlStringList(allKeys)})`;
+    const rows = (await this.fromSegments((t) => t.query().where(where).select(RECORD_COLUMNS))).sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
+    const wanted = new Map(users.map(([u, keys]) => [u, new Set(keys)]));
+    for (const r of rows) if (r.matchKeys.some((k) => wanted.get(r.userId)?.has(k))) out.get(r.userId)!.push(r);
+    return out;
   }
 
   /** The account's memories that `id` replaced (supersededBy = id), oldest first. */

@@ -48,6 +48,19 @@ export interface StoreTuning {
   segmentRows: number;
   /** A segment (or the graph table) is compacted once it has this many small fragments (about one per commit). */
   compactFragments: number;
+  /**
+   * Object storage (0: off): a table is compacted sooner while it is small, once it has one small
+   * fragment per this many rows (at least MIN_COMPACT_FRAGMENTS, at most `compactFragments`).
+   * There every query reads each small fragment with requests of its own, so a search costs about
+   * one request more per fragment; while no vector index exists a compaction rewrites the table, so
+   * this bounds what compaction rewrites per commit to about this many rows.
+   */
+  compactEveryRows: number;
+  /**
+   * Object storage (0: off): how many read results (a scope's count, its memories with a word) a
+   * store remembers by table version (MemoryReads.atVersion), most recently used kept.
+   */
+  versionCacheEntries: number;
   /** LanceDB's metadata cache for this store (see lanceSession): 64 MiB. */
   metadataCacheBytes: number;
 }
@@ -57,8 +70,21 @@ export const DEFAULT_TUNING: StoreTuning = {
   exactSearchMaxRows: 20_000,
   segmentRows: 250_000,
   compactFragments: 32,
+  compactEveryRows: 0,
+  versionCacheEntries: 0,
   metadataCacheBytes: 64 * 1024 * 1024,
 };
+
+/** What Store.open changes from DEFAULT_TUNING for a store in object storage. */
+export const OBJECT_STORE_TUNING: Partial<StoreTuning> = { compactEveryRows: 500, versionCacheEntries: 512 };
+
+const MIN_COMPACT_FRAGMENTS = 4;
+
+/** How many small fragments make a table of `rows` rows due for compaction (StoreTuning.compactEveryRows). */
+export function compactionThreshold(rows: number, tuning: StoreTuning): number {
+  if (!tuning.compactEveryRows) return tuning.compactFragments;
+  return Math.min(tuning.compactFragments, Math.max(MIN_COMPACT_FRAGMENTS, Math.ceil(rows / tuning.compactEveryRows)));
+}
 
 export interface OptimizeResult {
   fragmentsRemoved: number;

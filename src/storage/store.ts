@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { MmError } from "../errors.js";
 import type { EmbedderConfig } from "../embedder/types.js";
 import { describeEmbedder } from "../embedder/index.js";
+import { checkCoordination } from "./coordination.js";
 import { connectDatabase, documentsOf, sharedFor } from "./database.js";
 import { Document, FileDocuments, TableDocuments, type DocumentDriver } from "./documents.js";
 import { GraphReads, GraphWrites, GRAPH, graphSchema, type EntityRecord, type RelationFilter, type RelationRecord } from "./graph.js";
@@ -16,7 +17,7 @@ import type { PageWindow } from "./pages.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
 import { FIRST_SEGMENT, SegmentSet, segmentList, segmentName, type Segment } from "./segments.js";
 import type { Shared } from "./shared/types.js";
-import { DEFAULT_TUNING, type OptimizeResult, type SegmentStats, type StoreTuning, type TableStats, type VectorIndexStats } from "./store-types.js";
+import { DEFAULT_TUNING, OBJECT_STORE_TUNING, type OptimizeResult, type SegmentStats, type StoreTuning, type TableStats, type VectorIndexStats } from "./store-types.js";
 
 export * from "./store-types.js";
 export type { EntityRecord, RelationFilter, RelationRecord } from "./graph.js";
@@ -114,6 +115,8 @@ export class Store extends MemoryReads {
    */
   /** Closes the Redis connection Store.open opened for this store (not a caller's, not a snapshot's). */
   private releaseShared: (() => Promise<void>) | undefined;
+  /** The `write` stamp this handle's last write left (object stores; withWriteLock). */
+  private writeStamp: string | undefined;
 
   get coordinationDir(): string {
     return coordinationDir(this.place, this.env);
@@ -174,7 +177,7 @@ export class Store extends MemoryReads {
   ): Promise<Store> {
     const env = options.env ?? process.env;
     const place = placeOf(location);
-    const tuning = { ...DEFAULT_TUNING, ...options.tuning };
+    const tuning = { ...DEFAULT_TUNING, ...(place.kind === "object" ? OBJECT_STORE_TUNING : {}), ...options.tuning };
     restrictUmask();
     const chosen = options.shared ? { shared: options.shared, owned: false } : await sharedFor(place, env);
     try {
@@ -204,7 +207,8 @@ export class Store extends MemoryReads {
     }
     const configDoc = configDocument(documents);
     let config = await configDoc.read();
-    const writeLock = <T>(fn: () => Promise<T>) => shared.withLock("write", fn, { timeoutMs: WRITE_LOCK_TIMEOUT_MS });
+    // These commits (new tables, columns, indexes) change the tables under other processes' handles too.
+    const writeLock = <T>(fn: () => Promise<T>) => shared.withLock("write", async () => ((await shared.touch("write")), fn()), { timeoutMs: WRITE_LOCK_TIMEOUT_MS });
     if (!config) {
       if (!options.create) {
         throw new MmError("STORE_ERROR", `No mm store at ${location}. Run \`mm init\` to create one.`);
@@ -229,6 +233,7 @@ export class Store extends MemoryReads {
       });
     }
     if (place.kind === "local") await tightenStore(place.dir);
+    else await checkCoordination(documents, shared, place.uri, { record: true });
     if (config.formatVersion > STORE_FORMAT_VERSION) {
       throw new MmError("STORE_ERROR", `The store at ${location} was written by a newer mm (format ${config.formatVersion}); upgrade mm.`);
     }
@@ -251,7 +256,11 @@ export class Store extends MemoryReads {
       // Stores made before the knowledge graph existed gain its table on first open.
       await writeLock(() => db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true }));
     }
-    const routing: RoutingCache = { indexes: new Map([[FIRST_SEGMENT, { at: Date.now(), value: vectorIndexOf(indices) }]]), counts: new Map() };
+    const routing: RoutingCache = {
+      indexes: new Map([[FIRST_SEGMENT, { at: Date.now(), value: vectorIndexOf(indices) }]]),
+      counts: new Map(),
+      ...(tuning.versionCacheEntries > 0 ? { atVersion: new Map() } : {}),
+    };
     const store = new Store(location, place, config, db, new SegmentSet(db, list, first), undefined, graph ?? (await db.openTable(GRAPH)), tuning, routing, session, shared, documents, env);
     if (![TEXT_INDEX, USER_INDEX].every((n) => indices.some((i) => i.name === n))) {
       await writeLock(() => ensureIndexes(first));
@@ -287,7 +296,7 @@ export class Store extends MemoryReads {
 
   /** The store's configuration (its embedder, among others), without opening the store; undefined if none. */
   static configAt(location: string, env?: Env): Promise<StoreConfig | undefined> {
-    return configDocument(documentsOf(location, env)).read();
+    return configDocument(documentsOf(location, env, { probe: true })).read();
   }
 
   /**
@@ -373,9 +382,30 @@ export class Store extends MemoryReads {
     return out;
   }
 
-  /** Runs `fn` holding the store's write lock (across processes; across replicas with Redis). */
+  /**
+   * Runs `fn` holding the store's write lock (across processes; across replicas with Redis). In
+   * object storage this process's handles may lag others' commits by up to the read-consistency
+   * interval, so under the lock they first move to the latest versions (catchUp: a LIST request
+   * per table, and the new manifests), unless nothing but this handle has committed since its last
+   * write: every writer under the lock changes the store's `write` stamp (a Redis INCR, or a stamp
+   * file on one machine) before it commits, and every maintenance commit changes it once done, and
+   * the stamp still holds the value this handle left. A writer that dies between its stamp and its
+   * commit still sends the next one to catch up. (A compaction the handle missed changes no row;
+   * its next read after the read-consistency interval moves it on.)
+   */
   private withWriteLock<T>(fn: () => Promise<T>): Promise<T> {
-    return this.shared.withLock("write", fn, { timeoutMs: WRITE_LOCK_TIMEOUT_MS });
+    return this.shared.withLock(
+      "write",
+      async () => {
+        if (this.place.kind === "object") {
+          const stamp = await this.shared.stamp("write");
+          if (stamp === undefined || stamp !== this.writeStamp) await this.catchUp();
+          this.writeStamp = await this.shared.touch("write");
+        }
+        return fn();
+      },
+      { timeoutMs: WRITE_LOCK_TIMEOUT_MS },
+    );
   }
 
   /**
@@ -391,7 +421,6 @@ export class Store extends MemoryReads {
   async write<T>(fn: (w: StoreWriter) => Promise<T>): Promise<T> {
     if (this.view) throw new MmError("INTERNAL_ERROR", "A snapshot is read-only.");
     return this.withWriteLock(async () => {
-      if (this.place.kind === "object") await this.catchUp();
       const segments = await this.segments();
       const result = await fn(new StoreWriter(this, segments, this.graph));
       this.writes++;
@@ -467,7 +496,6 @@ export class Store extends MemoryReads {
     const keepVersionsMs = options.keepVersionsMs ?? DEFAULT_KEEP_VERSIONS_MS;
     const pass = await withMaintenanceLock(this.shared, () =>
       this.withWriteLock(async () => {
-        if (this.place.kind === "object") await this.catchUp();
         return maintain(this, { force: true, keepVersionsMs });
       }),
     );
@@ -477,7 +505,6 @@ export class Store extends MemoryReads {
   /** Replaces the store's embedder; only allowed while it holds no memories. */
   async resetEmbedder(embedder: EmbedderConfig): Promise<Store> {
     await this.withWriteLock(async () => {
-      if (this.place.kind === "object") await this.catchUp();
       const count = await this.countMemories();
       if (count > 0) {
         throw new MmError(

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { MmError } from "../../errors.js";
-import { locateStore } from "../../core/store-location.js";
+import { detachStoreRedis, locateStore } from "../../core/store-location.js";
 import { bytes, count } from "../output.js";
 import { withContext } from "../context.js";
 import type { CliApp } from "../main.js";
@@ -14,6 +14,16 @@ export function registerStore(program: Command, app: CliApp): void {
     .action((_opts: unknown, cmd: Command) => {
       const { dir } = locateStore((cmd.optsWithGlobals() as { store?: string }).store, app.io.env);
       return app.output.result({ path: dir }, () => dir);
+    });
+
+  store
+    .command("detach-redis")
+    .description("let commands without $MM_REDIS_URL open this object store again, once no replica serves it with Redis (docs/redis.md)")
+    .action(async (_opts: unknown, cmd: Command) => {
+      const r = await detachStoreRedis(locateStore((cmd.optsWithGlobals() as { store?: string }).store, app.io.env), app.io.env);
+      await app.output.result(r, () =>
+        r.detached ? `${r.store} no longer requires Redis (it was coordinated by ${r.redis}).` : `${r.store} records no Redis; nothing to detach.`,
+      );
     });
 
   store

@@ -59,12 +59,14 @@ export class LocalShared implements Shared {
     }
   }
 
-  async touch(name: string): Promise<void> {
-    if (!this.options.stamps) return;
+  async touch(name: string): Promise<string | undefined> {
+    if (!this.options.stamps) return undefined;
     const file = this.stampFile(name);
     const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, randomUUID(), { mode: 0o600 });
+    const token = randomUUID();
+    writeFileSync(tmp, token, { mode: 0o600 });
     renameSync(tmp, file);
+    return token;
   }
 
   private stampFile(name: string): string {

@@ -222,6 +222,10 @@ export class RedisShared implements Shared {
 
   constructor(readonly connection: RedisConnection) {}
 
+  get where(): string {
+    return this.connection.where;
+  }
+
   withLock<T>(name: string, fn: () => Promise<T>, options: LockOptions = {}): Promise<T> {
     // Same-process waiters queue here, so a process doesn't poll Redis against itself.
     const previous = this.queues.get(name) ?? Promise.resolve();
@@ -245,8 +249,8 @@ export class RedisShared implements Shared {
     return (await this.connection.run("read a change stamp", (r) => r.get(`${this.connection.prefix}stamp:${name}`))) ?? "0";
   }
 
-  async touch(name: string): Promise<void> {
-    await this.connection.run("record a change", (r) => r.incr(`${this.connection.prefix}stamp:${name}`));
+  async touch(name: string): Promise<string> {
+    return String(await this.connection.run("record a change", (r) => r.incr(`${this.connection.prefix}stamp:${name}`)));
   }
 
   close(): Promise<void> {

@@ -12,6 +12,8 @@
  */
 export interface Shared {
   readonly driver: "local" | "redis";
+  /** Where the replicas agree, for messages and the store's record of it: `redis://host:port`, never a password; undefined for local files. */
+  readonly where?: string;
 
   /**
    * Runs `fn` holding the named lock, across every process using the store. Names are short
@@ -31,7 +33,8 @@ export interface Shared {
    * the file's own mtime and size, which every process on the machine sees).
    */
   stamp(name: string): Promise<string | undefined>;
-  touch(name: string): Promise<void>;
+  /** Changes the stamp; returns the new one (what `stamp` now reads), undefined for the local driver of a local store. */
+  touch(name: string): Promise<string | undefined>;
 
   close(): Promise<void>;
 }
