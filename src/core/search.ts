@@ -42,7 +42,7 @@ export async function searchMemories(ctx: Context, raw: unknown): Promise<{ resu
 export function rankHits(raw: unknown, candidates: Candidate[]): Ranked[] {
   const input = parseSearchMemories(raw);
   let ranked = rank(input.mode, candidates);
-  if (input.mode === "hybrid") ranked = newerFirst(ranked, candidates);
+  if (input.mode === "hybrid") ranked = newerFirst(ranked, candidates, input.query);
   return replacedAfterReplacing(best(ranked, input.threshold, input.limit));
 }
 
@@ -55,21 +55,26 @@ export function rankHits(raw: unknown, candidates: Candidate[]): Ranked[] {
  * was stored. Nothing is hidden: two facts that are both true both keep their place in the list,
  * only their order changes. Turns of a conversation are left as they rank, and so are
  * observations mm named with their entity ("Luis Ferreira: drives the white F-250"): the shared
- * name makes their embeddings close whatever they say. The vectors come with the cosines the
+ * name makes their embeddings close whatever they say; nor, over a note holding a number the
+ * question names, a newer note without it. The vectors come with the cosines the
  * search reads anyway.
  */
-function newerFirst(ranked: Ranked[], candidates: Candidate[]): Ranked[] {
+function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): Ranked[] {
   const top = [...ranked]
     .sort(byScore)
     .slice(0, NEWER.top)
     .filter((h) => conversationOf(h.record.metadata, h.record.tags) === null && observationSubject(h.record.metadata) === undefined);
   if (top.length < 2 || !top.some((h, i) => top.slice(i + 1).some((n) => n.record.userId === h.record.userId && newer(n.record, h.record)))) return ranked;
   const byId = new Map(candidates.map((c) => [c.record.id, c]));
+  // A number in the question picks out the note it asks about ("note 7 on chess", "flight TP1337"):
+  // a newer note without it doesn't take that note's place.
+  const numbers = query.match(/\d+/g) ?? [];
   const lifted = new Map<string, number>();
   const scoreOf = (h: Ranked) => lifted.get(h.record.id) ?? h.score;
   for (const [i, older] of top.entries()) {
     for (const n of top.slice(i + 1)) {
       if (n.record.userId !== older.record.userId || !newer(n.record, older.record) || scoreOf(n) >= scoreOf(older)) continue;
+      if (numbers.some((x) => hasNumber(older.record.content, x) && !hasNumber(n.record.content, x))) continue;
       const [o, m] = [byId.get(older.record.id), byId.get(n.record.id)];
       if (!o?.vector || !m?.vector) continue;
       const c = cosine(o.vector, m.vector);
@@ -78,6 +83,11 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[]): Ranked[] {
     }
   }
   return lifted.size ? ranked.map((h) => (lifted.has(h.record.id) ? { ...h, score: lifted.get(h.record.id)! } : h)) : ranked;
+}
+
+/** Whether `text` holds the number `n` as a number of its own (not within a longer one: "47" doesn't hold "7"). */
+function hasNumber(text: string, n: string): boolean {
+  return (text.match(/\d+/g) ?? ([] as string[])).includes(n);
 }
 
 /** Created later; within one batch (the same createdAt), stored later. */

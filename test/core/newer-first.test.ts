@@ -37,6 +37,8 @@ describe("newer notes about the same thing rank first (real model)", () => {
     // The same two phone notes as turns of one conversation: a conversation's past is asked about.
     ids.chatOld = await add("chat", "My phone number is 555-0142", { sessionId: "s1" });
     ids.chatNew = await add("chat", "Got a new phone, my number is 555-0199 now", { sessionId: "s1" });
+    ids.locker7 = await add("notes", "The code for locker 7 at the gym is 4412");
+    ids.locker12 = await add("notes", "The code for locker 12 at the gym is 9087");
     ids.dog = await add("pets", "We have a dog named Rex");
     ids.cat = await add("pets", "We also have a cat called Tom");
   });
@@ -58,6 +60,13 @@ describe("newer notes about the same thing rank first (real model)", () => {
   ])("%j: the newer note first, the older one right after it", async (query, newer, older) => {
     const results = await search(query, { userId: "notes" });
     expect(results.slice(0, 2).map((r) => r.id)).toEqual([ids[newer], ids[older]]);
+  });
+
+  it("keeps the note whose number the question names first: a newer note without it doesn't take its place", async () => {
+    const results = await search("what's the code for locker 7?", { userId: "notes" });
+    expect(results[0].id).toBe(ids.locker7);
+    // Asked about the other locker, the newer note is the one the number names.
+    expect((await search("what's the code for locker 12?", { userId: "notes" }))[0].id).toBe(ids.locker12);
   });
 
   it("gives the same first hit whatever the limit", async () => {
