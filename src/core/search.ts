@@ -39,8 +39,7 @@ export async function searchMemories(ctx: Context, raw: unknown): Promise<{ resu
  * above the threshold, and a replaced memory after its replacement. Exported so a test can rank
  * every candidate (`searchCandidates`) the way a search ranks the pruned ones.
  */
-export function rankHits(raw: unknown, candidates: Candidate[]): Ranked[] {
-  const input = parseSearchMemories(raw);
+export function rankHits(input: SearchMemoriesInput, candidates: Candidate[]): Ranked[] {
   let ranked = rank(input.mode, candidates);
   if (input.mode === "hybrid") ranked = newerFirst(ranked, candidates, input.query);
   return replacedAfterReplacing(best(ranked, input.threshold, input.limit));

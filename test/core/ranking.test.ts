@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { openContext } from "../../src/core/context.js";
 import { addMemoriesFromLines, rankHits, searchCandidates, searchMemories } from "../../src/core/memories.js";
 import { HYBRID, LEAD, denseQuery, hybridRaw, hybridScore, keywordQuery, keywordScore, leadScore, rank } from "../../src/core/ranking.js";
+import { parseSearchMemories } from "../../src/schemas/memory.js";
 import type { MemoryRecord } from "../../src/storage/store.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
@@ -132,7 +133,7 @@ describe("hybrid search's pruning", () => {
       for (const userId of ["u", undefined]) {
         for (const limit of [1, 10, 40]) {
           const got = await searchMemories(ctx, { query, userId, limit, threshold: 0 });
-          const all = rankHits({ query, userId, limit, threshold: 0 }, await searchCandidates(ctx, { query, userId, limit }));
+          const all = rankHits(parseSearchMemories({ query, userId, limit, threshold: 0 }), await searchCandidates(ctx, { query, userId, limit }));
           expect(got.results.map((r) => [r.id, r.score]), `${query} ${userId} ${limit}`).toEqual(all.map((r) => [r.record.id, r.score]));
         }
       }
