@@ -14,6 +14,7 @@ import {
   updateMemory,
   type BatchLineResult,
 } from "../../src/core/memories.js";
+import { DETECT_CANDIDATES } from "../../src/core/validity.js";
 import { loadLance } from "../../src/storage/lance.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
@@ -106,6 +107,19 @@ describe("replaced facts", () => {
     expect(h.replacedBy.map((l) => l.id)).toEqual([berlin.id]);
     expect((await memoryHistory(ctx, berlin.id)).replaced.map((l) => l.id)).toEqual([lyon.id, paris.id]);
     expect((await memoryHistory(ctx, paris.id)).replacedBy.map((l) => l.id)).toEqual([lyon.id, berlin.id]);
+  });
+
+  it("compares a new fact with the user's newest older memories that share its key, not with all of them", async () => {
+    const ctx = await open();
+    const results: BatchLineResult[] = [];
+    // Stored with detection off, so that all stay current: more than detection compares.
+    const lines = Array.from({ length: DETECT_CANDIDATES + 30 }, (_, i) => JSON.stringify({ content: `My locker code is ${1000 + i}`, userId: "u", autoSupersede: false }));
+    await addMemoriesFromLines(ctx, lines, { batchSize: 64, onResult: (r) => results.push(r) });
+    const ids = results.map((r) => r.memory!.id);
+    const latest = await createMemory(ctx, { content: "My locker code is 9999", userId: "u" });
+    expect(new Set(latest.supersedes)).toEqual(new Set(ids.slice(-DETECT_CANDIDATES)));
+    expect((await getMemory(ctx, ids[0])).supersededBy).toBeUndefined();
+    expect((await getMemory(ctx, ids.at(-1)!)).supersededBy).toBe(latest.id);
   });
 });
 
