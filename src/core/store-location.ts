@@ -31,11 +31,10 @@ export function coordinationDirOf(dir: string, env: Env): string {
 }
 
 /**
- * `mm store detach-redis`: lets processes without Redis open an object store that replicas once
- * served with Redis (storage/coordination.ts). `redis` is the Redis it recorded, if any.
+ * `mm store detach-redis`: lets processes without Redis open a store that replicas once served
+ * with Redis (storage/coordination.ts). `redis` is the Redis it recorded, if any.
  */
 export async function detachStoreRedis(loc: StoreLocation, env: Env): Promise<{ store: string; detached: boolean; redis: string | null }> {
-  if (!isObjectStore(loc.dir)) return { store: loc.dir, detached: false, redis: null };
   const before = await detachRedis(loc.dir, env);
   if (before === null) throw missingStore(loc);
   return { store: loc.dir, detached: !!before?.redis, redis: before?.redis ?? null };

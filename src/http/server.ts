@@ -8,6 +8,7 @@ import { startUpkeep } from "../core/upkeep.js";
 import type { Embedder, EmbedderConfig, Env } from "../embedder/index.js";
 import { maskSecrets } from "../secrets.js";
 import { openLedger, openLimiter } from "../limits/index.js";
+import { checkLocalCoordination } from "../storage/coordination.js";
 import { DEFAULT_RATE_LIMITS, type RateLimits } from "../limits/rate-limiter.js";
 import { placeOf } from "../storage/location.js";
 import { openShared } from "../storage/shared/index.js";
@@ -98,6 +99,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await shared.close();
     throw err;
   });
+  if (place.kind === "local") {
+    await checkLocalCoordination(place.dir, options.env ?? process.env, shared).catch(async (err) => {
+      await ctx.close();
+      await shared.close();
+      throw err;
+    });
+  }
   const configured = ctx.store.config.server ?? {};
   const accounts = new Accounts(ctx.store, clock);
   // Every log line is masked for the embedder's API key, in every form an upstream may echo it in.

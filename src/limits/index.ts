@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { checkLocalCoordination } from "../storage/coordination.js";
 import { coordinationDir, placeOf } from "../storage/location.js";
 import { openShared, type Shared } from "../storage/shared/index.js";
 import type { RedisShared } from "../storage/shared/redis.js";
@@ -27,9 +28,12 @@ export async function openLimiter(shared: Shared, limits: RateLimits = DEFAULT_R
 
 /**
  * A command's ledger: with `$MM_REDIS_URL`, the replicas' ledger in Redis (a CLI command on any
- * machine counts where the servers count), else the store's files. `close` ends the connection.
+ * machine counts where the servers count), else the store's files; a local store that Redis
+ * coordinates refuses the files (storage/coordination.ts). `close` ends the connection.
  */
 export async function openCommandLedger(storeDir: string, env: Record<string, string | undefined>, clock?: () => Date): Promise<{ ledger: Ledger; close(): Promise<void> }> {
   const shared = await openShared({ store: storeDir, env, redisUrl: env.MM_REDIS_URL?.trim() || undefined, redisSource: "MM_REDIS_URL" });
-  return { ledger: await openLedger(shared, coordinationDir(placeOf(storeDir), env), clock), close: () => shared.close() };
+  const place = placeOf(storeDir);
+  if (place.kind === "local") await checkLocalCoordination(place.dir, env, shared).catch(async (err) => (await shared.close(), Promise.reject(err)));
+  return { ledger: await openLedger(shared, coordinationDir(place, env), clock), close: () => shared.close() };
 }

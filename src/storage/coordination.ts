@@ -1,5 +1,8 @@
 import { MmError } from "../errors.js";
-import { Document, type DocumentDriver } from "./documents.js";
+import type { Env } from "../embedder/index.js";
+import { Document, FileDocuments, type DocumentDriver } from "./documents.js";
+import { placeOf } from "./location.js";
+import { localShared } from "./shared/index.js";
 import type { Shared } from "./shared/types.js";
 
 /**
@@ -13,8 +16,9 @@ import type { Shared } from "./shared/types.js";
  *
  * The record names Redis as `redis://host:port` (RedisConnection.where), never with a password.
  * It stays until `mm store detach-redis` clears it (`redis: null`), for a store that no replica
- * serves any more. A local store needs none of this: its processes are on one machine and share
- * its lock files (only its quota and rate counts move to Redis with `--redis`).
+ * serves any more. A local store's processes are on one machine and share its lock files; only
+ * its quota ledger and rate counts move to Redis with `--redis`, so there the rule guards the
+ * ledger (checkLocalCoordination), in its `coordination.json`.
  */
 export interface Coordination {
   /** The Redis the store's processes agree through; null once detached. */
@@ -57,11 +61,25 @@ export async function checkCoordination(documents: DocumentDriver, shared: Share
   }
 }
 
+/**
+ * The same rule for a local store, where it is the quota ledger that Redis holds: `mm serve
+ * --redis` or a command with `$MM_REDIS_URL` records Redis, and a later command or server without
+ * it is refused instead of charging the store's own ledger beside the replicas' (the quota would
+ * stop being exact). Called where a ledger is opened; `shared` is the ledger's. A store not yet
+ * created records nothing (the command creating it records it next time).
+ */
+export async function checkLocalCoordination(dir: string, env: Env, shared: Shared): Promise<void> {
+  const documents = new FileDocuments(dir, localShared(placeOf(dir), env));
+  const exists = (await documents.stamp("config")) !== "none";
+  await checkCoordination(documents, shared, dir, { record: exists });
+}
+
 function redisRequired(label: string, recorded: Coordination): MmError {
+  const local = placeOf(label).kind === "local";
   return new MmError(
     "STORE_ERROR",
-    `The store at ${label} is coordinated by Redis (${recorded.redis}, since ${recorded.at}): its replicas take their locks and count the quota there. ` +
-      "Without Redis this process would use this machine's locks and a quota ledger of its own, which they don't see. " +
+    `The store at ${label} is coordinated by Redis (${recorded.redis}, since ${recorded.at}): its replicas ${local ? "count the quota there" : "take their locks and count the quota there"}. ` +
+      `Without Redis this process would use ${local ? "" : "this machine's locks and "}a quota ledger of its own, which they don't see. ` +
       "Set MM_REDIS_URL to that Redis (for mm serve: --redis URL). If no replica serves the store any more, `mm store detach-redis` lifts this.",
   );
 }

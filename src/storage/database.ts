@@ -108,12 +108,14 @@ function once<T>(cache: Map<string, Promise<T>>, key: string, make: () => Promis
  * `mm store detach-redis`: clears an object store's record that Redis coordinates it
  * (storage/coordination.ts), so that processes without Redis may open it again. For a store no
  * replica serves any more; what they counted in Redis (this month's quota) stays there. Returns
- * what the record said: undefined for a local store or one that never had Redis, null where there
- * is no store.
+ * what the record said: undefined for a store that never had Redis, null where there is no store.
  */
 export async function detachRedis(location: string, env: Env): Promise<Coordination | undefined | null> {
   const place = placeOf(location);
-  if (place.kind === "local") return undefined;
+  if (place.kind === "local") {
+    const documents = new FileDocuments(place.dir, localShared(place, env));
+    return (await documents.load("config")) ? detachCoordination(documents) : null;
+  }
   const { db } = await connectDatabase(place, env, 8 * 1024 * 1024);
   const documents = await TableDocuments.open(db, localShared(place, env), place.uri);
   try {

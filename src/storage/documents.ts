@@ -17,7 +17,7 @@ import type { Shared } from "./shared/types.js";
  * | `key-use`  | when each key was last used (object stores; locally `key-use/<keyId>` mtimes, storage/key-use.ts) | — |
  * | `console`  | console sign-in links and sessions (hashes)             | `console.json`          |
  * | `segments` | the memory segments, oldest first (storage/segments.ts) | `db/segments.json`      |
- * | `coordination` | the Redis that coordinates an object store's processes (storage/coordination.ts) | — |
+ * | `coordination` | the Redis that coordinates the store's processes (storage/coordination.ts) | `coordination.json` |
  *
  * Two drivers, the same contract: a local store keeps its files exactly as mm always did
  * (FileDocuments); a store in object storage keeps them as rows of a LanceDB table `meta` (name,
@@ -110,7 +110,7 @@ function serialize<T>(data: T, format: DocumentFormat<T>): string {
   return format.pretty === false ? JSON.stringify(data) + "\n" : JSON.stringify(data, null, 2) + "\n";
 }
 
-const FILES: Record<string, string> = { config: "config.json", auth: "auth.json", console: "console.json", segments: join("db", "segments.json") };
+const FILES: Record<string, string> = { config: "config.json", auth: "auth.json", console: "console.json", segments: join("db", "segments.json"), coordination: "coordination.json" };
 
 /** A local store's documents: its JSON files, replaced atomically (temp file, fsync, rename), mode 600. */
 export class FileDocuments implements DocumentDriver {

@@ -79,6 +79,36 @@ describe("an object store served with Redis refuses processes without it (spawne
     refusedForRedis(refused, `redis://127.0.0.1:${redis().port}/0`);
   });
 
+  it("a local store served with Redis: commands that count the quota need it too, until detach-redis", async () => {
+    const store = await tempDir();
+    const mm = (args: string[], extra: Record<string, string> = {}) => runMm([...args, "--json"], { store, env: extra });
+    const url = `redis://127.0.0.1:${redis().port}`;
+    ok(await mm(["init"]));
+    const before = json(ok(await mm(["memories", "add", "The harbour opens at six", "--user", "ana"])));
+    const server = spawnMm(["serve", "--port", "0", "--no-warm", "--redis", url], { store });
+    const done = collect(server);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        createInterface({ input: server.stderr! }).on("line", (line) => line.includes('"listening"') && resolve());
+        server.once("exit", () => reject(new Error("mm serve exited before listening")));
+      });
+      // Each would charge the store's own ledger, beside the replicas' in Redis.
+      for (const args of [["memories", "add", "The ferry leaves at noon", "--user", "ana"], ["memories", "get", before.id], ["usage"]]) refusedForRedis(await mm(args), url);
+      refusedForRedis(await runMm(["serve", "--port", "0", "--no-warm"], { store }), url);
+      const withRedis = { MM_REDIS_URL: url };
+      ok(await mm(["memories", "add", "The ferry leaves at noon", "--user", "ana"], withRedis));
+      expect(json(ok(await mm(["memories", "list"], withRedis))).pagination.total).toBe(2);
+      // The refused commands charged nothing: the list and the add are the month's only operations in Redis.
+      expect(json(ok(await mm(["usage"], withRedis))).used).toBe(2);
+    } finally {
+      server.kill("SIGTERM");
+      await done;
+    }
+    refusedForRedis(await mm(["memories", "list"]), url);
+    expect(json(ok(await mm(["store", "detach-redis"])))).toEqual({ store, detached: true, redis: url });
+    expect(json(ok(await mm(["memories", "list"]))).pagination.total).toBe(2);
+  });
+
   it("detach-redis on a prefix without a store says so; on a local store it has nothing to do", async () => {
     const state = await tempDir();
     const env = { ...azurite().env, XDG_STATE_HOME: state };

@@ -115,9 +115,10 @@ describe.each(KINDS)("mm serve replicas on $name and one Redis (spawned, real mo
     redis = await startRedis();
     root = await mkdtemp(join(tmpdir(), "mm-replicas-"));
     ({ store, env, replicaEnv, stop: stopStore } = await kind.setup(root));
-    // On an object store every command names the replicas' Redis, as docs/scale-out.md says: a key
-    // made or revoked is announced there (a local store's replicas see its files change instead).
-    if (store.startsWith("az://")) env.MM_REDIS_URL = redis.url;
+    // Every command names the replicas' Redis, as docs/redis.md says: it counts the quota there,
+    // and a store served with Redis refuses a command without it (on an object store, a key made
+    // or revoked is announced there too; a local store's replicas see its files change instead).
+    env.MM_REDIS_URL = redis.url;
     expect((await mm(["init"])).code).toBe(0);
     keys = {};
     for (const [name, plan] of [["quota", "free"], ["rate", "enterprise"], ["revoke", "enterprise"], ["outage", "enterprise"], ["writers", "enterprise"]]) {

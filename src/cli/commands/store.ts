@@ -18,7 +18,7 @@ export function registerStore(program: Command, app: CliApp): void {
 
   store
     .command("detach-redis")
-    .description("let commands without $MM_REDIS_URL open this object store again, once no replica serves it with Redis (docs/redis.md)")
+    .description("let commands without $MM_REDIS_URL use this store again, once no replica serves it with Redis (docs/redis.md)")
     .action(async (_opts: unknown, cmd: Command) => {
       const r = await detachStoreRedis(locateStore((cmd.optsWithGlobals() as { store?: string }).store, app.io.env), app.io.env);
       await app.output.result(r, () =>
