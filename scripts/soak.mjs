@@ -138,7 +138,8 @@ function sample() {
   const s = { requests: done, seconds: Math.round((performance.now() - started) / 100) / 10, rssMb: rssMb(server.pid) };
   if (lastMemory) {
     const { time, event, ...m } = lastMemory;
-    s.server = { ...m, heapPeakMb };
+    // The highest heap reading since the last sample (at least the latest one, read again when none came since).
+    s.server = { ...m, heapPeakMb: Math.max(heapPeakMb, m.heapUsedMb) };
     heapPeakMb = 0;
   }
   samples.push(s);
