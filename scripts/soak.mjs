@@ -14,6 +14,8 @@
 //   --out bench-results/soak.json
 //   --memory-every-ms 0    >0: the server logs process.memoryUsage and LanceDB's cache size this often
 //                          (MM_DEBUG_MEMORY_MS); each sample then carries the latest reading
+//   --mix all              which requests to send: all, or a comma list of groups (rest, mcp, console)
+//                          and request names ("mcp read,create memory"); each keeps its share
 //   --heap-snapshots ""    request counts (e.g. 10000,30000) at which to signal the server (SIGUSR2)
 //                          to write a V8 heap snapshot; start it with
 //                          NODE_OPTIONS="--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=DIR"
@@ -21,31 +23,25 @@ import { join } from "node:path";
 import { startMmServe } from "./mm-serve.mjs";
 import { BIN, consoleSession, machine, MCP_HEADERS, newStore, parseArgs, printTable, rng, rssMb, root, stubEmbeddings, writeJson } from "./suite-kit.mjs";
 
-const opts = parseArgs({ requests: 200_000, concurrency: 8, samples: 40, "max-growth-pct": 10, seed: 1, embedder: "stub", out: join(root, "bench-results", "soak.json"), "memory-every-ms": 0, "heap-snapshots": "" });
+const opts = parseArgs({ requests: 200_000, concurrency: 8, samples: 40, "max-growth-pct": 10, seed: 1, embedder: "stub", out: join(root, "bench-results", "soak.json"), "memory-every-ms": 0, "heap-snapshots": "", mix: "all" });
 
-const stub = opts.embedder === "stub" ? await stubEmbeddings() : undefined;
-const store = await newStore({ main: "enterprise", second: "hobby" }, stub?.config);
-let lastMemory;
-const memoryEnv = opts["memory-every-ms"] > 0 ? { MM_DEBUG_MEMORY_MS: String(opts["memory-every-ms"]) } : {};
-const server = await startMmServe(BIN, { ...store.env, ...memoryEnv }, { rateLimit: 1_000_000, onLog: (e) => e.event === "memory" && (lastMemory = e) });
-const snapshotAt = String(opts["heap-snapshots"] || "").split(",").filter(Boolean).map(Number);
-const session = await consoleSession(store.store, server.url, "main");
-const keys = [store.accounts.main.key, store.accounts.main.key, store.accounts.main.key, store.accounts.second.key];
 const r = rng(opts.seed);
 const words = "alice bob carol tea coffee berlin lisbon tokyo meeting project deadline music film book travel garden dinner doctor running piano".split(" ");
 const text = () => Array.from({ length: 4 + r.int(10) }, () => r.pick(words)).join(" ");
 const ids = { mem: [], ent: [] };
 
 // Per 100 requests: the share each kind of request takes. Every write makes a table version (what
-// made memory grow); deletes keep up with creates once 300 memories exist, so the store stays at a
-// few thousand rows and a long run measures memory, not a growing table's query times. MCP calls
-// (over /mcp, one message or a small batch) and console pages (with a signed-in session) take
-// their share too.
-const MIX = [
-  [14, "list memories", (k) => get(k, `/v1/memories?limit=20&userId=u${r.int(20)}`)],
+// made memory grow). Once 300 memories exist, 8 deletes (REST and MCP) follow 10 creates, so the
+// store grows by 2 memories per 100 requests, as before MCP joined the mix: MCP adds without MCP
+// deletes had doubled that, and the searches without a userId (console, MCP) cost more, in time
+// and memory, the larger the account (docs/safety.md). MCP calls (over /mcp, one message or a
+// small batch) and console pages (with a signed-in session) take their share too.
+const ALL_KINDS = [
+  [12, "list memories", (k) => get(k, `/v1/memories?limit=20&userId=u${r.int(20)}`)],
   [4, "mcp search", (k) => mcp(k, tool(r.pick(["memories_search", "search_nodes"]), { query: text(), ...(r.chance(0.5) ? { userId: `u${r.int(20)}` } : {}) }))],
   [3, "mcp read", (k) => mcp(k, tool(r.pick(["memories_list", "read_graph", "memories_get"]), { ...(r.chance(0.3) ? { id: r.pick(ids.mem) ?? "mem_none" } : {}) }))],
   [2, "mcp add", (k) => mcp(k, tool("memories_add", { content: text(), userId: `u${r.int(20)}` }), (b) => b.result?.structuredContent?.id && ids.mem.push(b.result.structuredContent.id))],
+  [2, "mcp delete", (k) => mcp(k, tool("memories_delete", { id: ids.mem.length > 300 ? ids.mem.splice(r.int(ids.mem.length), 1)[0] : "mem_none" }))],
   [1, "mcp batch", (k) => mcp(k, [1, 2, 3].map((id) => ({ jsonrpc: "2.0", id, method: "tools/list" })))],
   [2, "console search", () => consolePage(`/console/memories?q=${encodeURIComponent(text())}&threshold=0.2`)],
   [2, "console page", () => consolePage(r.pick([`/console/memories?userId=u${r.int(20)}`, "/console/graph", "/console/usage", "/console/keys"]))],
@@ -60,7 +56,18 @@ const MIX = [
   [12, "400 / 404", (k) => (r.chance(0.5) ? post(k, "/v1/memories", { content: 42 }) : get(k, "/v1/entities/ent_missing"))],
   [8, "401", () => get("mm_not_a_real_key_0000000000000000000000", "/v1/memories")],
 ];
+const MIX = selectMix(ALL_KINDS, opts.mix);
 const WEIGHTS = MIX.reduce((a, [w]) => a + w, 0);
+
+const stub = opts.embedder === "stub" ? await stubEmbeddings() : undefined;
+const store = await newStore({ main: "enterprise", second: "hobby" }, stub?.config);
+let lastMemory;
+let heapPeakMb = 0;
+const memoryEnv = opts["memory-every-ms"] > 0 ? { MM_DEBUG_MEMORY_MS: String(opts["memory-every-ms"]) } : {};
+const server = await startMmServe(BIN, { ...store.env, ...memoryEnv }, { rateLimit: 1_000_000, onLog: (e) => e.event === "memory" && ((lastMemory = e), (heapPeakMb = Math.max(heapPeakMb, e.heapUsedMb))) });
+const snapshotAt = String(opts["heap-snapshots"] || "").split(",").filter(Boolean).map(Number);
+const session = await consoleSession(store.store, server.url, "main");
+const keys = [store.accounts.main.key, store.accounts.main.key, store.accounts.main.key, store.accounts.second.key];
 
 const counts = Object.fromEntries(MIX.map(([, name]) => [name, 0]));
 const statuses = {};
@@ -131,10 +138,12 @@ function sample() {
   const s = { requests: done, seconds: Math.round((performance.now() - started) / 100) / 10, rssMb: rssMb(server.pid) };
   if (lastMemory) {
     const { time, event, ...m } = lastMemory;
-    s.server = m;
+    // The highest heap reading since the last sample (at least the latest one, read again when none came since).
+    s.server = { ...m, heapPeakMb: Math.max(heapPeakMb, m.heapUsedMb) };
+    heapPeakMb = 0;
   }
   samples.push(s);
-  const m = s.server ? ` (heap ${s.server.heapUsedMb}, external ${s.server.externalMb}, arrayBuffers ${s.server.arrayBuffersMb}, LanceDB cache ${s.server.lanceCacheMb} MB, ${s.server.lanceCacheItems} items)` : "";
+  const m = s.server ? ` (heap ${s.server.heapUsedMb}, peak since the last sample ${s.server.heapPeakMb}, external ${s.server.externalMb}, arrayBuffers ${s.server.arrayBuffersMb}, LanceDB cache ${s.server.lanceCacheMb} MB, ${s.server.lanceCacheItems} items)` : "";
   console.log(`${s.requests} requests, ${s.seconds} s: server RSS ${s.rssMb} MB${m}`);
 }
 
@@ -171,6 +180,16 @@ async function consolePage(path) {
   const res = await fetch(`${server.url}${path}`, { headers: { Cookie: session.cookie, "Sec-Fetch-Site": "same-origin" }, redirect: "manual", signal: AbortSignal.timeout(60_000) });
   await res.text();
   return res.status;
+}
+
+/** The kinds `--mix` names: "all", or groups (rest, mcp, console) and request names, comma-separated. */
+function selectMix(kinds, mix) {
+  if (mix === "all") return kinds;
+  const group = (name) => (/^(mcp|console) /.test(name) ? name.split(" ")[0] : "rest");
+  const wanted = String(mix).split(",").map((w) => w.trim());
+  const unknown = wanted.filter((w) => !["rest", "mcp", "console"].includes(w) && !kinds.some(([, name]) => name === w));
+  if (unknown.length) throw new Error(`--mix: unknown ${unknown.join(", ")}; use all, or groups rest, mcp, console and names: ${kinds.map(([, n]) => n).join(", ")}`);
+  return kinds.filter(([, name]) => wanted.includes(name) || wanted.includes(group(name)));
 }
 
 function get(key, path) {

@@ -1,4 +1,5 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { VERSION } from "../cli/version.js";
 import type { Context } from "../core/context.js";
@@ -36,6 +37,15 @@ const INSTRUCTIONS =
   "memories_search (or search_nodes) before answering. Entities and relations form a knowledge graph.";
 
 /**
+ * The JSON Schema validator every server of the process shares. Left to itself, the SDK gives each
+ * `Server` its own Ajv instance, with its meta-schemas and formats added: about 70 KB of garbage a
+ * server, and /mcp builds a server per request (a fifth of what an MCP request allocated, which
+ * lifted the heap's peaks under MCP traffic, docs/safety.md). The validator only checks the answers
+ * to elicitation requests, which mm never sends, so nothing is ever compiled into the shared one.
+ */
+const VALIDATOR = new AjvJsonSchemaValidator();
+
+/**
  * An MCP server over the tool table (tools.ts). It uses the SDK's low-level `Server`, not
  * `McpServer`: McpServer validates arguments itself and answers a bad one with a bare message,
  * while here every call goes to the core service raw, which answers with the API's own error
@@ -46,7 +56,7 @@ const INSTRUCTIONS =
  * no `outputSchema`, which a client would hold the error envelope to.
  */
 export function createMcpServer(options: McpServerOptions): Server {
-  const server = new Server({ name: "mm", title: "mm semantic memory", version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  const server = new Server({ name: "mm", title: "mm semantic memory", version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator: VALIDATOR });
   const byName = new Map(TOOLS.map((t) => [t.name, t]));
   server.setRequestHandler(ListToolsRequestSchema, () => ({
     tools: TOOLS.map(({ name, title, description, inputSchema, annotations }) => ({ name, title, description, inputSchema: inputSchema as never, annotations })),

@@ -66,4 +66,20 @@ describe("the hardening suites, short runs", () => {
     expect(last.lanceCacheItems).toBeGreaterThan(0);
     expect(stdout).toContain("mm soak ·");
   }, 240_000);
+
+  it("npm run soak --mix: only the named groups and requests are sent, each sample has the heap's peak; an unknown name is refused", async () => {
+    const { code, stdout, json } = await runSuite("soak.mjs", ["--requests", "160", "--samples", "2", "--max-growth-pct", "1000", "--memory-every-ms", "50", "--mix", "mcp,console search"]);
+    expect(code, stdout).toBe(0);
+    expect(json.failures).toEqual([]);
+    const sent = Object.entries(json.mix as Record<string, number>).filter(([, n]) => n > 0).map(([name]) => name);
+    expect(new Set(Object.keys(json.mix))).toEqual(new Set(["mcp search", "mcp read", "mcp add", "mcp delete", "mcp batch", "console search"]));
+    expect(sent.length).toBeGreaterThanOrEqual(4);
+    expect(Object.values(json.mix as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(160);
+    const last = json.samples.at(-1).server;
+    expect(last.heapPeakMb, stdout).toBeGreaterThanOrEqual(last.heapUsedMb);
+
+    const refused = await collect(spawn(process.execPath, [join(SCRIPTS, "soak.mjs"), "--requests", "10", "--mix", "mcp,bogus"], { stdio: ["ignore", "pipe", "pipe"] }));
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("--mix: unknown bogus");
+  }, 240_000);
 });
