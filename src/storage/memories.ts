@@ -1,6 +1,6 @@
 import { MmError } from "../errors.js";
 import { vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
-import { loadLance, sqlString, sqlStringList, toStringArray, type Table } from "./lance.js";
+import { loadLance, sqlString, sqlStringList, type Table } from "./lance.js";
 import { cmp, newestFirstPage, NEWEST_FIRST, OLDEST_FIRST, type PageWindow } from "./pages.js";
 import type { Segment } from "./segments.js";
 import type { SearchPlan, StoreTuning } from "./store-types.js";
@@ -286,9 +286,7 @@ export abstract class MemoryReads {
     const where = memoryWhere(filter);
     const parts = await this.eachSegment((s) =>
       this.atVersion(s, `word\u0000${max}\u0000${word}\u0000${where}`, async () =>
-        (await s.table.query().fullTextSearch(word, { columns: ["content"] }).where(where).select(["id", "userId", "seq", "metadata", "tags"]).limit(max).toArray()).map(
-          (r): MemoryWordHit => ({ id: String(r.id), userId: String(r.userId), seq: Number(r.seq), metadata: r.metadata == null ? null : String(r.metadata), tags: toStringArray(r.tags) }),
-        ),
+        wordHits(await s.table.query().fullTextSearch(word, { columns: ["content"] }).where(where).select(["id", "userId", "seq", "metadata", "tags"]).limit(max).toArrow()),
       ),
     );
     return parts.flat().slice(0, max);
@@ -659,6 +657,19 @@ export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, wit
     });
   }
   return out;
+}
+
+/**
+ * memoriesWithWord's rows, read a column at a time like readMemoryRows: a common word of a big
+ * scope matches thousands of memories, and Arrow's row proxies (`toArray()`) allocated about 30
+ * MB per account-wide search on a store of 3,000 (docs/safety.md, "Memory under load").
+ */
+function wordHits(table: unknown): MemoryWordHit[] {
+  const t = table as { numRows: number; getChild(name: string): { toArray(): ArrayLike<unknown> } | null };
+  const values = (name: string) => Array.from(t.getChild(name)?.toArray() ?? new Array(t.numRows).fill(null));
+  const [id, userId, seq, metadata] = ["id", "userId", "seq", "metadata"].map(values);
+  const tags = stringLists(t.getChild("tags"), t.numRows);
+  return id.map((_, i) => ({ id: String(id[i]), userId: String(userId[i]), seq: Number(seq[i]), metadata: metadata[i] == null ? null : String(metadata[i]), tags: tags[i] }));
 }
 
 /**
