@@ -337,7 +337,9 @@ export abstract class MemoryReads {
   /**
    * Exact cosine distance from `vector` to exactly the given memories of the scope: those ids, and
    * each user's memories at the given sequence positions. For ranking keyword matches and their
-   * neighbours beside the vector index's own nearest; a few hundred rows, so no index is used.
+   * neighbours beside the vector index's own nearest; a few hundred rows, so no index is used, but
+   * in object storage, where bypassing the index reads the segment's whole vector column and the
+   * index probed at every partition gives the same distances (StoreTuning.vectorsFromIndex).
    */
   async nearestAmong(
     vector: Float32Array,
