@@ -173,6 +173,20 @@ async function measure(store, env, countedEnv) {
     compacted.push(performance.now() - t);
   }
   compacted.sort((a, b) => a - b);
+  // An object store searches an indexed segment through its index (StoreTuning.vectorsFromIndex):
+  // the same searches bypassing it, from a second process-like context, for the difference.
+  let bypassing;
+  if (countedEnv && (await ctx.store.stats()).memories.vectorIndex) {
+    const other = await openContext({ storeDir: store, env, tuning: { vectorsFromIndex: false } });
+    bypassing = [];
+    for (let q = 100; q < 100 + SEARCHES; q++) {
+      const t = performance.now();
+      await searchMemories(other, query(q));
+      bypassing.push(performance.now() - t);
+    }
+    bypassing.sort((a, b) => a - b);
+    await other.close();
+  }
   await close();
   latencies.sort((a, b) => a - b);
   const figures = {
@@ -183,6 +197,7 @@ async function measure(store, env, countedEnv) {
     fragmentsAfter: fragments,
     searchP50MsCompacted: round(compacted[Math.floor(compacted.length / 2)]),
     searchP95MsCompacted: round(compacted[Math.floor(compacted.length * 0.95)]),
+    ...(bypassing ? { searchP50MsCompactedBypassingIndex: round(bypassing[Math.floor(bypassing.length / 2)]) } : {}),
     ...(BULK ? { filledInS, vectorIndex: (await statsOf(store, env)).memories.vectorIndex?.type ?? null } : {}),
   };
   if (!countedEnv) return figures;
