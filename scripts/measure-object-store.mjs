@@ -6,11 +6,14 @@
 // Azurite on a free port; needs `npm run build` first. Figures go to docs/object-storage.md.
 //   node scripts/measure-object-store.mjs [--memories 2000] [--searches 100]
 //   node scripts/measure-object-store.mjs --memories 100000 --bulk [--creates 400]
+//   node scripts/measure-object-store.mjs --trace FILE   also writes each counted request (the
+//     operation it served, method, path, range, start and end in ms from the operation's start) as
+//     JSON lines: which requests of a search follow each other, and which run side by side.
 // --bulk fills each store in-process through `mm import`'s code (core/transfer.ts) with lines that
 // carry their vectors (random unit vectors: no model runs for the fill), compacts and indexes it
 // (`mm store optimize`), then times `--creates` creates and the searches as above.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { Agent, createServer as createHttpServer, request } from "node:http";
 import { createServer } from "node:net";
 import { loadavg, tmpdir } from "node:os";
@@ -24,6 +27,7 @@ const N = Number(flag("memories", "2000"));
 const SEARCHES = Number(flag("searches", "100"));
 const BULK = args.includes("--bulk");
 const CREATES = Number(flag("creates", BULK ? "400" : String(N)));
+const TRACE = flag("trace", undefined);
 /**
  * How long after one process's create returns another, already open and warm, process can read
  * the memory by id (polling every 10 ms): bounded by the read-consistency interval.
@@ -49,6 +53,7 @@ async function visibility(store, env) {
   return { p50: delays[5], max: delays[9] };
 }
 
+const round = (x) => Math.round(x * 10) / 10;
 const TOPICS = ["the garden", "the trip to Porto", "the new job", "the dentist", "the boat", "the book club", "the kitchen", "the marathon", "the piano", "the move"];
 const ACCOUNT = "devstoreaccount1";
 const KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
@@ -64,12 +69,23 @@ const work = mkdtempSync(join(tmpdir(), "mm-objmeasure-"));
 const port = await freePort();
 const azurite = spawn(join(root, "node_modules/.bin/azurite-blob"), ["--location", join(work, "azurite"), "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"], { stdio: "ignore" });
 let proxied = 0;
+/** The operation being counted, for --trace: its name and when it started. */
+let operation;
 const agent = new Agent({ keepAlive: true });
 const proxy = createHttpServer((req, res) => {
   proxied++;
+  const start = performance.now();
   const upstream = request({ host: "127.0.0.1", port, path: req.url, method: req.method, headers: req.headers, agent }, (r) => {
     res.writeHead(r.statusCode, r.headers);
     r.pipe(res);
+    const op = operation;
+    if (TRACE && op) {
+      r.on("end", () => {
+        const path = decodeURIComponent(req.url).replace(/^\/[^/]+\/[^/?]+\/?/, "");
+        const range = req.headers["x-ms-range"] ?? req.headers.range ?? "";
+        appendFileSync(TRACE, JSON.stringify({ op: op.name, method: req.method, path, range, startMs: round(start - op.at), endMs: round(performance.now() - op.at) }) + "\n");
+      });
+    }
   });
   upstream.on("error", () => res.destroy());
   req.pipe(upstream);
@@ -157,9 +173,22 @@ async function measure(store, env, countedEnv) {
     compacted.push(performance.now() - t);
   }
   compacted.sort((a, b) => a - b);
+  // An object store searches an indexed segment through its index (StoreTuning.vectorsFromIndex):
+  // the same searches bypassing it, from a second process-like context, for the difference.
+  let bypassing;
+  if (countedEnv && (await ctx.store.stats()).memories.vectorIndex) {
+    const other = await openContext({ storeDir: store, env, tuning: { vectorsFromIndex: false } });
+    bypassing = [];
+    for (let q = 100; q < 100 + SEARCHES; q++) {
+      const t = performance.now();
+      await searchMemories(other, query(q));
+      bypassing.push(performance.now() - t);
+    }
+    bypassing.sort((a, b) => a - b);
+    await other.close();
+  }
   await close();
   latencies.sort((a, b) => a - b);
-  const round = (x) => Math.round(x * 10) / 10;
   const figures = {
     createsPerS8Clients: round(concurrentPerS),
     createsPerSOneClient: round(sequentialPerS),
@@ -168,6 +197,7 @@ async function measure(store, env, countedEnv) {
     fragmentsAfter: fragments,
     searchP50MsCompacted: round(compacted[Math.floor(compacted.length / 2)]),
     searchP95MsCompacted: round(compacted[Math.floor(compacted.length * 0.95)]),
+    ...(bypassing ? { searchP50MsCompactedBypassingIndex: round(bypassing[Math.floor(bypassing.length / 2)]) } : {}),
     ...(BULK ? { filledInS, vectorIndex: (await statsOf(store, env)).memories.vectorIndex?.type ?? null } : {}),
   };
   if (!countedEnv) return figures;
@@ -179,20 +209,22 @@ async function measure(store, env, countedEnv) {
   const { ctx: counted, close: closeCounted } = await served(store, countedEnv, false);
   await counted.store.optimize({ keepVersionsMs: 0 });
   let requests = 0;
-  const count = async (fn) => {
+  const count = async (fn, name) => {
     const before = proxied;
+    operation = { name, at: performance.now() };
     await fn();
+    operation = undefined;
     requests += proxied - before;
   };
   const searches = async (from) => {
     requests = 0;
-    for (let q = from; q < from + 30; q++) await count(() => searchMemories(counted, query(q)));
+    for (let q = from; q < from + 30; q++) await count(() => searchMemories(counted, query(q)), `search ${q}`);
     return requests / 30;
   };
   await searchMemories(counted, query(1000));
   requests = 0;
   for (let i = N + 100; i < N + 130; i++) {
-    await count(() => createMemory(counted, { content: texts[i], userId: `user${i % 20}` }));
+    await count(() => createMemory(counted, { content: texts[i], userId: `user${i % 20}` }), `create ${i}`);
     await maintainIfDue(counted.store);
   }
   const perCreate = requests / 30;

@@ -1,5 +1,5 @@
 import { parseSearchMemories, type SearchMemoriesInput } from "../schemas/memory.js";
-import type { MemoryFilter, MemoryRecord, MemoryWordHit } from "../storage/store.js";
+import type { MemoryFilter, MemoryRecord, MemoryWordHit, RowAt, VectorHit } from "../storage/store.js";
 import { embedQuery, type Context } from "./context.js";
 import { conversationOf } from "./conversation.js";
 import { observationSubject } from "./observation.js";
@@ -162,7 +162,9 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   }
 
   // The keyword lookups and the vector search's routing run while the query embeds; the vector
-  // search itself starts as soon as the embedding is there.
+  // search itself starts as soon as the embedding is there. In object storage, hits found through
+  // a vector index come without their vectors, read afterwards for the few that newerFirst
+  // compares (topVectors).
   const embedding = embedQuery(ctx, denseQuery(input.query));
   const [vector, matches, vectorHits] = await Promise.all([
     embedding,
@@ -170,17 +172,21 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
     ctx.store.searchMemories(embedding, filter, CANDIDATES, true),
   ]);
   const byId = new Map<string, Candidate>();
-  const add = (record: MemoryRecord, distance: number, vector?: Float32Array) =>
+  /** Where each hit's row is, when it came without its vector (topVectors). */
+  const rowsAt = new Map<string, RowAt>();
+  const add = ({ record, distance, vector, at }: VectorHit) => {
+    if (at) rowsAt.set(record.id, at);
     byId.set(record.id, {
       record,
       cosine: 1 - distance,
       vector,
       ...(matches?.evidenceOf(record) ?? { coverage: 0, neighbourCoverage: 0, missingShare: 0 }),
     });
-  for (const h of vectorHits) add(h.record, h.distance, h.vector);
+  };
+  for (const h of vectorHits) add(h);
   // Fewer vector hits than asked for means the scope has no other memory: every keyword match and
   // neighbour is among them already.
-  if (!matches || vectorHits.length < CANDIDATES) return withLead([...byId.values()], terms, 0);
+  if (!matches || vectorHits.length < CANDIDATES) return topVectors(ctx, filter, withLead([...byId.values()], terms, 0), rowsAt);
 
   // Keyword matches and their neighbours (seq ± 1 of the same user: context for a match is often the
   // turn before or after it) need their exact cosine. A memory outside the vector search's nearest
@@ -209,9 +215,28 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
     const ids = batch.flatMap((p) => (p.id ? [p.id] : []));
     const seqs = new Map<string, number[]>();
     for (const p of batch) if (!p.id) seqs.set(p.userId, [...(seqs.get(p.userId) ?? []), p.seq]);
-    for (const h of await ctx.store.nearestAmong(vector, filter, { ids, seqs }, true)) if (!byId.has(h.record.id)) add(h.record, h.distance, h.vector);
+    for (const h of await ctx.store.nearestAmong(vector, filter, { ids, seqs }, true)) if (!byId.has(h.record.id)) add(h);
   }
-  return withLead([...byId.values()], terms, unfetched);
+  return topVectors(ctx, filter, withLead([...byId.values()], terms, unfetched), rowsAt);
+}
+
+/**
+ * The vectors newerFirst compares, the best NEWER.top candidates' (as hybrid ranks them), where
+ * candidates came without vectors (found through an index in object storage:
+ * StoreTuning.vectorsFromIndex): one read of those few rows instead of every candidate's vector.
+ */
+async function topVectors(ctx: Context, filter: MemoryFilter, candidates: Candidate[], rowsAt: Map<string, RowAt>): Promise<Candidate[]> {
+  if (!ctx.store.tuning.vectorsFromIndex) return candidates;
+  const byId = new Map(candidates.map((c) => [c.record.id, c]));
+  const lacking = rank("hybrid", candidates)
+    .sort(byScore)
+    .slice(0, NEWER.top)
+    .filter((h) => !byId.get(h.record.id)!.vector)
+    .map((h) => h.record.id);
+  if (!lacking.length) return candidates;
+  const vectors = await ctx.store.vectorsOf(filter, lacking.map((id) => ({ id, at: rowsAt.get(id) })));
+  for (const id of lacking) byId.get(id)!.vector = vectors.get(id);
+  return candidates;
 }
 
 /**

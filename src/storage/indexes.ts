@@ -57,9 +57,12 @@ export async function buildVectorIndex(table: Table, current: VectorIndexInfo | 
   await table.createIndex("vector", { name, replace: true, config: lancedb.Index.ivfFlat({ distanceType: "cosine", numPartitions: partitions }) });
 }
 
+/** Most partitions a vector index is trained with (vectorIndexPartitions). */
+export const MAX_VECTOR_PARTITIONS = 4096;
+
 /** √rows partitions (LanceDB's own default), bounded so a partition never gets tiny or huge. */
 export function vectorIndexPartitions(rows: number): number {
-  return Math.min(4096, Math.max(16, Math.round(Math.sqrt(rows))));
+  return Math.min(MAX_VECTOR_PARTITIONS, Math.max(16, Math.round(Math.sqrt(rows))));
 }
 
 /**

@@ -69,6 +69,7 @@ export function lanceSession(metadataCacheBytes: number): LanceDB.Session {
 }
 
 export type Table = LanceDB.Table;
+export type VectorQuery = LanceDB.VectorQuery;
 export type Connection = LanceDB.Connection;
 export type Session = LanceDB.Session;
 

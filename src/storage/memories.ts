@@ -1,6 +1,6 @@
 import { MmError } from "../errors.js";
-import { vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
-import { loadLance, sqlString, sqlStringList, type Table } from "./lance.js";
+import { MAX_VECTOR_PARTITIONS, vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
+import { loadLance, sqlString, sqlStringList, type Table, type VectorQuery } from "./lance.js";
 import { cmp, newestFirstPage, NEWEST_FIRST, OLDEST_FIRST, type PageWindow } from "./pages.js";
 import type { Segment } from "./segments.js";
 import type { SearchPlan, StoreTuning } from "./store-types.js";
@@ -50,6 +50,20 @@ export interface MemoryRow extends MemoryRecord {
  */
 export type Seq = number;
 
+/** A vector search's hit: the record, its distance, and its vector when it was read, or else where its row is. */
+export interface VectorHit {
+  record: MemoryRecord;
+  distance: number;
+  vector?: Float32Array;
+  /** The row's segment and LanceDB row id, at the version the search read (for vectorsOf). */
+  at?: RowAt;
+}
+
+export interface RowAt {
+  segment: string;
+  rowId: bigint;
+}
+
 /** Where a memory sits: its id, and its place in its user's sequence. */
 export interface MemoryPosition {
   id: string;
@@ -88,6 +102,12 @@ const LATER_COLUMNS = ["supersededBy", "supersededAt", "matchKeys", "history"];
 const BASE_PROBES = 20;
 /** Most rows of one result MemoryReads.atVersion keeps (a word in more memories is looked up again). */
 const VERSION_CACHE_ROWS = 500;
+/**
+ * Partitions an exact search through the index probes (StoreTuning.vectorsFromIndex): every
+ * partition of any index mm trains, whatever this process last read of it (LanceDB probes no more
+ * than the index has; measured: the same requests and time as the index's own count).
+ */
+const EVERY_PARTITION = MAX_VECTOR_PARTITIONS;
 /** How long a process trusts what it last read of a vector index before asking LanceDB again. */
 const VECTOR_INDEX_CACHE_MS = 5_000;
 
@@ -201,7 +221,7 @@ export abstract class MemoryReads {
     filter: MemoryFilter,
     limit: number,
     withVectors = false,
-  ): Promise<{ record: MemoryRecord; distance: number; vector?: Float32Array }[]> {
+  ): Promise<VectorHit[]> {
     const where = memoryWhere(filter);
     const routed = this.segments().then((segments) => Promise.all(segments.map(async (s) => ({ segment: s, plan: await this.segmentPlan(s, where, limit) }))));
     const [v, plans] = await Promise.all([vector, routed]);
@@ -211,12 +231,31 @@ export abstract class MemoryReads {
     const query = Array.from(v);
     const parts = await Promise.all(
       plans.map(({ segment, plan }) => {
-        const q = segment.table.query().nearestTo(query).distanceType("cosine").where(where).select(withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS).limit(limit);
-        return readMemoryRows(plan.exact ? q.bypassVectorIndex() : q.nprobes(plan.nprobes), withVectors);
+        const q = segment.table.query().nearestTo(query).distanceType("cosine").where(where).limit(limit);
+        return plan.nprobes === undefined ? this.readHits(segment, q.bypassVectorIndex(), withVectors, false) : this.readHits(segment, q.nprobes(plan.nprobes), withVectors, true);
       }),
     );
-    const rows = parts.length === 1 ? parts[0] : parts.flat().sort((a, b) => a._distance! - b._distance! || cmp(a.id, b.id)).slice(0, limit);
-    return rows.map(withDistance);
+    return parts.length === 1 ? parts[0] : parts.flat().sort((a, b) => a.distance - b.distance || cmp(a.record.id, b.record.id)).slice(0, limit);
+  }
+
+  /**
+   * A vector query's hits, with their vectors when `withVectors`. Where the query went through the
+   * index on a store that reads vectors sparingly (StoreTuning.vectorsFromIndex), with their rows'
+   * addresses instead: reading 50 hits' vectors is 50 ranged reads, and a search needs a few of
+   * them (vectorsOf reads those in one round). A query that bypassed the index has read the whole
+   * vector column already: its hits keep their vectors.
+   */
+  private async readHits(segment: Segment, query: VectorQuery, withVectors: boolean, throughIndex: boolean): Promise<VectorHit[]> {
+    const located = withVectors && throughIndex && this.tuning.vectorsFromIndex;
+    const vectors = withVectors && !located;
+    const q = query.select(vectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS);
+    const rows = await readMemoryRows(located ? q.withRowId() : q, vectors);
+    return rows.map(({ _distance, vector, _rowid, ...record }) => ({
+      record,
+      distance: Number(_distance),
+      ...(vector ? { vector } : {}),
+      ...(_rowid !== undefined ? { at: { segment: segment.name, rowId: _rowid } } : {}),
+    }));
   }
 
   /** How each segment would answer a vector search with this filter (for tests and the bench). */
@@ -236,10 +275,11 @@ export abstract class MemoryReads {
   private async segmentPlan(segment: Segment, where: string, limit: number): Promise<SearchPlan> {
     const index = await this.vectorIndex(segment);
     if (!index) return { exact: true };
+    const exact: SearchPlan = this.tuning.vectorsFromIndex ? { exact: true, nprobes: EVERY_PARTITION } : { exact: true };
     const [total, scope] = await Promise.all([this.cachedCount(segment, ""), this.cachedCount(segment, where)]);
-    if (scope <= this.tuning.exactSearchMaxRows) return { exact: true };
+    if (scope <= this.tuning.exactSearchMaxRows) return exact;
     const nprobes = Math.ceil(BASE_PROBES * (total / scope) * Math.sqrt(Math.max(1, limit / 10)));
-    if (nprobes > index.partitions / 4) return { exact: true };
+    if (nprobes > index.partitions / 4) return exact;
     return { exact: false, nprobes };
   }
 
@@ -295,14 +335,16 @@ export abstract class MemoryReads {
   /**
    * Exact cosine distance from `vector` to exactly the given memories of the scope: those ids, and
    * each user's memories at the given sequence positions. For ranking keyword matches and their
-   * neighbours beside the vector index's own nearest; a few hundred rows, so no index is used.
+   * neighbours beside the vector index's own nearest; a few hundred rows, so no index is used, but
+   * in object storage, where bypassing the index reads the segment's whole vector column and the
+   * index probed at every partition gives the same distances (StoreTuning.vectorsFromIndex).
    */
   async nearestAmong(
     vector: Float32Array,
     filter: MemoryFilter,
     among: { ids: string[]; seqs: Map<string, number[]> },
     withVectors = false,
-  ): Promise<{ record: MemoryRecord; distance: number; vector?: Float32Array }[]> {
+  ): Promise<VectorHit[]> {
     const parts = among.ids.length ? [`id IN (${among.ids.map(sqlString).join(", ")})`] : [];
     for (const [userId, seqs] of among.seqs) {
       const valid = [...new Set(seqs)].filter((n) => Number.isInteger(n) && n > 0);
@@ -312,8 +354,39 @@ export abstract class MemoryReads {
     const limit = among.ids.length + [...among.seqs.values()].reduce((n, s) => n + s.length, 0);
     const where = `${memoryWhere(filter)} AND (${parts.join(" OR ")})`;
     const query = Array.from(vector);
-    const rows = await this.fromSegments((t) => t.query().nearestTo(query).distanceType("cosine").where(where).bypassVectorIndex().select(withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS).limit(limit), withVectors);
-    return rows.map(withDistance);
+    const found = await this.eachSegment(async (s) => {
+      const q = s.table.query().nearestTo(query).distanceType("cosine").where(where).limit(limit);
+      const throughIndex = this.tuning.vectorsFromIndex && (await this.vectorIndex(s)) !== null;
+      return this.readHits(s, throughIndex ? q.nprobes(EVERY_PARTITION) : q.bypassVectorIndex(), withVectors, throughIndex);
+    });
+    return found.flat();
+  }
+
+  /**
+   * The vectors of the scope's memories, by id: what a search compares among its best few hits
+   * when they came without vectors (StoreTuning.vectorsFromIndex). Reads only those rows' vectors,
+   * a ranged read each: by row address where the search gave one (one round of requests), checked
+   * against the id; by id otherwise, or where the address no longer holds that memory (the table
+   * was compacted meanwhile).
+   */
+  async vectorsOf(filter: MemoryFilter, wanted: { id: string; at?: RowAt }[]): Promise<Map<string, Float32Array>> {
+    const out = new Map<string, Float32Array>();
+    const segments = await this.segments();
+    await Promise.all(
+      segments.map(async (s) => {
+        const rowIds = wanted.flatMap((w) => (w.at?.segment === s.name ? [w.at.rowId] : []));
+        if (!rowIds.length) return;
+        const rows = await readMemoryRows(s.table.takeRowIds(rowIds).select(["id", "vector"]), true).catch(() => []);
+        for (const r of rows) if (wanted.some((w) => w.id === r.id && w.at?.segment === s.name)) out.set(r.id, r.vector!);
+      }),
+    );
+    const rest = [...new Set(wanted.map((w) => w.id).filter((id) => !out.has(id)))];
+    if (!rest.length) return out;
+    const where = `${memoryWhere(filter)} AND id IN (${rest.map(sqlString).join(", ")})`;
+    for (const rows of await Promise.all(segments.map((s) => readMemoryRows(s.table.query().where(where).select(["id", "vector"]).limit(rest.length), true)))) {
+      for (const r of rows) out.set(r.id, r.vector!);
+    }
+    return out;
   }
 
   /**
@@ -433,10 +506,15 @@ export abstract class MemoryWrites {
     const known = this.lastSeqs;
     const segment = this.segments[this.segments.length - 1].name;
     if (known.segment !== segment || known.version !== (await this.active.version())) known.byUser.clear();
+    // The users this process doesn't know are asked for together: one round of requests, not one
+    // per user (object storage: ~20 ms each; a group of 8 users after a compaction took 8 rounds).
+    const keyOf = (row: MemoryRow) => `${row.accountId}\u0000${row.userId}`;
+    const unknown = new Map(rows.filter((r) => !known.byUser.has(keyOf(r))).map((r) => [keyOf(r), r]));
+    const asked = new Map(await Promise.all([...unknown].map(async ([key, r]) => [key, await this.lastSeq(r.accountId, r.userId)] as const)));
     const next = new Map<string, number>();
     for (const row of rows) {
-      const key = `${row.accountId}\u0000${row.userId}`;
-      if (!next.has(key)) next.set(key, (known.byUser.get(key) ?? (await this.lastSeq(row.accountId, row.userId))) + 1);
+      const key = keyOf(row);
+      if (!next.has(key)) next.set(key, (known.byUser.get(key) ?? asked.get(key)!) + 1);
       row.seq = next.get(key)!;
       next.set(key, row.seq + 1);
     }
@@ -608,12 +686,7 @@ export async function addLaterColumns(withWriteLock: <T>(fn: () => Promise<T>) =
  * Memory rows from a query, read column by column from the Arrow result rather than through
  * per-row proxies (a neighbour fetch of 150 rows: 22 → ~10 ms).
  */
-export type ReadRow = MemoryRecord & { vector?: Float32Array; history?: string | null; _score?: number; _distance?: number };
-
-/** A vector search's row as a hit: the record, its distance, and its vector when it was read. */
-function withDistance({ _distance, vector, ...record }: ReadRow): { record: MemoryRecord; distance: number; vector?: Float32Array } {
-  return { record, distance: Number(_distance), ...(vector ? { vector } : {}) };
-}
+export type ReadRow = MemoryRecord & { vector?: Float32Array; history?: string | null; _score?: number; _distance?: number; _rowid?: bigint };
 
 export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, withVectors: boolean): Promise<ReadRow[]> {
   type Col = { get(i: number): unknown; toArray(): ArrayLike<unknown> } | null;
@@ -632,6 +705,7 @@ export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, wit
   const seq = col("seq")?.toArray() ?? [];
   const score = col("_score")?.toArray();
   const distance = col("_distance")?.toArray();
+  const rowid = col("_rowid");
   const vector = withVectors ? col("vector") : null;
   const out: ReadRow[] = [];
   for (let i = 0; i < n; i++) {
@@ -654,6 +728,7 @@ export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, wit
       ...(vector ? { vector: toFloat32(vector.get(i)) } : {}),
       ...(score ? { _score: Number(score[i]) } : {}),
       ...(distance ? { _distance: Number(distance[i]) } : {}),
+      ...(rowid ? { _rowid: BigInt(rowid.get(i) as bigint) } : {}),
     });
   }
   return out;

@@ -31,8 +31,12 @@ export interface SegmentStats extends TableStats {
   vectorIndex: (VectorIndexInfo & { indexedRows: number; unindexedRows: number }) | null;
 }
 
-/** How a segment answers a vector search: exactly, or through its index probing `nprobes` partitions. */
-export type SearchPlan = { exact: true } | { exact: false; nprobes: number };
+/**
+ * How a segment answers a vector search: exactly, or through its index probing `nprobes` partitions.
+ * An exact plan with `nprobes` goes through the index too, probing every partition
+ * (StoreTuning.vectorsFromIndex): IVF_FLAT keeps whole vectors, so that is exact as well.
+ */
+export type SearchPlan = { exact: true; nprobes?: number } | { exact: false; nprobes: number };
 
 /**
  * The sizes at which the store changes strategy. The defaults come from measurements on a 2-core
@@ -63,6 +67,19 @@ export interface StoreTuning {
   versionCacheEntries: number;
   /** LanceDB's metadata cache for this store (see lanceSession): 64 MiB. */
   metadataCacheBytes: number;
+  /**
+   * Object storage (false: off): searches read memories' vectors from the object store only where
+   * they must. A vector search that bypasses the index reads the segment's whole vector column,
+   * whatever the filter leaves (a user's rows lie spread through the file, and LanceDB merges the
+   * nearby ranges: 4 MB per query at 2,000 memories of 512 dims), while LanceDB keeps an index's
+   * partitions in memory (its index cache). So an exact search goes through the index probing
+   * every partition, which IVF_FLAT makes exact too (it keeps whole vectors: the same rows and
+   * distances), and a search's hits come without their vectors: core/search.ts reads them for the
+   * few hits that need them. Only where a segment has an index (`vectorIndexMinRows`, as locally:
+   * building it sooner, at 1,000 rows, kept each search off the vector column but made every
+   * compaction rewrite the index too, and creates fell to half; docs/object-storage.md, "Measured").
+   */
+  vectorsFromIndex: boolean;
 }
 
 export const DEFAULT_TUNING: StoreTuning = {
@@ -73,10 +90,11 @@ export const DEFAULT_TUNING: StoreTuning = {
   compactEveryRows: 0,
   versionCacheEntries: 0,
   metadataCacheBytes: 64 * 1024 * 1024,
+  vectorsFromIndex: false,
 };
 
 /** What Store.open changes from DEFAULT_TUNING for a store in object storage. */
-export const OBJECT_STORE_TUNING: Partial<StoreTuning> = { compactEveryRows: 500, versionCacheEntries: 512 };
+export const OBJECT_STORE_TUNING: Partial<StoreTuning> = { compactEveryRows: 500, versionCacheEntries: 512, vectorsFromIndex: true };
 
 const MIN_COMPACT_FRAGMENTS = 4;
 

@@ -26,15 +26,33 @@ export interface Azurite {
   stop(): Promise<void>;
 }
 
+/** The requests `fn` made, as an Azurite started with `debug: true` logged them (it logs each shortly after answering). */
+export async function requestsDuring(azurite: Azurite, fn: () => Promise<unknown>): Promise<string[]> {
+  const settle = async () => {
+    let n = -1;
+    for (let same = 0; same < 3; ) {
+      await new Promise((r) => setTimeout(r, 100));
+      const now = (await azurite.requests()).length;
+      same = now === n ? same + 1 : 0;
+      n = now;
+    }
+    return n;
+  };
+  const before = await settle();
+  await fn();
+  await settle();
+  return (await azurite.requests()).slice(before);
+}
+
 /**
  * Starts Microsoft's Azure Storage emulator on a free port, in its own temp directory, for tests
  * against a real object store (it honours conditional writes, which LanceDB's commits rely on).
  */
 /** One Azurite for a test file: started before its tests, stopped after them. */
-export function useAzurite(): () => Azurite {
+export function useAzurite(options: { debug?: boolean } = {}): () => Azurite {
   let azurite: Azurite | undefined;
   beforeAll(async () => {
-    azurite = await startAzurite();
+    azurite = await startAzurite(options);
   }, 60_000);
   afterAll(async () => {
     await azurite?.stop();

@@ -1,51 +1,30 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { openContext, type Context } from "../../src/core/context.js";
 import { createMemory } from "../../src/core/memories.js";
 import { segmentWork } from "../../src/storage/maintenance.js";
 import { compactionThreshold, DEFAULT_TUNING, OBJECT_STORE_TUNING, type SegmentStats } from "../../src/storage/store-types.js";
-import { startAzurite, type Azurite } from "../helpers/azurite.js";
+import { requestsDuring, useAzurite } from "../helpers/azurite.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
-let azurite: Azurite;
-beforeAll(async () => {
-  // Azurite's debug log has a line per request it served: what the store cost, counted at the store.
-  azurite = await startAzurite({ debug: true });
-}, 60_000);
-afterAll(async () => {
-  await azurite?.stop();
-});
+// Azurite's debug log has a line per request it served: what the store cost, counted at the store.
+const azurite = useAzurite({ debug: true });
 
 /** A process on the Azurite store; read consistency 0, so a read sees another's commit at once. */
 async function open(uri: string, state: string): Promise<Context> {
-  return openContext({ storeDir: uri, env: { ...azurite.env, XDG_STATE_HOME: state, MM_STORE_READ_CONSISTENCY_S: "0" }, embedder: createTestEmbedder(32, "m1") });
+  return openContext({ storeDir: uri, env: { ...azurite().env, XDG_STATE_HOME: state, MM_STORE_READ_CONSISTENCY_S: "0" }, embedder: createTestEmbedder(32, "m1") });
 }
 
-/** The requests `fn` made, as Azurite logged them (it logs each shortly after answering). */
-async function requestsOf(fn: () => Promise<unknown>): Promise<string[]> {
-  const settle = async () => {
-    let n = -1;
-    for (let same = 0; same < 3; ) {
-      await new Promise((r) => setTimeout(r, 100));
-      const now = (await azurite.requests()).length;
-      same = now === n ? same + 1 : 0;
-      n = now;
-    }
-    return n;
-  };
-  const before = await settle();
-  await fn();
-  await settle();
-  return (await azurite.requests()).slice(before);
-}
+/** The requests `fn` made, as Azurite logged them. */
+const requestsOf = (fn: () => Promise<unknown>) => requestsDuring(azurite(), fn);
 
 /** LIST requests for a table's versions: how a handle finds its table's latest version. */
 const listsOf = (lines: string[], table: string) => lines.filter((l) => l.includes("comp=list") && (l.includes(`${table}.lance%2F_versions`) || l.includes(`${table}.lance/_versions`)));
 
 describe("object-store requests of the store's hot paths (real Azurite)", () => {
   it("a writer that alone wrote since its last write doesn't list the tables again; after another process's write it catches up first", async () => {
-    const uri = `az://${await azurite.container()}/writes`;
+    const uri = `az://${await azurite().container()}/writes`;
     const state = await tempDir();
     const [a, b] = [await open(uri, state), await open(uri, state)];
     await createMemory(a, { content: "first note about the garden", userId: "ana" });
@@ -65,7 +44,7 @@ describe("object-store requests of the store's hot paths (real Azurite)", () => 
   });
 
   it("a scope's count and word lookups are remembered by table version: repeated they cost no request, and another process's write is seen at once", async () => {
-    const uri = `az://${await azurite.container()}/reads`;
+    const uri = `az://${await azurite().container()}/reads`;
     const state = await tempDir();
     const [a, b] = [await open(uri, state), await open(uri, state)];
     for (const content of ["the boat is in Cascais", "the boat needs paint", "lunch with Ana"]) await createMemory(a, { content, userId: "bo" });
