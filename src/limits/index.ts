@@ -34,6 +34,13 @@ export async function openLimiter(shared: Shared, limits: RateLimits = DEFAULT_R
 export async function openCommandLedger(storeDir: string, env: Record<string, string | undefined>, clock?: () => Date): Promise<{ ledger: Ledger; close(): Promise<void> }> {
   const shared = await openShared({ store: storeDir, env, redisUrl: env.MM_REDIS_URL?.trim() || undefined, redisSource: "MM_REDIS_URL" });
   const place = placeOf(storeDir);
-  if (place.kind === "local") await checkLocalCoordination(place.dir, env, shared).catch(async (err) => (await shared.close(), Promise.reject(err)));
+  if (place.kind === "local") {
+    try {
+      await checkLocalCoordination(place.dir, env, shared);
+    } catch (err) {
+      await shared.close();
+      throw err;
+    }
+  }
   return { ledger: await openLedger(shared, coordinationDir(place, env), clock), close: () => shared.close() };
 }
