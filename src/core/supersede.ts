@@ -22,7 +22,7 @@
  * value is read as a frame (core/frames.ts: subject, topic and head noun, typed values), which
  * catches a value changed in phrasings no pattern knows; frames are compared only with frames.
  *
- * Each memory is stored with its match keys (Store.memoriesMatching): its folded text, for
+ * Each memory is stored with its match keys (Store.currentMemoriesMatching): its folded text, for
  * duplicates, a key per attribute word and value word of its facts, and a key per word of its
  * frames (and per kind of typed value: ~email, ~phone, ~address, a unit), so a new memory finds
  * the older ones to compare with in one filtered query. The sets and their figures:
@@ -656,7 +656,7 @@ export function textKey(content: string): string | undefined {
 
 const valueWords = (value: string) => value.split(/[\s/]+/).filter((w) => w.length > 1 && !/^(?:in|on|at|for|of|to|with|and|or|by)$/.test(w)).map(stem);
 
-/** The keys a memory is stored with (Store.memoriesMatching): its text key, and per fact its attribute words and, for preferences, its value words. */
+/** The keys a memory is stored with (Store.currentMemoriesMatching): its text key, and per fact its attribute words and, for preferences, its value words. */
 export function matchKeysOf(content: string, facts = factsOf(content)): string[] {
   const keys: string[] = [];
   const text = textKey(content);

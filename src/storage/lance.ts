@@ -82,14 +82,6 @@ export function sqlStringList(values: string[]): string {
   return `[${values.map(sqlString).join(", ")}]`;
 }
 
-/** Arrow list cells come back as arrow Vectors; callers want plain arrays. */
-export function toStringArray(cell: unknown): string[] {
-  if (cell == null) return [];
-  if (Array.isArray(cell)) return cell.map(String);
-  const maybe = cell as { toArray?: () => unknown[] };
-  if (typeof maybe.toArray === "function") return Array.from(maybe.toArray(), String);
-  return [];
-}
 
 /** LanceDB's "Retryable commit conflict for version N: This Rewrite transaction was preempted by concurrent transaction Delete…" */
 export function isCommitConflict(err: unknown): boolean {

@@ -405,20 +405,12 @@ export abstract class MemoryReads {
     return [...out.values()].sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
   }
 
-  /** The scope's memories with any of these match keys (core/supersede.ts), oldest first. */
-  async memoriesMatching(filter: MemoryFilter, matchKeys: string[]): Promise<MemoryRecord[]> {
-    if (!matchKeys.length) return [];
-    const where = `${memoryWhere(filter)} AND array_has_any(matchKeys, ${sqlStringList([...new Set(matchKeys)])})`;
-    const rows = await this.fromSegments((t) => t.query().where(where).select(RECORD_COLUMNS));
-    return rows.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
-  }
-
   /**
-   * memoriesMatching({accountId, userId, current: true}, keys) for several users of one account, in
-   * one query: a group commit of creates from 8 users asked 8 times, each query a round of
-   * object-store requests under the write lock. Each user gets exactly the rows the one-user query
-   * would return (the query takes every user's keys; each row is kept only for its own user and
-   * only if it has one of that user's keys), oldest first.
+   * Each user's current memories with any of that user's match keys (core/supersede.ts), oldest
+   * first, for several users of one account in one query: a group commit of creates from 8 users
+   * asked once, not 8 times (each query a round of object-store requests under the write lock).
+   * The query takes every user's keys; each row is kept only for its own user, and only if it has
+   * one of that user's keys.
    */
   async currentMemoriesMatching(accountId: string, keysByUser: Map<string, string[]>): Promise<Map<string, MemoryRecord[]>> {
     const out = new Map<string, MemoryRecord[]>();
