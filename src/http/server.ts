@@ -8,7 +8,7 @@ import { startUpkeep } from "../core/upkeep.js";
 import type { Embedder, EmbedderConfig, Env } from "../embedder/index.js";
 import { maskSecrets } from "../secrets.js";
 import { openLedger, openLimiter } from "../limits/index.js";
-import { checkLocalCoordination } from "../storage/coordination.js";
+import { checkLocalCoordination } from "../storage/database.js";
 import { DEFAULT_RATE_LIMITS, type RateLimits } from "../limits/rate-limiter.js";
 import { placeOf } from "../storage/location.js";
 import { openShared } from "../storage/shared/index.js";

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { checkLocalCoordination } from "../storage/coordination.js";
+import { checkLocalCoordination } from "../storage/database.js";
 import { coordinationDir, placeOf } from "../storage/location.js";
 import { openShared, type Shared } from "../storage/shared/index.js";
 import type { RedisShared } from "../storage/shared/redis.js";

@@ -1,8 +1,6 @@
 import { MmError } from "../errors.js";
-import type { Env } from "../embedder/index.js";
-import { Document, FileDocuments, type DocumentDriver } from "./documents.js";
+import { Document, type DocumentDriver } from "./documents.js";
 import { placeOf } from "./location.js";
-import { localShared } from "./shared/index.js";
 import type { Shared } from "./shared/types.js";
 
 /**
@@ -18,7 +16,7 @@ import type { Shared } from "./shared/types.js";
  * It stays until `mm store detach-redis` clears it (`redis: null`), for a store that no replica
  * serves any more. A local store's processes are on one machine and share its lock files; only
  * its quota ledger and rate counts move to Redis with `--redis`, so there the rule guards the
- * ledger (checkLocalCoordination), in its `coordination.json`.
+ * ledger (storage/database.ts, checkLocalCoordination), in its `coordination.json`.
  */
 export interface Coordination {
   /** The Redis the store's processes agree through; null once detached. */
@@ -59,19 +57,6 @@ export async function checkCoordination(documents: DocumentDriver, shared: Share
   } else if (options.record && !recorded?.redis) {
     await coordinationDocument(documents).write({ redis: shared.where ?? "redis", at: (options.now ?? new Date()).toISOString() });
   }
-}
-
-/**
- * The same rule for a local store, where it is the quota ledger that Redis holds: `mm serve
- * --redis` or a command with `$MM_REDIS_URL` records Redis, and a later command or server without
- * it is refused instead of charging the store's own ledger beside the replicas' (the quota would
- * stop being exact). Called where a ledger is opened; `shared` is the ledger's. A store not yet
- * created records nothing (the command creating it records it next time).
- */
-export async function checkLocalCoordination(dir: string, env: Env, shared: Shared): Promise<void> {
-  const documents = new FileDocuments(dir, localShared(placeOf(dir), env));
-  const exists = (await documents.stamp("config")) !== "none";
-  await checkCoordination(documents, shared, dir, { record: exists });
 }
 
 function redisRequired(label: string, recorded: Coordination): MmError {

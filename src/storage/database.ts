@@ -105,6 +105,19 @@ function once<T>(cache: Map<string, Promise<T>>, key: string, make: () => Promis
 }
 
 /**
+ * The rule of storage/coordination.ts for a local store, where it is the quota ledger that Redis
+ * holds: `mm serve --redis` or a command with `$MM_REDIS_URL` records Redis, and a later command or
+ * server without it is refused instead of charging the store's own ledger beside the replicas'
+ * (the quota would stop being exact). Called where a ledger is opened; `shared` is the ledger's. A
+ * store not yet created records nothing (the command creating it records it next time).
+ */
+export async function checkLocalCoordination(dir: string, env: Env, shared: Shared): Promise<void> {
+  const documents = await documentsOf(dir, env)();
+  const exists = (await documents.stamp("config")) !== "none";
+  await checkCoordination(documents, shared, dir, { record: exists });
+}
+
+/**
  * `mm store detach-redis`: clears an object store's record that Redis coordinates it
  * (storage/coordination.ts), so that processes without Redis may open it again. For a store no
  * replica serves any more; what they counted in Redis (this month's quota) stays there. Returns
@@ -113,7 +126,7 @@ function once<T>(cache: Map<string, Promise<T>>, key: string, make: () => Promis
 export async function detachRedis(location: string, env: Env): Promise<Coordination | undefined | null> {
   const place = placeOf(location);
   if (place.kind === "local") {
-    const documents = new FileDocuments(place.dir, localShared(place, env));
+    const documents = await documentsOf(location, env)();
     return (await documents.load("config")) ? detachCoordination(documents) : null;
   }
   const { db } = await connectDatabase(place, env, 8 * 1024 * 1024);
