@@ -681,14 +681,10 @@ export async function addLaterColumns(withWriteLock: <T>(fn: () => Promise<T>) =
 export type ReadRow = MemoryRecord & { vector?: Float32Array; history?: string | null; _score?: number; _distance?: number; _rowid?: bigint };
 
 export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, withVectors: boolean): Promise<ReadRow[]> {
-  type Col = { get(i: number): unknown; toArray(): ArrayLike<unknown> } | null;
-  const table = (await query.toArrow()) as { numRows: number; getChild(name: string): Col };
+  const table = (await query.toArrow()) as ArrowTable;
   const n = table.numRows;
   const col = (name: string) => table.getChild(name);
-  const strings = (name: string) => {
-    const c = col(name);
-    return c ? (Array.from(c.toArray()) as (string | null)[]) : new Array(n).fill(null);
-  };
+  const strings = (name: string) => columnValues(table, name) as (string | null)[];
   const [id, accountId, content, userId, agentId, metadata, createdAt, updatedAt, supersededBy, supersededAt, history] = [
     "id", "accountId", "content", "userId", "agentId", "metadata", "createdAt", "updatedAt", "supersededBy", "supersededAt", "history",
   ].map(strings);
@@ -732,11 +728,19 @@ export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, wit
  * MB per account-wide search on a store of 3,000 (docs/safety.md, "Memory under load").
  */
 function wordHits(table: unknown): MemoryWordHit[] {
-  const t = table as { numRows: number; getChild(name: string): { toArray(): ArrayLike<unknown> } | null };
-  const values = (name: string) => Array.from(t.getChild(name)?.toArray() ?? new Array(t.numRows).fill(null));
-  const [id, userId, seq, metadata] = ["id", "userId", "seq", "metadata"].map(values);
+  const t = table as ArrowTable;
+  const [id, userId, seq, metadata] = ["id", "userId", "seq", "metadata"].map((name) => columnValues(t, name));
   const tags = stringLists(t.getChild("tags"), t.numRows);
   return id.map((_, i) => ({ id: String(id[i]), userId: String(userId[i]), seq: Number(seq[i]), metadata: metadata[i] == null ? null : String(metadata[i]), tags: tags[i] }));
+}
+
+/** What readMemoryRows and wordHits read of a query's Arrow table. */
+type ArrowTable = { numRows: number; getChild(name: string): { get(i: number): unknown; toArray(): ArrayLike<unknown> } | null };
+
+/** A column's values as a plain array, decoded at once; nulls where the query didn't select it. */
+function columnValues(table: ArrowTable, name: string): unknown[] {
+  const column = table.getChild(name);
+  return column ? Array.from(column.toArray()) : new Array(table.numRows).fill(null);
 }
 
 /**
