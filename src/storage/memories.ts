@@ -557,9 +557,16 @@ export abstract class MemoryWrites {
    * holds some of them, so rows of one segment change together or not at all.
    */
   async replaceMemories(rows: MemoryRow[]): Promise<void> {
+    if (!rows.length) return;
+    // Which segment holds each row: one query per segment, side by side, not a count per row per
+    // segment one after another (a create that replaced 20 notes spent 100 ms of 2 s on them).
+    const where = `id IN (${[...new Set(rows.map((r) => r.id))].map(sqlString).join(", ")})`;
+    const held = await Promise.all(this.segments.map((s) => s.table.query().where(where).select(["id"]).toArray()));
+    const home = new Map<string, Table>();
+    held.forEach((found, i) => found.forEach((r) => home.has(String(r.id)) || home.set(String(r.id), this.segments[i].table)));
     const bySegment = new Map<Table, MemoryRow[]>();
     for (const row of rows) {
-      const table = (await this.segmentWith(`id = ${sqlString(row.id)}`)) ?? this.active;
+      const table = home.get(row.id) ?? this.active;
       bySegment.set(table, [...(bySegment.get(table) ?? []), row]);
     }
     for (const [table, group] of bySegment) {

@@ -103,6 +103,13 @@ describe("segments", () => {
     const top = await searchMemories(ctx, { query: "Ada prefers coffee", userId: "u", limit: 1 });
     expect(top.results[0]!.id).toBe(first.id);
 
+    // One create replacing a memory of each segment: each row is rewritten where it lives.
+    const both = await createMemory(ctx, { content: "Ada now likes neither", userId: "u", supersedes: [first.id, last.id] });
+    expect((await getMemory(ctx, first.id)).supersededBy).toBe(both.id);
+    expect((await getMemory(ctx, last.id)).supersededBy).toBe(both.id);
+    expect(await ctx.store.countMemories()).toBe(48);
+    await deleteMemory(ctx, both.id);
+
     await deleteEntity(ctx, ada);
     expect((await getMemory(ctx, first.id)).entityIds ?? []).toEqual([]);
     expect((await getMemory(ctx, last.id)).entityIds ?? []).toEqual([]);
