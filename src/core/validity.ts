@@ -87,7 +87,8 @@ export interface Plan {
  * one shape (an agent storing "Bo said the tea plan for … is at …" over and over) paid for all of
  * them on every create: 5,000 such notes took a create from 51 to 560 ms. A fact changes against
  * what the user said of it lately; an older note beyond these keeps its place, and search still
- * ranks the newer one first (core/search.ts, newerFirst). Duplicates are looked for among all.
+ * ranks the newer one first (core/search.ts, newerFirst). Only these are read from the store
+ * (Store.currentMemoriesMatching). Duplicates are looked for among all.
  */
 export const DETECT_CANDIDATES = 200;
 
@@ -131,7 +132,8 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // One query per account (each a round of requests on an object store), not one per user.
   const candidates = new Map<string, MemoryRecord[]>();
   for (const [accountId, keysByUser] of keysByAccount) {
-    for (const [userId, rows] of await store.currentMemoriesMatching(accountId, keysByUser)) candidates.set(`${accountId}\u0000${userId}`, rows);
+    const exact = new Set([...keysByUser.values()].flat().filter((k) => k.startsWith(TEXT_KEY)));
+    for (const [userId, rows] of await store.currentMemoriesMatching(accountId, keysByUser, { perUser: DETECT_CANDIDATES, exact })) candidates.set(`${accountId}\u0000${userId}`, rows);
   }
 
   const superseded = new Set<string>();

@@ -113,10 +113,20 @@ describe("replaced facts", () => {
     const ctx = await open();
     const results: BatchLineResult[] = [];
     // Stored with detection off, so that all stay current: more than detection compares.
-    const lines = Array.from({ length: DETECT_CANDIDATES + 30 }, (_, i) => JSON.stringify({ content: `My locker code is ${1000 + i}`, userId: "u", autoSupersede: false }));
+    // Twice as many as detection compares, so that one user's matches fill what a group of two
+    // users reads at first (the store then asks per user). v's note is older than all of them.
+    const v = await createMemory(ctx, { content: "My locker code is 5", userId: "v" });
+    const lines = Array.from({ length: 2 * DETECT_CANDIDATES + 30 }, (_, i) => JSON.stringify({ content: `My locker code is ${1000 + i}`, userId: "u", autoSupersede: false }));
     await addMemoriesFromLines(ctx, lines, { batchSize: 64, onResult: (r) => results.push(r) });
     const ids = results.map((r) => r.memory!.id);
-    const latest = await createMemory(ctx, { content: "My locker code is 9999", userId: "u" });
+    // One group commit: u's twin of its oldest note, v's new code, u's new code.
+    const [twin, v2, latest] = await Promise.all([
+      createMemory(ctx, { content: "My locker code is 1000", userId: "u" }),
+      createMemory(ctx, { content: "My locker code is 6", userId: "v" }),
+      createMemory(ctx, { content: "My locker code is 9999", userId: "u" }),
+    ]);
+    expect(twin).toMatchObject({ id: ids[0], deduplicated: true }); // found however old
+    expect(v2.supersedes).toEqual([v.id]); // not crowded out by u's hundreds
     expect(new Set(latest.supersedes)).toEqual(new Set(ids.slice(-DETECT_CANDIDATES)));
     expect((await getMemory(ctx, ids[0])).supersededBy).toBeUndefined();
     expect((await getMemory(ctx, ids.at(-1)!)).supersededBy).toBe(latest.id);
