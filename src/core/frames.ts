@@ -60,12 +60,16 @@ export interface Frame {
   values: { text: string; kind: ValueKind }[];
   /** It says something changed ("now", "moved", "went up", "from now on"…). */
   cue: boolean;
+  /** It reports what someone said, asked or thought ("Bo talked about the new job on day 26"): an event, whatever its values. */
+  report: boolean;
   /** Its first value follows a word that states it ("X is…", "X: …", "X = …"), as in a label or a list of words ("Note 3: …", "green tea garden morning") it doesn't. */
   stated: boolean;
 }
 
 const WORD_CHANGE =
   "now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|goes|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected|reset|going|rising|falling|increasing|decreasing";
+/** Past tense of saying, asking and thinking: a sentence with one reports a conversation, not a value that holds. */
+const REPORT = /\b(?:talked|asked|discussed|mentioned|worried|said|told|chatted|spoke|emailed|texted|messaged|wondered|complained|joked|argued|remembered|heard)\b/i;
 /** What comes before a sentence's first value states what it is of: a copula, a colon or an equals sign. */
 const STATED = /\b(?:is|are|was|were|am)\b|\p{L}['’]s\b|[:=]/iu;
 /** Words that say a value changed. */
@@ -206,7 +210,7 @@ export function framesOf(sentences: string[]): Frame[] {
       if (ADDRESS.test(v.text)) v.kind = "address";
       else if (v.kind === "num" && /^\+?[\d\s()-]+$/.test(v.text) && v.text.replace(/\D/g, "").length >= 7) v.kind = "phone";
     }
-    if (values.length && (skeleton.length || subject || values.some((v) => /^(?:email|phone|address)$/.test(v.kind) || unitOf(v) !== ""))) frames.push({ subject, leading, skeleton: [...new Set(skeleton)], topic: [...new Set(topic)], head: heads.filter((w) => !VERBISH.has(w)).at(-1) ?? "", values, cue, stated: firstValue > 0 && STATED.test(text.slice(0, matched[firstValue].index)) });
+    if (values.length && (skeleton.length || subject || values.some((v) => /^(?:email|phone|address)$/.test(v.kind) || unitOf(v) !== ""))) frames.push({ subject, leading, skeleton: [...new Set(skeleton)], topic: [...new Set(topic)], head: heads.filter((w) => !VERBISH.has(w)).at(-1) ?? "", values, cue, report: REPORT.test(sentence), stated: firstValue > 0 && STATED.test(text.slice(0, matched[firstValue].index)) });
   }
   return frames;
 }
@@ -241,6 +245,8 @@ export function frameChange(newer: Frame, older: Frame): string | undefined {
   const within1 = (a: string, b: string) => a !== "" && b !== "" && (` ${b} `.includes(` ${a} `) || ` ${a} `.includes(` ${b} `));
   if (newer.leading && older.leading && within1(newer.subject, older.subject)) older = { ...older, subject: newer.subject };
   if (newer.subject !== older.subject) return undefined;
+  // "Talked to Sam about the new job on Monday" / "… on Friday": two conversations.
+  if (newer.report || older.report) return undefined;
   // What follows the value says which one ("…a month for the gym", "…for cloud storage"): two things.
   const tail = (f: Frame) => f.skeleton.filter((w) => !f.topic.includes(w) && !GENERIC_WORD.test(w));
   const [tn, to] = [tail(newer), tail(older)];

@@ -102,6 +102,8 @@ describe("rules beyond the dev set's phrasings", () => {
     ["another relative's home", "I live in a flat in York.", "My sister lives in a flat in Leeds."],
     ["a role told apart by a qualifier", "User's partner is Sam, a high school chemistry teacher", "Omar is my climbing partner."],
     ["another named person's home", "Dad's place is in Harrogate.", "Mia sold up and bought a bungalow in Whitby."],
+    ["two conversations on two days", "I talked to Sam about the new job on Monday.", "I talked to Sam about the new job on Friday."],
+    ["two reports of one topic", "Bo worried about the new job on day 5, noting detail 52.", "Bo talked about the new job on day 26, noting detail 85."],
   ])("leaves alone: %s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(false);
   });
