@@ -144,6 +144,11 @@ async function runCommands(argv: string[], partial: Partial<CliIO>, only: (() =>
   });
   for (const cmd of allCommands(program)) cmd.exitOverride().configureHelp(HELP);
   argv = bareRemote(argv, program);
+  const misread = flagAsValue(program, argv);
+  if (misread) {
+    output.error(new MmError("VALIDATION_ERROR", `${misread}.`, { details: [{ field: "command", message: misread }] }));
+    return EXIT.usage;
+  }
 
   try {
     await program.parseAsync(argv, { from: "user" });
@@ -229,6 +234,24 @@ function plainUsage(s: string): string {
     .replace(/\n\((Did you mean .*)\)/, " ($1)")
     .trim();
   return /[.?!)]$/.test(text) ? text : `${text}.`;
+}
+
+/**
+ * `mm memories add --batch --user u`: commander gives --batch the value "--user", whatever the next
+ * word is, and then says something about too many arguments, or reads a file named "--user". The
+ * flags that take a value, of the command the words name and of its parents, each followed by a
+ * flag: say that instead. (`--batch=--user` is a value that starts with dashes, and passes.)
+ */
+function flagAsValue(program: Command, argv: string[]): string | undefined {
+  const chain = [program];
+  for (const word of argv) {
+    const sub = word.startsWith("-") ? undefined : chain[0].commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (sub) chain.unshift(sub);
+  }
+  const takesValue = new Set(chain.flatMap((c) => c.options.filter((o) => o.required).flatMap((o) => [o.long, o.short].filter((f): f is string => !!f))));
+  const i = argv.findIndex((a, k) => takesValue.has(a) && argv[k + 1]?.startsWith("--"));
+  if (i < 0) return undefined;
+  return `${argv[i]} needs a value, but the next word is the flag ${argv[i + 1]}: put the value right after ${argv[i]} (or write ${argv[i]}=${argv[i + 1]} if that is the value)`;
 }
 
 /** `mm help memories search` is `mm memories search --help`, at any depth. */

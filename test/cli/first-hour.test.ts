@@ -158,6 +158,24 @@ describe("errors a user makes, on a terminal", () => {
     expect(JSON.parse((await runCli(store, ["memories", "list"])).stdout).pagination.total).toBe(1);
   });
 
+  it("a flag that needs a value, followed by another flag, is named instead of misread", async () => {
+    const { store } = await storeWith(["a memory"]);
+    for (const [args, flag, next] of [
+      [["memories", "add", "--batch", "--user", "u"], "--batch", "--user"],
+      [["memories", "add", "some text", "--tag", "--user", "u"], "--tag", "--user"],
+      [["memories", "search", "tea", "--user", "--limit", "3"], "--user", "--limit"],
+      [["--store", "--json", "memories", "list"], "--store", "--json"],
+    ] as const) {
+      const r = await runCli(store, [...args]);
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(2);
+      expect(JSON.parse(r.stderr).error.message).toBe(`${flag} needs a value, but the next word is the flag ${next}: put the value right after ${flag} (or write ${flag}=${next} if that is the value).`);
+    }
+    // A value that starts with dashes, given with "=", is a value; a flag without a value (--json) takes no word.
+    expect((await runCli(store, ["memories", "list", "--user=--odd", "--json"])).code).toBe(0);
+    expect(JSON.parse((await runCli(store, ["memories", "list", "--json", "--user", "alice"])).stdout).pagination.total).toBe(1);
+    expect(JSON.parse((await runCli(store, ["memories", "list"])).stdout).pagination.total).toBe(1);
+  });
+
   it("suggests the command a top-level word belongs to, and takes the singular group names", async () => {
     const store = join(await tempDir(), "store");
     const r = await runCli(store, ["search", "tea"], { tty: true });
