@@ -744,3 +744,47 @@ export function replacementReason(newer: string, older: string, newerFacts = fac
   }
   return undefined;
 }
+
+/**
+ * What the model adds to the patterns and frames: a newer note that says something changed, about
+ * what an older note of the same user says by the bundled model's reading (the cosine of their
+ * embeddings), replaces it, whatever the words ("Took Biscuit to Paws & Claws Vet for the first
+ * time, staying with them" after "Biscuit's vet is Oakwood Animal Hospital"). The two halves hold
+ * each other in check: a change said of something else ("I'm working at the library now" after
+ * "return the library books by Friday") has a low cosine, and two close notes that both hold
+ * (two allergies, two meetings, "my mom's birthday" / "my dad's birthday") are written without a
+ * word of change. Chosen on every set of test/fixtures/supersede/ with bench/everyday's notes and
+ * the fixtures' fillers as pairs that must not match (docs/memory-validity.md, round four):
+ * - `keyed`: the least cosine for an older note found by a shared fact key (validity.ts);
+ * - `near`: the least for one found by the model alone (a vector neighbour that shares no key),
+ *   which must itself state a fact (have fact keys).
+ */
+export const SAID_CHANGED: Readonly<{ keyed: number; near: number }> = { keyed: 0.55, near: 0.7 };
+
+/**
+ * Words that say a value changed: frames' words of change (core/frames.ts) but "goes" and "going"
+ * ("Alice's son goes to Greenfield Academy"), and the ways of ending or taking up something ("gave
+ * up", "quit", "retired", "cancelled", "promoted", "took over", "since"). Lower case, so "New
+ * York" and "Now TV" say nothing; a sentence's first letter is lowered first.
+ */
+const CHANGED =
+  /\b(?:now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|any more|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected|reset|rising|falling|increasing|decreasing|gave up|quit|left|retired|cancell?ed|stopped|promoted|rebooked|revised|upped|took over|since|after the|back on|back to|from now on|these days|nowadays|lately|no longer|brought forward|put (?:\w+ ){0,2}up)\b/;
+
+/** Beside ADDITIVE, words that add one more ("another", "either", "both", "plus"): a close note that adds is not a change. */
+const ADDS = /\b(?:another|either|both|plus)\b/;
+
+/** The newer note says something changed, as a note of its own (not a transcript turn, a plan or an addition). */
+export function saysChanged(content: string): boolean {
+  if (speakerOf(content) || ADDITIVE.test(fold(content)) || ADDS.test(fold(content)) || HYPOTHETICAL.test(content) || MAY.test(content)) return false;
+  return content.split(/(?<=[.!?])\s+|\n+/).some((s) => CHANGED.test(s.replace(/^\s*\p{Lu}/u, (c) => c.toLowerCase())));
+}
+
+/**
+ * Why `newer`, which says something changed (saysChanged), replaces `older` by the model: their
+ * embeddings' cosine passes SAID_CHANGED (`keyed` when they share a fact key, `near` otherwise);
+ * an older transcript turn is never replaced this way.
+ */
+export function changedByModel(older: string, cosine: number, keyed: boolean): string | undefined {
+  if (speakerOf(older) || cosine < (keyed ? SAID_CHANGED.keyed : SAID_CHANGED.near)) return undefined;
+  return `said changed, cosine ${cosine.toFixed(2)}`;
+}

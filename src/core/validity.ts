@@ -1,6 +1,7 @@
 import { MmError, validationError } from "../errors.js";
 import type { MemoryRecord, MemoryRow, Store, StoreWriter } from "../storage/store.js";
-import { lookupKeysOf, factsOf, replacementReason, textKey, TEXT_KEY, type Fact } from "./supersede.js";
+import { cosine } from "./ranking.js";
+import { changedByModel, lookupKeysOf, factsOf, replacementReason, saysChanged, textKey, TEXT_KEY, type Fact } from "./supersede.js";
 
 /**
  * Which memories are true now: replaced facts (supersededBy, supersededAt, supersedes), duplicates,
@@ -134,6 +135,23 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     for (const [userId, rows] of await store.currentMemoriesMatching(accountId, keysByUser)) candidates.set(`${accountId}\u0000${userId}`, rows);
   }
 
+  // The model's reading (supersede.ts changedByModel): for a new memory that says something changed,
+  // the vectors of the older memories it shares a fact key with, read in one query per account.
+  const changed = items.map((it) => it.detect && saysChanged(it.row.content));
+  const keys = items.map((it, i) => (changed[i] ? new Set(lookupKeysOf(it.row.content, facts[i]).filter((k) => !k.startsWith(TEXT_KEY))) : new Set<string>()));
+  const keyed = (i: number, matchKeys: string[]) => matchKeys.some((k) => keys[i].has(k));
+  const vectors = new Map<string, Float32Array>();
+  const wanted = new Map<string, Set<string>>();
+  items.forEach((it, i) => {
+    if (!changed[i]) return;
+    const ids = wanted.get(it.row.accountId) ?? new Set<string>();
+    for (const r of candidates.get(`${it.row.accountId}\u0000${it.row.userId}`) ?? []) if (keyed(i, r.matchKeys)) ids.add(r.id);
+    wanted.set(it.row.accountId, ids);
+  });
+  for (const [accountId, ids] of wanted) {
+    if (ids.size) for (const [id, v] of await store.vectorsOf({ accountId }, [...ids].map((id) => ({ id })))) vectors.set(id, v);
+  }
+
   const superseded = new Set<string>();
   items.forEach((it, i) => {
     if (settled[i].error) return;
@@ -163,7 +181,8 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     const factful = older.filter((r) => r.matchKeys.some((k) => !k.startsWith(TEXT_KEY)));
     for (const old of factful.slice(-DETECT_CANDIDATES)) {
       if (superseded.has(old.id)) continue;
-      const reason = replacementReason(row.content, old.content, facts[i]);
+      const vector = changed[i] && keyed(i, old.matchKeys) ? vectors.get(old.id) : undefined;
+      const reason = replacementReason(row.content, old.content, facts[i]) ?? (vector && changedByModel(old.content, cosine(row.vector, vector), true));
       if (!reason) continue;
       marks.set(old.id, { by: i, reason });
       settled[i].replaced.push(old.id);
@@ -171,7 +190,9 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     }
     for (const { e, j } of earlier) {
       if (!facts[j].length && !it.detect) continue;
-      const reason = replacementReason(row.content, e.row.content, facts[i], facts[j].length ? facts[j] : factsOf(e.row.content));
+      const reason =
+        replacementReason(row.content, e.row.content, facts[i], facts[j].length ? facts[j] : factsOf(e.row.content)) ??
+        (changed[i] && keyed(i, e.row.matchKeys) ? changedByModel(e.row.content, cosine(row.vector, e.row.vector), true) : undefined);
       if (!reason) continue;
       inBatch.set(j, { by: i, reason });
       settled[i].replaced.push(e.row.id);
