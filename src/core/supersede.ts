@@ -768,23 +768,38 @@ export const SAID_CHANGED: Readonly<{ keyed: number; near: number }> = { keyed: 
  * York" and "Now TV" say nothing; a sentence's first letter is lowered first.
  */
 const CHANGED =
-  /\b(?:now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|any more|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected|reset|rising|falling|increasing|decreasing|gave up|quit|left|retired|cancell?ed|stopped|promoted|rebooked|revised|upped|took over|since|after the|back on|back to|from now on|these days|nowadays|lately|no longer|brought forward|put (?:\w+ ){0,2}up)\b/;
-
+  /\b(?:now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|any more|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected|reset|rising|falling|increasing|decreasing|gave up|quit|left|retired|cancell?ed|stopped|promoted|rebooked|revised|upped|took over|since|after the|back on|back to|from now on|these days|nowadays|lately|no longer|brought forward)\b/g;
+/** A verb in the past: an event ("Visa approved!", "Registered with Riverside Medical Centre", "Took Biscuit to Paws & Claws"). */
+const EVENT_VERB = /\b(?!(?:hundred|indeed|speed|breed|bleed|embed|sacred|naked|wicked|beloved|shred)\b)(?:[a-z]{3,}ed|got|took|gave|left|sold|bought|went|passed|won|lost|made|put)\b/g;
 /** Beside ADDITIVE, words that add one more ("another", "either", "both", "plus"): a close note that adds is not a change. */
 const ADDS = /\b(?:another|either|both|plus)\b/;
 
-/** The newer note says something changed, as a note of its own (not a transcript turn, a plan or an addition). */
+/** The words of change and the past-tense verbs of a note, each sentence's first letter lowered. */
+function changeWords(content: string): Set<string> {
+  const words = new Set<string>();
+  for (const sentence of content.replace(/[\u2018\u2019\u02bc]/g, "'").replace(ABBREVIATIONS, "$1").split(/(?<=[.!?])\s+|\n+/)) {
+    const s = sentence.replace(/^\s*\p{Lu}/u, (c) => c.toLowerCase());
+    for (const m of [...s.matchAll(CHANGED), ...s.matchAll(EVENT_VERB)]) words.add(m[0]);
+  }
+  return words;
+}
+
+/** The newer note says something changed or happened, as a note of its own (not a transcript turn, a plan or an addition). */
 export function saysChanged(content: string): boolean {
   if (speakerOf(content) || ADDITIVE.test(fold(content)) || ADDS.test(fold(content)) || HYPOTHETICAL.test(content) || MAY.test(content)) return false;
-  return content.split(/(?<=[.!?])\s+|\n+/).some((s) => CHANGED.test(s.replace(/^\s*\p{Lu}/u, (c) => c.toLowerCase())));
+  return changeWords(content).size > 0;
 }
 
 /**
- * Why `newer`, which says something changed (saysChanged), replaces `older` by the model: their
- * embeddings' cosine passes SAID_CHANGED (`keyed` when they share a fact key, `near` otherwise);
- * an older transcript turn is never replaced this way.
+ * Why `newer`, which says something changed (saysChanged), replaces `older` by the model: it says
+ * a word of change or an event the older doesn't ("Release 2.4 is scheduled for 12 May" / "Release
+ * 2.5 is scheduled for 30 June" say the same one: two facts), and their embeddings' cosine passes
+ * SAID_CHANGED (`keyed` when they share a fact key, `near` otherwise). An older transcript turn is
+ * never replaced this way.
  */
-export function changedByModel(older: string, cosine: number, keyed: boolean): string | undefined {
+export function changedByModel(newer: string, older: string, cosine: number, keyed: boolean): string | undefined {
   if (speakerOf(older) || cosine < (keyed ? SAID_CHANGED.keyed : SAID_CHANGED.near)) return undefined;
-  return `said changed, cosine ${cosine.toFixed(2)}`;
+  const said = changeWords(older);
+  const word = [...changeWords(newer)].find((w) => !said.has(w));
+  return word && `"${word}", cosine ${cosine.toFixed(2)}`;
 }

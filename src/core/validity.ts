@@ -92,6 +92,9 @@ export interface Plan {
  */
 export const DETECT_CANDIDATES = 200;
 
+/** How many of a user's nearest current memories by the model a new memory that says something changed is compared with (supersede.ts SAID_CHANGED.near). */
+export const NEAR_CANDIDATES = 5;
+
 /**
  * Decides, under the write lock and before the commit, what each incoming memory duplicates and
  * replaces. One filtered query per account in the batch finds the older current memories of its
@@ -151,6 +154,15 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   for (const [accountId, ids] of wanted) {
     if (ids.size) for (const [id, v] of await store.vectorsOf({ accountId }, [...ids].map((id) => ({ id })))) vectors.set(id, v);
   }
+  // And its nearest older memories by the model, which share no key with it ("Took Biscuit to Paws &
+  // Claws Vet" after "Biscuit's vet is Oakwood Animal Hospital"): one vector search each.
+  const near = await Promise.all(
+    items.map(async (it, i) => {
+      if (!changed[i] || settled[i].error) return [];
+      const hits = await store.searchMemories(it.row.vector, { accountId: it.row.accountId, userId: it.row.userId, current: true }, NEAR_CANDIDATES);
+      return hits.filter((h) => h.record.agentId === it.row.agentId && !keyed(i, h.record.matchKeys)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
+    }),
+  );
 
   const superseded = new Set<string>();
   items.forEach((it, i) => {
@@ -177,12 +189,21 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       settled[i].replaced.push(id);
       superseded.add(id);
     }
+    // What only the model finds: stated facts (fact keys), not duplicates or talk.
+    for (const { record: old, cosine: c } of near[i]) {
+      if (superseded.has(old.id) || !old.matchKeys.some((k) => !k.startsWith(TEXT_KEY))) continue;
+      const reason = changedByModel(row.content, old.content, c, false);
+      if (!reason) continue;
+      marks.set(old.id, { by: i, reason });
+      settled[i].replaced.push(old.id);
+      superseded.add(old.id);
+    }
     if (!it.detect || !facts[i].length) return;
     const factful = older.filter((r) => r.matchKeys.some((k) => !k.startsWith(TEXT_KEY)));
     for (const old of factful.slice(-DETECT_CANDIDATES)) {
       if (superseded.has(old.id)) continue;
       const vector = changed[i] && keyed(i, old.matchKeys) ? vectors.get(old.id) : undefined;
-      const reason = replacementReason(row.content, old.content, facts[i]) ?? (vector && changedByModel(old.content, cosine(row.vector, vector), true));
+      const reason = replacementReason(row.content, old.content, facts[i]) ?? (vector && changedByModel(row.content, old.content, cosine(row.vector, vector), true));
       if (!reason) continue;
       marks.set(old.id, { by: i, reason });
       settled[i].replaced.push(old.id);
@@ -192,7 +213,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       if (!facts[j].length && !it.detect) continue;
       const reason =
         replacementReason(row.content, e.row.content, facts[i], facts[j].length ? facts[j] : factsOf(e.row.content)) ??
-        (changed[i] && keyed(i, e.row.matchKeys) ? changedByModel(e.row.content, cosine(row.vector, e.row.vector), true) : undefined);
+        (changed[i] && e.row.matchKeys.some((k) => !k.startsWith(TEXT_KEY)) ? changedByModel(row.content, e.row.content, cosine(row.vector, e.row.vector), keyed(i, e.row.matchKeys)) : undefined);
       if (!reason) continue;
       inBatch.set(j, { by: i, reason });
       settled[i].replaced.push(e.row.id);
