@@ -94,6 +94,8 @@ export const DETECT_CANDIDATES = 200;
 
 /** How many of a user's nearest current memories by the model a new memory that says something changed is compared with (supersede.ts SAID_CHANGED.near). */
 export const NEAR_CANDIDATES = 5;
+/** Up to how many of a user's current memories a batch with several of the user's new memories reads to find their nearest (beyond, a vector search each). */
+export const NEAR_SCAN = 2000;
 
 /**
  * Decides, under the write lock and before the commit, what each incoming memory duplicates and
@@ -155,14 +157,8 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     if (ids.size) for (const [id, v] of await store.vectorsOf({ accountId }, [...ids].map((id) => ({ id })))) vectors.set(id, v);
   }
   // And its nearest older memories by the model, which share no key with it ("Took Biscuit to Paws &
-  // Claws Vet" after "Biscuit's vet is Oakwood Animal Hospital"): one vector search each.
-  const near = await Promise.all(
-    items.map(async (it, i) => {
-      if (!changed[i] || settled[i].error) return [];
-      const hits = await store.searchMemories(it.row.vector, { accountId: it.row.accountId, userId: it.row.userId, current: true }, NEAR_CANDIDATES);
-      return hits.filter((h) => h.record.agentId === it.row.agentId && !keyed(i, h.record.matchKeys)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
-    }),
-  );
+  // Claws Vet" after "Biscuit's vet is Oakwood Animal Hospital").
+  const near = await nearestOlder(store, items, items.map((_, i) => changed[i] && !settled[i].error), keyed);
 
   const superseded = new Set<string>();
   items.forEach((it, i) => {
@@ -302,6 +298,36 @@ export function replacedAfterReplacing<T extends { record: MemoryRecord; score: 
     else place(h);
   }
   for (const rest of waiting.values()) out.push(...rest);
+  return out;
+}
+
+/**
+ * Each wanted incoming memory's NEAR_CANDIDATES nearest current memories of its user and agent
+ * that share no fact key with it (`keyed`), with their cosines. Several of one user in a batch
+ * read the user's vectors once (up to NEAR_SCAN of them) instead of one vector search each.
+ */
+async function nearestOlder(store: Store, items: Incoming[], want: boolean[], keyed: (i: number, matchKeys: string[]) => boolean): Promise<{ record: MemoryRecord; cosine: number }[][]> {
+  const out = items.map(() => [] as { record: MemoryRecord; cosine: number }[]);
+  const groups = new Map<string, number[]>();
+  items.forEach((it, i) => {
+    const k = `${it.row.accountId}\u0000${it.row.userId}`;
+    if (want[i]) groups.set(k, [...(groups.get(k) ?? []), i]);
+  });
+  await Promise.all(
+    [...groups.values()].map(async (indexes) => {
+      const { accountId, userId } = items[indexes[0]].row;
+      const scope = { accountId, userId, current: true };
+      const rows = indexes.length > 1 ? ((await store.memoriesAfter(scope, undefined, NEAR_SCAN + 1, true)) as MemoryRow[]) : [];
+      for (const i of indexes) {
+        const v = items[i].row.vector;
+        const hits =
+          rows.length && rows.length <= NEAR_SCAN
+            ? rows.map((r) => ({ record: r as MemoryRecord, cosine: cosine(v, r.vector) })).sort((a, b) => b.cosine - a.cosine).slice(0, NEAR_CANDIDATES)
+            : (await store.searchMemories(v, scope, NEAR_CANDIDATES)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
+        out[i] = hits.filter((h) => h.record.agentId === items[i].row.agentId && !keyed(i, h.record.matchKeys));
+      }
+    }),
+  );
   return out;
 }
 

@@ -73,6 +73,16 @@ describe("replaced facts read by the model", () => {
     expect(await replayed(["Hana's favourite colour is yellow.", "Hana says her favourite colour is purple now."])).toEqual([true, false]);
   });
 
+  it("the same in a batch with several notes of one user (their vectors read once)", async () => {
+    const userId = `u${++user}`;
+    const ids: string[] = [];
+    const add = (contents: string[]) => addMemoriesFromLines(ctx, contents.map((content) => JSON.stringify({ content, userId })), { onResult: (r) => ids.push(r.memory!.id) });
+    await add(["Hana's favourite colour is yellow.", "The tomatoes on the balcony finally turned red."]);
+    await add(["Hana says her favourite colour is purple now.", "Moved the tomatoes to a bigger pot."]);
+    const marked = await Promise.all(ids.map(async (id) => (await ctx.store.getMemory(ctx.accountId, id))!.supersededBy));
+    expect(marked).toEqual([ids[2], null, null, null]);
+  });
+
   it("leaves still-true pairs written to look like replacements", async () => {
     expect(await replayed(["Release 2.4 is scheduled for 12 May.", "Release 2.5 is scheduled for 30 June."])).toEqual([false, false]);
     expect(await replayed(["I visited Japan in 2019.", "I visited Peru in 2022."])).toEqual([false, false]);
