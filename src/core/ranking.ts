@@ -222,3 +222,10 @@ export function cosine(a: Float32Array, b: Float32Array): number {
   }
   return na > 0 && nb > 0 ? dot / Math.sqrt(na * nb) : 0;
 }
+
+/** Two unit vectors' cosine, their dot product: an embedder's vectors have norm 1 (embedder/types.ts). */
+export function dot(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += a[i] * b[i];
+  return sum;
+}
