@@ -770,7 +770,9 @@ export const SAID_CHANGED: Readonly<{ keyed: number; near: number }> = { keyed: 
 const CHANGED =
   /\b(?:now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|any more|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected|reset|rising|falling|increasing|decreasing|gave up|quit|left|retired|cancell?ed|stopped|promoted|rebooked|revised|upped|took over|since|after the|back on|back to|from now on|these days|nowadays|lately|no longer|brought forward)\b/g;
 /** A verb in the past: an event ("Visa approved!", "Registered with Riverside Medical Centre", "Took Biscuit to Paws & Claws"). */
-const EVENT_VERB = /\b(?!(?:hundred|indeed|speed|breed|bleed|embed|sacred|naked|wicked|beloved|shred)\b)(?:[a-z]{3,}ed|got|took|gave|left|sold|bought|went|passed|won|lost|made|put)\b/g;
+const EVENT_VERB = /\b(?!(?:hundred|indeed|speed|breed|bleed|embed|sacred|naked|wicked|beloved|shred|called|named)\b)(?:[a-z]{3,}ed|got|took|gave|left|sold|bought|went|passed|won|lost|made|put)\b/g;
+/** A participle after "is", "are" or "be" states what is, not what happened ("is scheduled for", "are tracked in", "must be reported"). */
+const STATE_BEFORE = /\b(?:is|are|am|be|'s|'re)\s+(?:[a-z]+ly\s+)?$/;
 /** Beside ADDITIVE, words that add one more ("another", "either", "both", "plus"): a close note that adds is not a change. */
 const ADDS = /\b(?:another|either|both|plus)\b/;
 
@@ -779,7 +781,8 @@ function changeWords(content: string): Set<string> {
   const words = new Set<string>();
   for (const sentence of content.replace(/[\u2018\u2019\u02bc]/g, "'").replace(ABBREVIATIONS, "$1").split(/(?<=[.!?])\s+|\n+/)) {
     const s = sentence.replace(/^\s*\p{Lu}/u, (c) => c.toLowerCase());
-    for (const m of [...s.matchAll(CHANGED), ...s.matchAll(EVENT_VERB)]) words.add(m[0]);
+    for (const m of s.matchAll(CHANGED)) words.add(m[0]);
+    for (const m of s.matchAll(EVENT_VERB)) if (!STATE_BEFORE.test(s.slice(0, m.index))) words.add(m[0]);
   }
   return words;
 }

@@ -19,6 +19,12 @@ describe("what a note says changed (no model)", () => {
     expect(saysChanged("Leo can't have eggs either, the doctor checked.")).toBe(false);
     expect(saysChanged("I might move to Rome now that the job is remote.")).toBe(false);
     expect(saysChanged("Caroline: I moved to Berlin last month!")).toBe(false);
+    // A name or a state is no event: "called", "named", a participle after "is", "are" or "be".
+    expect(saysChanged("Our cat is called Pepper.")).toBe(false);
+    expect(saysChanged("My daughter has a hamster named Biscuit.")).toBe(false);
+    expect(saysChanged("Release 2.5 is scheduled for 30 June.")).toBe(false);
+    expect(saysChanged("Support tickets are tracked in Zendesk.")).toBe(false);
+    expect(saysChanged("User's mother was discharged and is recovering at home.")).toBe(true);
   });
 
   it("needs a word the older note doesn't say, and a cosine past SAID_CHANGED", () => {
