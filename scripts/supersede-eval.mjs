@@ -9,7 +9,7 @@
 //   passes the default threshold (0.5); and how many older facts detection marked replaced;
 // - still-true pairs: both facts in the top 5, and neither marked replaced.
 //
-//   node scripts/supersede-eval.mjs [--heldout | --heldout2 | --check | --check2 | --check3 | --check4 | --heldout3] [--off] [--misses] [--json file]
+//   node scripts/supersede-eval.mjs [--heldout | --heldout2 | --check | --check2 | --check3 | --check4 | --heldout3 | --heldout4 | --heldout5] [--off] [--misses] [--json file] [--fixtures dir]
 //     --heldout   the first held-out files (measured once, then their misses were read: no longer clean)
 //     --heldout2  the second held-out files (measured once clean, then tuned on by the frames round)
 //     --check     an internal check set written for the frames round (measured once clean, then tuned on)
@@ -17,6 +17,8 @@
 //     --check3    a third, written after the second was used; --check4 a fourth, after the third
 //     --heldout3  the lead's blind set (replaced-heldout3.jsonl, both-true-heldout3.jsonl), added after
 //     --heldout4  a second blind set, written for the newer-first ranking (ranking.ts NEWER) and measured once
+//     --heldout5  a third blind set, written for detection by the model (supersede.ts changedByModel), measured once
+//     --fixtures  read the split's two files from this directory instead of test/fixtures/supersede/ (the fillers stay there)
 //     --off       detection off (autoSupersede: false): the figures before this feature
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,25 +31,27 @@ const { openContext } = await dist("core/context.js");
 const { addMemoriesFromLines, searchMemories } = await dist("core/memories.js");
 
 const args = process.argv.slice(2);
-const SPLITS = ["heldout4", "heldout3", "heldout2", "heldout", "check4", "check3", "check2", "check"];
+const SPLITS = ["heldout5", "heldout4", "heldout3", "heldout2", "heldout", "check4", "check3", "check2", "check"];
 const split = SPLITS.find((s) => args.includes(`--${s}`)) ?? "dev";
 const detect = !args.includes("--off");
 const jsonOut = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;
 const fixtures = join(root, "test", "fixtures", "supersede");
+const splitDir = args.includes("--fixtures") ? resolve(args[args.indexOf("--fixtures") + 1] ?? "") : fixtures;
+const shown = splitDir === fixtures ? "test/fixtures/supersede" : splitDir;
 for (const name of [`replaced-${split}.jsonl`, `both-true-${split}.jsonl`]) {
-  if (!existsSync(join(fixtures, name))) {
-    console.error(`supersede-eval: test/fixtures/supersede/${name} is missing: the ${split} split needs replaced-${split}.jsonl and both-true-${split}.jsonl there (one JSON object a line: {"id", "facts": [older…, newest], "question"}).`);
+  if (!existsSync(join(splitDir, name))) {
+    console.error(`supersede-eval: ${shown}/${name} is missing: the ${split} split needs replaced-${split}.jsonl and both-true-${split}.jsonl there (one JSON object a line: {"id", "facts": [older…, newest], "question"}).`);
     process.exit(2);
   }
 }
-const read = (name) =>
-  readFileSync(join(fixtures, name), "utf8")
+const read = (name, dir = splitDir) =>
+  readFileSync(join(dir, name), "utf8")
     .split("\n")
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l));
 const replaced = read(`replaced-${split}.jsonl`);
 const bothTrue = read(`both-true-${split}.jsonl`);
-const fillers = read("fillers.jsonl").map((f) => f.content);
+const fillers = read("fillers.jsonl", fixtures).map((f) => f.content);
 
 /** A small deterministic generator, so every run picks the same fillers for a scenario. */
 function rng(seed) {

@@ -209,3 +209,23 @@ export function rank(mode: SearchMode, candidates: Candidate[]): Ranked[] {
   }
   return ranked;
 }
+
+/** Two vectors' cosine (0 when either is all zeros). */
+export function cosine(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return na > 0 && nb > 0 ? dot / Math.sqrt(na * nb) : 0;
+}
+
+/** Two unit vectors' cosine, their dot product: an embedder's vectors have norm 1 (embedder/types.ts). */
+export function dot(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += a[i] * b[i];
+  return sum;
+}

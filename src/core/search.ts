@@ -4,7 +4,7 @@ import { embedQuery, type Context } from "./context.js";
 import { conversationOf } from "./conversation.js";
 import { observationSubject } from "./observation.js";
 import { coverage, englishCount, queryTerms, termWeights, type Term } from "./keyword.js";
-import { CANDIDATES, HYBRID, KEYWORD_POOL, LEAD, NEWER, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
+import { CANDIDATES, HYBRID, KEYWORD_POOL, LEAD, NEWER, cosine, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
 import { replacedAfterReplacing, validityFilter } from "./validity.js";
 
 /** A search hit (spec §2.1): no metadata, no updatedAt; agentId and tags only when set. */
@@ -92,18 +92,6 @@ function hasNumber(text: string, n: string): boolean {
 /** Created later; within one batch (the same createdAt), stored later. */
 function newer(a: MemoryRecord, b: MemoryRecord): boolean {
   return a.createdAt > b.createdAt || (a.createdAt === b.createdAt && a.userId === b.userId && a.seq > b.seq);
-}
-
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-  }
-  return na > 0 && nb > 0 ? dot / Math.sqrt(na * nb) : 0;
 }
 
 /**

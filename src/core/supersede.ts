@@ -744,3 +744,65 @@ export function replacementReason(newer: string, older: string, newerFacts = fac
   }
   return undefined;
 }
+
+/**
+ * What the model adds to the patterns and frames: a newer note that says something changed, about
+ * what an older note of the same user says by the bundled model's reading (the cosine of their
+ * embeddings), replaces it, whatever the words ("Took Biscuit to Paws & Claws Vet for the first
+ * time, staying with them" after "Biscuit's vet is Oakwood Animal Hospital"). The two halves hold
+ * each other in check: a change said of something else ("I'm working at the library now" after
+ * "return the library books by Friday") has a low cosine, and two close notes that both hold
+ * (two allergies, two meetings, "my mom's birthday" / "my dad's birthday") are written without a
+ * word of change. Chosen on every set of test/fixtures/supersede/ with bench/everyday's notes and
+ * the fixtures' fillers as pairs that must not match (docs/memory-validity.md, round four):
+ * - `keyed`: the least cosine for an older note found by a shared fact key (validity.ts);
+ * - `near`: the least for one found by the model alone (a vector neighbour that shares no key),
+ *   which must itself state a fact (have fact keys).
+ */
+export const SAID_CHANGED: Readonly<{ keyed: number; near: number }> = { keyed: 0.55, near: 0.7 };
+
+/**
+ * Words that say a value changed: frames' words of change (core/frames.ts) but "goes" and "going"
+ * ("Alice's son goes to Greenfield Academy"), and the ways of ending or taking up something ("gave
+ * up", "quit", "retired", "cancelled", "promoted", "took over", "since"). Lower case, so "New
+ * York" and "Now TV" say nothing; a sentence's first letter is lowered first.
+ */
+const CHANGED =
+  /\b(?:now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|any more|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected|reset|rising|falling|increasing|decreasing|gave up|quit|left|retired|cancell?ed|stopped|promoted|rebooked|revised|upped|took over|since|after the|back on|back to|from now on|these days|nowadays|lately|no longer|brought forward)\b/g;
+/** A verb in the past: an event ("Visa approved!", "Registered with Riverside Medical Centre", "Took Biscuit to Paws & Claws"). */
+const EVENT_VERB = /\b(?!(?:hundred|indeed|speed|breed|bleed|embed|sacred|naked|wicked|beloved|shred|called|named)\b)(?:[a-z]{3,}ed|got|took|gave|left|sold|bought|went|passed|won|lost|made|put)\b/g;
+/** A participle after "is", "are" or "be" states what is, not what happened ("is scheduled for", "are tracked in", "must be reported"). */
+const STATE_BEFORE = /\b(?:is|are|am|be|'s|'re)\s+(?:[a-z]+ly\s+)?$/;
+/** Beside ADDITIVE, words that add one more ("another", "either", "both", "plus"): a close note that adds is not a change. */
+const ADDS = /\b(?:another|either|both|plus)\b/;
+
+/** The words of change and the past-tense verbs of a note, each sentence's first letter lowered. */
+function changeWords(content: string): Set<string> {
+  const words = new Set<string>();
+  for (const sentence of content.replace(/[\u2018\u2019\u02bc]/g, "'").replace(ABBREVIATIONS, "$1").split(/(?<=[.!?])\s+|\n+/)) {
+    const s = sentence.replace(/^\s*\p{Lu}/u, (c) => c.toLowerCase());
+    for (const m of s.matchAll(CHANGED)) words.add(m[0]);
+    for (const m of s.matchAll(EVENT_VERB)) if (!STATE_BEFORE.test(s.slice(0, m.index))) words.add(m[0]);
+  }
+  return words;
+}
+
+/** The newer note says something changed or happened, as a note of its own (not a transcript turn, a plan or an addition). */
+export function saysChanged(content: string): boolean {
+  if (speakerOf(content) || ADDITIVE.test(fold(content)) || ADDS.test(fold(content)) || HYPOTHETICAL.test(content) || MAY.test(content)) return false;
+  return changeWords(content).size > 0;
+}
+
+/**
+ * Why `newer`, which says something changed (saysChanged), replaces `older` by the model: it says
+ * a word of change or an event the older doesn't ("Release 2.4 is scheduled for 12 May" / "Release
+ * 2.5 is scheduled for 30 June" say the same one: two facts), and their embeddings' cosine passes
+ * SAID_CHANGED (`keyed` when they share a fact key, `near` otherwise). An older transcript turn is
+ * never replaced this way.
+ */
+export function changedByModel(newer: string, older: string, cosine: number, keyed: boolean): string | undefined {
+  if (speakerOf(older) || cosine < (keyed ? SAID_CHANGED.keyed : SAID_CHANGED.near)) return undefined;
+  const said = changeWords(older);
+  const word = [...changeWords(newer)].find((w) => !said.has(w));
+  return word && `"${word}", cosine ${cosine.toFixed(2)}`;
+}

@@ -1,6 +1,7 @@
 import { MmError, validationError } from "../errors.js";
 import type { MemoryRecord, MemoryRow, Store, StoreWriter } from "../storage/store.js";
-import { lookupKeysOf, factsOf, replacementReason, textKey, TEXT_KEY, type Fact } from "./supersede.js";
+import { dot } from "./ranking.js";
+import { changedByModel, lookupKeysOf, factsOf, replacementReason, saysChanged, textKey, TEXT_KEY, type Fact } from "./supersede.js";
 
 /**
  * Which memories are true now: replaced facts (supersededBy, supersededAt, supersedes), duplicates,
@@ -92,6 +93,11 @@ export interface Plan {
  */
 export const DETECT_CANDIDATES = 200;
 
+/** How many of a user's nearest current memories by the model a new memory that says something changed is compared with (supersede.ts SAID_CHANGED.near). */
+export const NEAR_CANDIDATES = 5;
+/** Up to how many of a user's current memories a batch with several of the user's new memories reads to find their nearest (beyond, a vector search each). */
+export const NEAR_SCAN = 2000;
+
 /**
  * Decides, under the write lock and before the commit, what each incoming memory duplicates and
  * replaces. One filtered query per account in the batch finds the older current memories of its
@@ -136,6 +142,25 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     for (const [userId, rows] of await store.currentMemoriesMatching(accountId, keysByUser, { perUser: DETECT_CANDIDATES, exact })) candidates.set(`${accountId}\u0000${userId}`, rows);
   }
 
+  // The model's reading (supersede.ts changedByModel) for a new memory that says something changed:
+  // its nearest older memories by the model that share no key with it ("Took Biscuit to Paws & Claws
+  // Vet" after "Biscuit's vet is Oakwood Animal Hospital"), and the vectors of those that share one,
+  // from the nearest's scan where it read them, else in one query per account.
+  const changed = items.map((it) => it.detect && saysChanged(it.row.content));
+  const keys = items.map((it, i) => (changed[i] ? new Set(lookupKeysOf(it.row.content, facts[i]).filter((k) => !k.startsWith(TEXT_KEY))) : new Set<string>()));
+  const keyed = (i: number, matchKeys: string[]) => matchKeys.some((k) => keys[i].has(k));
+  const { near, vectors } = await nearestOlder(store, items, items.map((_, i) => changed[i] && !settled[i].error), keyed);
+  const wanted = new Map<string, Set<string>>();
+  items.forEach((it, i) => {
+    if (!changed[i]) return;
+    const ids = wanted.get(it.row.accountId) ?? new Set<string>();
+    for (const r of candidates.get(`${it.row.accountId}\u0000${it.row.userId}`) ?? []) if (keyed(i, r.matchKeys) && !vectors.has(r.id)) ids.add(r.id);
+    wanted.set(it.row.accountId, ids);
+  });
+  for (const [accountId, ids] of wanted) {
+    if (ids.size) for (const [id, v] of await store.vectorsOf({ accountId }, [...ids].map((id) => ({ id })))) vectors.set(id, v);
+  }
+
   const superseded = new Set<string>();
   items.forEach((it, i) => {
     if (settled[i].error) return;
@@ -161,11 +186,21 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       settled[i].replaced.push(id);
       superseded.add(id);
     }
+    // What only the model finds: stated facts (fact keys), not duplicates or talk.
+    for (const { record: old, cosine: c } of near[i]) {
+      if (superseded.has(old.id) || !old.matchKeys.some((k) => !k.startsWith(TEXT_KEY))) continue;
+      const reason = changedByModel(row.content, old.content, c, false);
+      if (!reason) continue;
+      marks.set(old.id, { by: i, reason });
+      settled[i].replaced.push(old.id);
+      superseded.add(old.id);
+    }
     if (!it.detect || !facts[i].length) return;
     const factful = older.filter((r) => r.matchKeys.some((k) => !k.startsWith(TEXT_KEY)));
     for (const old of factful.slice(-DETECT_CANDIDATES)) {
       if (superseded.has(old.id)) continue;
-      const reason = replacementReason(row.content, old.content, facts[i]);
+      const vector = changed[i] && keyed(i, old.matchKeys) ? vectors.get(old.id) : undefined;
+      const reason = replacementReason(row.content, old.content, facts[i]) ?? (vector && changedByModel(row.content, old.content, dot(row.vector, vector), true));
       if (!reason) continue;
       marks.set(old.id, { by: i, reason });
       settled[i].replaced.push(old.id);
@@ -173,7 +208,9 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     }
     for (const { e, j } of earlier) {
       if (!facts[j].length && !it.detect) continue;
-      const reason = replacementReason(row.content, e.row.content, facts[i], facts[j].length ? facts[j] : factsOf(e.row.content));
+      const reason =
+        replacementReason(row.content, e.row.content, facts[i], facts[j].length ? facts[j] : factsOf(e.row.content)) ??
+        (changed[i] && e.row.matchKeys.some((k) => !k.startsWith(TEXT_KEY)) ? changedByModel(row.content, e.row.content, dot(row.vector, e.row.vector), keyed(i, e.row.matchKeys)) : undefined);
       if (!reason) continue;
       inBatch.set(j, { by: i, reason });
       settled[i].replaced.push(e.row.id);
@@ -263,6 +300,44 @@ export function replacedAfterReplacing<T extends { record: MemoryRecord; score: 
   }
   for (const rest of waiting.values()) out.push(...rest);
   return out;
+}
+
+/**
+ * Each wanted incoming memory's NEAR_CANDIDATES nearest current memories of its user and agent
+ * that share no fact key with it (`keyed`), with their cosines. Several of one user in a batch
+ * read the user's vectors once (up to NEAR_SCAN of them; those vectors are returned too) instead
+ * of one vector search each.
+ */
+async function nearestOlder(
+  store: Store,
+  items: Incoming[],
+  want: boolean[],
+  keyed: (i: number, matchKeys: string[]) => boolean,
+): Promise<{ near: { record: MemoryRecord; cosine: number }[][]; vectors: Map<string, Float32Array> }> {
+  const near = items.map(() => [] as { record: MemoryRecord; cosine: number }[]);
+  const vectors = new Map<string, Float32Array>();
+  const groups = new Map<string, number[]>();
+  items.forEach((it, i) => {
+    const k = `${it.row.accountId}\u0000${it.row.userId}`;
+    if (want[i]) groups.set(k, [...(groups.get(k) ?? []), i]);
+  });
+  await Promise.all(
+    [...groups.values()].map(async (indexes) => {
+      const { accountId, userId } = items[indexes[0]].row;
+      const scope = { accountId, userId, current: true };
+      const read = indexes.length > 1 ? ((await store.memoriesAfter(scope, undefined, NEAR_SCAN + 1, true)) as MemoryRow[]) : [];
+      const rows = read.length <= NEAR_SCAN ? read : [];
+      for (const r of rows) vectors.set(r.id, r.vector);
+      for (const i of indexes) {
+        const v = items[i].row.vector;
+        const hits = rows.length
+          ? rows.map((r) => ({ record: r as MemoryRecord, cosine: dot(v, r.vector) })).sort((a, b) => b.cosine - a.cosine).slice(0, NEAR_CANDIDATES)
+          : (await store.searchMemories(v, scope, NEAR_CANDIDATES)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
+        near[i] = hits.filter((h) => h.record.agentId === items[i].row.agentId && !keyed(i, h.record.matchKeys));
+      }
+    }),
+  );
+  return { near, vectors };
 }
 
 function sameList(a: string[], b: string[]): boolean {

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openContext, type Context } from "../../src/core/context.js";
+import { addMemoriesFromLines } from "../../src/core/memories.js";
+import { changedByModel, replacementReason, saysChanged, SAID_CHANGED } from "../../src/core/supersede.js";
+
+describe("what a note says changed (no model)", () => {
+  it("a word of change or a past-tense verb, in a note of its own that neither adds nor plans", () => {
+    expect(saysChanged("Dana bought a two-bedroom in Astoria.")).toBe(true);
+    expect(saysChanged("Promoted to Staff Product Designer today")).toBe(true);
+    expect(saysChanged("Hana says her favourite colour is purple now.")).toBe(true);
+    expect(saysChanged("My dentist is Dr. Smith.")).toBe(false);
+    expect(saysChanged("My eye doctor is Dr. Ahmed.")).toBe(false); // "Dr." ends no sentence: "Ahmed" is no verb
+    expect(saysChanged("We're flying to New York on the 20th.")).toBe(false); // "New York" says nothing
+    expect(saysChanged("We also adopted a cat.")).toBe(false);
+    expect(saysChanged("I'm also allergic to latex, found out last week.")).toBe(false);
+    expect(saysChanged("Leo can't have eggs either, the doctor checked.")).toBe(false);
+    expect(saysChanged("I might move to Rome now that the job is remote.")).toBe(false);
+    expect(saysChanged("Caroline: I moved to Berlin last month!")).toBe(false);
+    // A name or a state is no event: "called", "named", a participle after "is", "are" or "be".
+    expect(saysChanged("Our cat is called Pepper.")).toBe(false);
+    expect(saysChanged("My daughter has a hamster named Biscuit.")).toBe(false);
+    expect(saysChanged("Release 2.5 is scheduled for 30 June.")).toBe(false);
+    expect(saysChanged("Support tickets are tracked in Zendesk.")).toBe(false);
+    expect(saysChanged("User's mother was discharged and is recovering at home.")).toBe(true);
+  });
+
+  it("needs a word the older note doesn't say, and a cosine past SAID_CHANGED", () => {
+    const high = SAID_CHANGED.near + 0.05;
+    expect(changedByModel("Dana bought a two-bedroom in Astoria.", "Dana rents a studio in Williamsburg.", high, true)).toContain('"bought"');
+    expect(changedByModel("Release 2.5 is scheduled for 30 June.", "Release 2.4 is scheduled for 12 May.", 0.97, true)).toBeUndefined();
+    expect(changedByModel("Our cat is called Pepper.", "Our dog is called Bruno.", high, false)).toBeUndefined();
+    expect(changedByModel("Dana bought a two-bedroom in Astoria.", "Dana rents a studio in Williamsburg.", SAID_CHANGED.keyed - 0.01, true)).toBeUndefined();
+    expect(changedByModel("Dana bought a two-bedroom in Astoria.", "Dana rents a studio in Williamsburg.", SAID_CHANGED.near - 0.01, false)).toBeUndefined();
+    expect(changedByModel("Dana bought a two-bedroom in Astoria.", "Dana rents a studio in Williamsburg.", SAID_CHANGED.near - 0.01, true)).toBeDefined();
+    expect(changedByModel("I moved to Berlin.", "Caroline: I live in Paris.", 0.99, true)).toBeUndefined();
+  });
+});
+
+/** The real model (use-lite, bundled) on a real store: notes the patterns and frames don't read, each pair from test/fixtures/supersede. */
+describe("replaced facts read by the model", () => {
+  let dir: string;
+  let ctx: Context;
+  let user = 0;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "mm-supersede-model-"));
+    ctx = await openContext({ storeDir: dir });
+  });
+  afterAll(async () => {
+    await ctx.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** A user of its own with a few unrelated notes, then each fact in its own create; whether each fact ends replaced. */
+  async function replayed(facts: string[]): Promise<boolean[]> {
+    const userId = `u${++user}`;
+    const add = async (content: string) => {
+      let id = "";
+      await addMemoriesFromLines(ctx, [JSON.stringify({ content, userId })], { onResult: (r) => (id = r.memory!.id) });
+      return id;
+    };
+    for (const note of ["Need to return the library books by Friday.", "The tomatoes on the balcony finally turned red.", "Bought new running shoes at the outlet on Saturday."]) await add(note);
+    const ids = [];
+    for (const f of facts) ids.push(await add(f));
+    return Promise.all(ids.map(async (id) => (await ctx.store.getMemory(ctx.accountId, id))!.supersededBy !== null));
+  }
+
+  it("an older note found by a shared key, when the newer says what happened to it", async () => {
+    const facts = ["Dana rents a studio in Williamsburg.", "Dana bought a two-bedroom in Astoria."];
+    expect(replacementReason(facts[1], facts[0])).toBeUndefined(); // neither patterns nor frames
+    expect(await replayed(facts)).toEqual([true, false]);
+    expect(await replayed(["Taking sertraline 50mg once a day.", "Doctor upped the sertraline to 100mg."])).toEqual([true, false]);
+  });
+
+  it("an older note found by the model alone, sharing no key", async () => {
+    expect(await replayed(["Hana's favourite colour is yellow.", "Hana says her favourite colour is purple now."])).toEqual([true, false]);
+  });
+
+  it("the same in a batch with several notes of one user (their vectors read once)", async () => {
+    const userId = `u${++user}`;
+    const ids: string[] = [];
+    const add = (contents: string[]) => addMemoriesFromLines(ctx, contents.map((content) => JSON.stringify({ content, userId })), { onResult: (r) => ids.push(r.memory!.id) });
+    await add(["Hana's favourite colour is yellow.", "The tomatoes on the balcony finally turned red."]);
+    await add(["Hana says her favourite colour is purple now.", "Moved the tomatoes to a bigger pot."]);
+    const marked = await Promise.all(ids.map(async (id) => (await ctx.store.getMemory(ctx.accountId, id))!.supersededBy));
+    expect(marked).toEqual([ids[2], null, null, null]);
+  });
+
+  it("leaves still-true pairs written to look like replacements", async () => {
+    expect(await replayed(["Release 2.4 is scheduled for 12 May.", "Release 2.5 is scheduled for 30 June."])).toEqual([false, false]);
+    expect(await replayed(["I visited Japan in 2019.", "I visited Peru in 2022."])).toEqual([false, false]);
+    expect(await replayed(["Our dog is called Bruno.", "Our cat is called Pepper."])).toEqual([false, false]);
+    expect(await replayed(["I'm allergic to penicillin.", "I'm also allergic to latex."])).toEqual([false, false]);
+    expect(await replayed(["Flight to Madrid on June 12.", "Hotel in Madrid booked June 12-15."])).toEqual([false, false]);
+  });
+
+  it("leaves a change said of something else", async () => {
+    expect(await replayed(["My phone screen has a small crack in the corner.", "My new phone is a Pixel 8."])).toEqual([false, false]);
+  });
+});
