@@ -17,7 +17,7 @@
 //     --check3    a third, written after the second was used; --check4 a fourth, after the third
 //     --heldout3  the lead's blind set (replaced-heldout3.jsonl, both-true-heldout3.jsonl), added after
 //     --heldout4  a second blind set, written for the newer-first ranking (ranking.ts NEWER) and measured once
-//     --heldout5  a third blind set, written for detection by the model (supersede.ts changedByModel), measured once
+//     --heldout5  a third blind set, written while detection by the model (supersede.ts changedByModel) was built, measured once (docs/memory-validity.md, round four)
 //     --fixtures  read the split's two files from this directory instead of test/fixtures/supersede/ (the fillers stay there)
 //     --off       detection off (autoSupersede: false): the figures before this feature
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -69,7 +69,7 @@ export interface Frame {
 const WORD_CHANGE =
   "now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|goes|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected|reset|going|rising|falling|increasing|decreasing";
 /** Past tense of saying, asking and thinking: a sentence with one reports a conversation, not a value that holds. */
-const REPORT = /\b(?:talked|asked|discussed|mentioned|worried|said|told|chatted|spoke|emailed|texted|messaged|wondered|complained|joked|argued|remembered|heard)\b/i;
+export const REPORT = /\b(?:talked|asked|discussed|mentioned|worried|said|told|chatted|spoke|emailed|texted|messaged|wondered|complained|joked|argued|remembered|heard)\b/i;
 /** What comes before a sentence's first value states what it is of: a copula, a colon or an equals sign. */
 const STATED = /\b(?:is|are|was|were|am)\b|\p{L}['’]s\b|[:=]/iu;
 /** Words that say a value changed. */

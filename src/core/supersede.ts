@@ -29,7 +29,7 @@
  * test/fixtures/supersede/ and docs/memory-validity.md.
  */
 
-import { fold, frameChange, framesOf, GENERIC_WORD, stem, unitOf, VERBISH, type Frame } from "./frames.js";
+import { fold, frameChange, framesOf, GENERIC_WORD, REPORT, stem, unitOf, VERBISH, type Frame } from "./frames.js";
 
 /** One fact a memory states. */
 export interface Fact {
@@ -782,7 +782,8 @@ function changeWords(content: string): Set<string> {
   for (const sentence of content.replace(/[\u2018\u2019\u02bc]/g, "'").replace(ABBREVIATIONS, "$1").split(/(?<=[.!?])\s+|\n+/)) {
     const s = sentence.replace(/^\s*\p{Lu}/u, (c) => c.toLowerCase());
     for (const m of s.matchAll(CHANGED)) words.add(m[0]);
-    for (const m of s.matchAll(EVENT_VERB)) if (!STATE_BEFORE.test(s.slice(0, m.index))) words.add(m[0]);
+    // "Bo talked about the new job on day 26": a conversation happened, nothing it is about changed.
+    for (const m of s.matchAll(EVENT_VERB)) if (!STATE_BEFORE.test(s.slice(0, m.index)) && !REPORT.test(m[0])) words.add(m[0]);
   }
   return words;
 }

@@ -25,6 +25,10 @@ describe("what a note says changed (no model)", () => {
     expect(saysChanged("Release 2.5 is scheduled for 30 June.")).toBe(false);
     expect(saysChanged("Support tickets are tracked in Zendesk.")).toBe(false);
     expect(saysChanged("User's mother was discharged and is recovering at home.")).toBe(true);
+    // A conversation or a thought reported is no event of what it is about.
+    expect(saysChanged("Bo talked about the job offer on Monday.")).toBe(false);
+    expect(saysChanged("My landlord told me the rent is now 1,500.")).toBe(true); // "now"
+
   });
 
   it("needs a word the older note doesn't say, and a cosine past SAID_CHANGED", () => {
@@ -95,6 +99,8 @@ describe("replaced facts read by the model", () => {
     expect(await replayed(["Our dog is called Bruno.", "Our cat is called Pepper."])).toEqual([false, false]);
     expect(await replayed(["I'm allergic to penicillin.", "I'm also allergic to latex."])).toEqual([false, false]);
     expect(await replayed(["Flight to Madrid on June 12.", "Hotel in Madrid booked June 12-15."])).toEqual([false, false]);
+    // Two conversations about one thing: talking is no change of it.
+    expect(await replayed(["Bo worried about the new job on day 5, noting detail 52.", "Bo talked about the new job on day 26, noting detail 85."])).toEqual([false, false]);
   });
 
   it("leaves a change said of something else", async () => {
