@@ -66,7 +66,8 @@ export interface Frame {
   stated: boolean;
 }
 
-const WORD_CHANGE =
+/** Single words that say a value changed (CHANGE_CUE; core/supersede.ts builds its CHANGED from them). */
+export const WORD_CHANGE =
   "now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|goes|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected|reset|going|rising|falling|increasing|decreasing";
 /** Past tense of saying, asking and thinking: a sentence with one reports a conversation, not a value that holds. */
 export const REPORT = /\b(?:talked|asked|discussed|mentioned|worried|said|told|chatted|spoke|emailed|texted|messaged|wondered|complained|joked|argued|remembered|heard)\b/i;

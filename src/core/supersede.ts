@@ -29,7 +29,7 @@
  * test/fixtures/supersede/ and docs/memory-validity.md.
  */
 
-import { fold, frameChange, framesOf, GENERIC_WORD, REPORT, stem, unitOf, VERBISH, type Frame } from "./frames.js";
+import { fold, frameChange, framesOf, GENERIC_WORD, REPORT, stem, unitOf, VERBISH, WORD_CHANGE, type Frame } from "./frames.js";
 
 /** One fact a memory states. */
 export interface Fact {
@@ -767,8 +767,10 @@ export const SAID_CHANGED: Readonly<{ keyed: number; near: number }> = { keyed: 
  * up", "quit", "retired", "cancelled", "promoted", "took over", "since"). Lower case, so "New
  * York" and "Now TV" say nothing; a sentence's first letter is lowered first.
  */
-const CHANGED =
-  /\b(?:now|new|newly|moved|moving|changed|changing|switched|switching|rescheduled|postponed|pushed|bumped|shifted|delayed|updated|raised|lowered|increased|decreased|dropped|rose|cut|reduced|renamed|replaced|instead|anymore|any more|longer|became|become|upgraded|downgraded|relocated|transferred|reassigned|went|gone|slipped|migrated|migrating|ported|swapped|started|starting|effective|remortgaged|re-registered|extended|raise|correction|corrected|reset|rising|falling|increasing|decreasing|gave up|quit|left|retired|cancell?ed|stopped|promoted|rebooked|revised|upped|took over|since|after the|back on|back to|from now on|these days|nowadays|lately|no longer|brought forward)\b/g;
+const CHANGED = new RegExp(
+  String.raw`\b(?:${WORD_CHANGE.split("|").filter((w) => w !== "goes" && w !== "going").join("|")}|any more|gave up|quit|left|retired|cancell?ed|stopped|promoted|rebooked|revised|upped|took over|since|after the|back on|back to|from now on|these days|nowadays|lately|no longer|brought forward)\b`,
+  "g",
+);
 /** A verb in the past: an event ("Visa approved!", "Registered with Riverside Medical Centre", "Took Biscuit to Paws & Claws"). */
 const EVENT_VERB = /\b(?!(?:hundred|indeed|speed|breed|bleed|embed|sacred|naked|wicked|beloved|shred|called|named)\b)(?:[a-z]{3,}ed|got|took|gave|left|sold|bought|went|passed|won|lost|made|put)\b/g;
 /** A participle after "is", "are" or "be" states what is, not what happened ("is scheduled for", "are tracked in", "must be reported"). */

@@ -108,6 +108,9 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   const marks = new Map<string, { by: number; reason: string }>();
   const inBatch = new Map<number, { by: number; reason: string }>();
   const facts: Fact[][] = items.map((it) => (it.detect ? factsOf(it.row.content) : []));
+  /** Each incoming memory's lookup keys, worked out once: the candidates query and the model's reading both use them. */
+  const lookup: string[][] = [];
+  const lookupOf = (i: number) => (lookup[i] ??= lookupKeysOf(items[i].row.content, facts[i]));
 
   // Explicit replacements: every id must be a memory of the same account and user.
   const byAccount = new Map<string, string[]>();
@@ -133,7 +136,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   for (const [k, indexes] of groups) {
     const [accountId, userId] = k.split("\u0000");
     if (!keysByAccount.has(accountId)) keysByAccount.set(accountId, new Map());
-    keysByAccount.get(accountId)!.set(userId, indexes.flatMap((i) => lookupKeysOf(items[i].row.content, facts[i])));
+    keysByAccount.get(accountId)!.set(userId, indexes.flatMap(lookupOf));
   }
   // One query per account (each a round of requests on an object store), not one per user.
   const candidates = new Map<string, MemoryRecord[]>();
@@ -147,7 +150,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // Vet" after "Biscuit's vet is Oakwood Animal Hospital"), and the vectors of those that share one,
   // from the nearest's scan where it read them, else in one query per account.
   const changed = items.map((it) => it.detect && saysChanged(it.row.content));
-  const keys = items.map((it, i) => (changed[i] ? new Set(lookupKeysOf(it.row.content, facts[i]).filter((k) => !k.startsWith(TEXT_KEY))) : new Set<string>()));
+  const keys = items.map((_, i) => (changed[i] ? new Set(lookupOf(i).filter((k) => !k.startsWith(TEXT_KEY))) : new Set<string>()));
   const keyed = (i: number, matchKeys: string[]) => matchKeys.some((k) => keys[i].has(k));
   const { near, vectors } = await nearestOlder(store, items, items.map((_, i) => changed[i] && !settled[i].error), keyed);
   const wanted = new Map<string, Set<string>>();
