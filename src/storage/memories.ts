@@ -572,15 +572,6 @@ export abstract class MemoryWrites {
   }
 
   /**
-   * Replaces a memory in one commit (merge-insert on id, in the segment that holds it), so a crash
-   * can't leave it half-written.
-   */
-  async replaceMemory(row: MemoryRow): Promise<void> {
-    const table = (await this.segmentWith(`id = ${sqlString(row.id)}`)) ?? this.active;
-    await table.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([toArrowRow(row)]);
-  }
-
-  /**
    * Rewrites whole memory rows (as read by getMemoryRow): one merge-insert commit per segment that
    * holds some of them, so rows of one segment change together or not at all.
    */
