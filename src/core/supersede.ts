@@ -707,8 +707,12 @@ const mentions = (old: string, negated: string) => negated === "" || subset(valu
  * doesn't: a fact both state with different values, a negation of an older fact, or a switch away
  * from an older value.
  */
+/** The last text replacementReason folded: a batch compares one new memory with up to 200 older ones in a row. */
+let lastFolded = { text: "", folded: "" };
+
 export function replacementReason(newer: string, older: string, newerFacts = factsOf(newer), olderFacts = factsOf(older)): string | undefined {
-  const foldedNew = fold(newer);
+  if (lastFolded.text !== newer) lastFolded = { text: newer, folded: fold(newer) };
+  const foldedNew = lastFolded.folded;
   if (ADDITIVE.test(foldedNew)) return undefined;
   for (const f of newerFacts) {
     if (f.frame) continue;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { openContext } from "../../src/core/context.js";
 import { addMemoriesFromLines, rankHits, searchCandidates, searchMemories } from "../../src/core/memories.js";
-import { HYBRID, LEAD, denseQuery, hybridRaw, hybridScore, keywordQuery, keywordScore, leadScore, rank } from "../../src/core/ranking.js";
+import { HYBRID, LEAD, denseQuery, dot, hybridRaw, hybridScore, keywordQuery, keywordScore, leadScore, rank } from "../../src/core/ranking.js";
 import { parseSearchMemories } from "../../src/schemas/memory.js";
 import type { MemoryRecord } from "../../src/storage/store.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
@@ -12,6 +12,18 @@ const tempDir = useTempDirs();
 function rec(id: string, seq: number, userId = "u"): MemoryRecord {
   return { id, accountId: "acct_default", content: id, userId, agentId: null, tags: [], metadata: null, entityIds: [], createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z", seq };
 }
+
+describe("dot", () => {
+  it("sums every product, whatever the length", () => {
+    for (const n of [0, 1, 3, 4, 7, 512, 513]) {
+      const a = Float32Array.from({ length: n }, (_, i) => Math.sin(i + 1));
+      const b = Float32Array.from({ length: n }, (_, i) => Math.cos(3 * i));
+      let naive = 0;
+      for (let i = 0; i < n; i++) naive += a[i] * b[i];
+      expect(dot(a, b)).toBeCloseTo(naive, 10);
+    }
+  });
+});
 
 describe("query rewriting", () => {
   it("keeps only topical words for the keyword index", () => {

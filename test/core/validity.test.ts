@@ -1,6 +1,6 @@
 // Replaced facts, duplicates and history through the core services, on a real store with the
 // deterministic test embedder (detection uses no model: core/supersede.ts).
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { openContext, type Context } from "../../src/core/context.js";
 import {
   addMemoriesFromLines,
@@ -130,6 +130,20 @@ describe("replaced facts", () => {
     expect(new Set(latest.supersedes)).toEqual(new Set(ids.slice(-DETECT_CANDIDATES)));
     expect((await getMemory(ctx, ids[0])).supersededBy).toBeUndefined();
     expect((await getMemory(ctx, ids.at(-1)!)).supersededBy).toBe(latest.id);
+
+    // A batch with two of u's notes that say something changed reads u's every current memory for
+    // their nearest, and picks the candidates from those rows instead of asking again: the same
+    // twin however old, the same newest older facts replaced.
+    const matching = vi.spyOn(ctx.store, "currentMemoriesMatching");
+    const batch: BatchLineResult[] = [];
+    const more = ["My locker code is 1001", "I moved my bike to the basement", "My locker code is now 4242"];
+    await addMemoriesFromLines(ctx, more.map((content) => JSON.stringify({ content, userId: "u" })), { onResult: (r) => batch.push(r) });
+    expect(matching).not.toHaveBeenCalled();
+    matching.mockRestore();
+    expect(batch[0].memory).toMatchObject({ id: ids[1], deduplicated: true }); // beyond the newest
+    // u's current locker codes: all but the newest DETECT_CANDIDATES of ids, and latest's.
+    const stillCurrent = ids.slice(0, -DETECT_CANDIDATES);
+    expect(new Set(batch[2].memory!.supersedes)).toEqual(new Set([...stillCurrent.slice(-(DETECT_CANDIDATES - 1)), latest.id]));
   });
 });
 
