@@ -145,21 +145,32 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   const changed = items.map((it) => it.detect && saysChanged(it.row.content));
   const keys = items.map((_, i) => (changed[i] ? new Set(lookupOf(i).filter((k) => !k.startsWith(TEXT_KEY))) : new Set<string>()));
   const keyed = (i: number, matchKeys: string[]) => matchKeys.some((k) => keys[i].has(k));
-  const { near, vectors, scanned } = await nearestOlder(store, items, items.map((_, i) => changed[i] && !settled[i].error), keyed);
+  const wantNear = items.map((_, i) => changed[i] && !settled[i].error);
 
-  // A user whose every current memory the nearest's scan read has its candidates picked from those
-  // rows; the others' come from one query per account (each a round of requests on an object store).
+  // Candidates come from one query per account (each a round of requests on an object store),
+  // asked while the nearest are looked for. A user with two or more memories in the batch that say
+  // something changed has every current memory read by that search (nearestOlder): its candidates
+  // are picked from those rows, and asked for only when there were too many to read.
+  const nearCount = new Map<string, number>();
+  items.forEach((it, i) => wantNear[i] && nearCount.set(userKey(it.row), (nearCount.get(userKey(it.row)) ?? 0) + 1));
+  const scans = (key: string) => (nearCount.get(key) ?? 0) > 1;
   const candidates = new Map<string, MemoryRecord[]>();
-  for (const [accountId, keysByUser] of keysByAccount) {
-    const exact = new Set([...keysByUser.values()].flat().filter((k) => k.startsWith(TEXT_KEY)));
-    const asked = new Map<string, string[]>();
-    for (const [userId, userKeys] of keysByUser) {
-      const rows = scanned.get(`${accountId}\u0000${userId}`);
-      if (rows) candidates.set(`${accountId}\u0000${userId}`, matchingAmong(rows, new Set(userKeys), exact));
-      else asked.set(userId, userKeys);
+  const ask = async (only: (key: string) => boolean) => {
+    for (const [accountId, keysByUser] of keysByAccount) {
+      const asked = new Map([...keysByUser].filter(([userId]) => only(userKey({ accountId, userId }))));
+      if (!asked.size) continue;
+      const exact = new Set([...asked.values()].flat().filter((k) => k.startsWith(TEXT_KEY)));
+      for (const [userId, rows] of await store.currentMemoriesMatching(accountId, asked, { perUser: DETECT_CANDIDATES, exact })) candidates.set(userKey({ accountId, userId }), rows);
     }
-    if (asked.size) for (const [userId, rows] of await store.currentMemoriesMatching(accountId, asked, { perUser: DETECT_CANDIDATES, exact })) candidates.set(`${accountId}\u0000${userId}`, rows);
+  };
+  const [{ near, vectors, scanned }] = await Promise.all([nearestOlder(store, items, wantNear, keyed), ask((key) => !scans(key))]);
+  for (const [accountId, keysByUser] of keysByAccount) {
+    for (const [userId, userKeys] of keysByUser) {
+      const rows = scanned.get(userKey({ accountId, userId }));
+      if (rows) candidates.set(userKey({ accountId, userId }), matchingAmong(rows, userKeys));
+    }
   }
+  await ask((key) => scans(key) && !scanned.has(key));
 
   const wanted = new Map<string, Set<string>>();
   items.forEach((it, i) => {
@@ -359,13 +370,14 @@ async function nearestOlder(
 /**
  * What Store.currentMemoriesMatching answers, picked from a user's every current memory (oldest
  * first): those sharing a key with `keys`; past DETECT_CANDIDATES of them, the newest that many
- * and every one with an exact-text key of `exact`.
+ * and every one sharing an exact-text key.
  */
-function matchingAmong(rows: MemoryRow[], keys: Set<string>, exact: Set<string>): MemoryRecord[] {
-  const matching = rows.filter((r) => r.matchKeys.some((k) => keys.has(k)));
+function matchingAmong(rows: MemoryRow[], keys: string[]): MemoryRecord[] {
+  const wanted = new Set(keys);
+  const matching = rows.filter((r) => r.matchKeys.some((k) => wanted.has(k)));
   if (matching.length <= DETECT_CANDIDATES) return matching;
   const from = matching.length - DETECT_CANDIDATES;
-  return matching.filter((r, i) => i >= from || r.matchKeys.some((k) => exact.has(k) && keys.has(k)));
+  return matching.filter((r, i) => i >= from || r.matchKeys.some((k) => k.startsWith(TEXT_KEY) && wanted.has(k)));
 }
 
 /**
@@ -387,6 +399,11 @@ function nearestOf(v: Float32Array, rows: MemoryRow[], k: number): { record: Mem
     best.splice(at, 0, { record: r, cosine });
   }
   return best;
+}
+
+/** A user's key in the maps of a plan: account and user. */
+function userKey(row: { accountId: string; userId: string }): string {
+  return `${row.accountId}\u0000${row.userId}`;
 }
 
 function sameList(a: string[], b: string[]): boolean {
