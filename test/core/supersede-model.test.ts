@@ -28,7 +28,13 @@ describe("what a note says changed (no model)", () => {
     // A conversation or a thought reported is no event of what it is about.
     expect(saysChanged("Bo talked about the job offer on Monday.")).toBe(false);
     expect(saysChanged("My landlord told me the rent is now 1,500.")).toBe(true); // "now"
-
+    // Taking something up begins a new thing; it ends nothing by itself.
+    expect(saysChanged("Started vitamin D drops for the winter")).toBe(false);
+    expect(saysChanged("Signed up for a pottery class on Thursdays")).toBe(false);
+    expect(saysChanged("Ana picked up a Saturday job at the bakery")).toBe(false);
+    expect(saysChanged("Vet added a joint supplement to Rufus's food")).toBe(false);
+    expect(saysChanged("Signed the new contract at 52k")).toBe(true); // signed, not signed up
+    expect(saysChanged("Started vitamin D drops, switched from the tablets")).toBe(true); // "switched"
   });
 
   it("needs a word the older note doesn't say, and a cosine past SAID_CHANGED", () => {
