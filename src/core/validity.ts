@@ -344,8 +344,7 @@ async function nearestOlder(
   const scanned = new Map<string, MemoryRow[]>();
   const groups = new Map<string, number[]>();
   items.forEach((it, i) => {
-    const k = `${it.row.accountId}\u0000${it.row.userId}`;
-    if (want[i]) groups.set(k, [...(groups.get(k) ?? []), i]);
+    if (want[i]) groups.set(userKey(it.row), [...(groups.get(userKey(it.row)) ?? []), i]);
   });
   await Promise.all(
     [...groups].map(async ([key, indexes]) => {
@@ -381,10 +380,10 @@ function matchingAmong(rows: MemoryRow[], keys: string[]): MemoryRecord[] {
 }
 
 /**
- * The `k` rows nearest `v` by cosine (unit vectors: the dot product), nearest first. Keeps the best
- * `k` as it goes instead of sorting every row: a batch compares each of its notes that says
- * something changed with up to NEAR_SCAN rows, and the sort of them all was a fifth of detection's
- * time in a batch add.
+ * The `k` rows nearest `v` by cosine (unit vectors: the dot product), nearest first, keeping the
+ * best `k` as it goes instead of sorting every row. A batch compares each of its notes that says
+ * something changed with up to NEAR_SCAN rows: those cosines, sorted whole, were a fifth of
+ * detection's time in a batch add of notes.
  */
 function nearestOf(v: Float32Array, rows: MemoryRow[], k: number): { record: MemoryRecord; cosine: number }[] {
   const best: { record: MemoryRecord; cosine: number }[] = [];
