@@ -4,7 +4,9 @@
 // each round in a fresh store; then search latency on one store with the default filter (current
 // memories only) and without it (includeSuperseded), alternating query by query.
 //
-//   node scripts/supersede-speed.mjs [--lines 600] [--rounds 3] [--notes] [--single 150]
+//   node scripts/supersede-speed.mjs [--lines 600] [--rounds 3] [--notes] [--single 150] [--no-search] [--json]
+// --json ends the output with one line of JSON (the batch add's medians), for `npm run bench`;
+// --no-search skips the search latencies.
 // Lines are LoCoMo turns when ../shared/data/locomo-dev is there, else the development set's texts;
 // --notes takes notes instead (bench/everyday's memories and the supersede fixtures' facts), which
 // get frames (core/frames.ts) where transcript turns don't. --single N also times N single creates
@@ -108,6 +110,12 @@ if (SINGLE) {
   console.log(`| off | on | ratio |`);
   console.log(`| ${one.off.map((x) => x.toFixed(1)).join(", ")} (median ${median(one.off).toFixed(1)}) | ${one.on.map((x) => x.toFixed(1)).join(", ")} (median ${median(one.on).toFixed(1)}) | ${(median(one.on) / median(one.off)).toFixed(3)} |`);
 }
+
+if (args.includes("--json")) {
+  const medians = (what) => ({ off: median(per.off.map((x) => x[what])), on: median(per.on.map((x) => x[what])) });
+  console.log(JSON.stringify({ lines: N, rounds: ROUNDS, wallMs: medians("ms"), cpuMs: medians("cpu") }));
+}
+if (args.includes("--no-search")) process.exit(0);
 
 // Search: one store, the same queries with and without the current-only filter.
 const store = mkdtempSync(join(tmpdir(), "mm-supersede-speed-"));

@@ -578,9 +578,10 @@ export abstract class MemoryWrites {
   async replaceMemories(rows: MemoryRow[]): Promise<void> {
     if (!rows.length) return;
     // Which segment holds each row: one query per segment, side by side, not a count per row per
-    // segment one after another (a create that replaced 20 notes spent 100 ms of 2 s on them).
+    // segment one after another (a create that replaced 20 notes spent 100 ms of 2 s on them). A
+    // store of one segment (up to segmentRows memories) holds them all in it: no query.
     const where = `id IN (${[...new Set(rows.map((r) => r.id))].map(sqlString).join(", ")})`;
-    const held = await Promise.all(this.segments.map((s) => s.table.query().where(where).select(["id"]).toArray()));
+    const held = this.segments.length === 1 ? [] : await Promise.all(this.segments.map((s) => s.table.query().where(where).select(["id"]).toArray()));
     const home = new Map<string, Table>();
     held.forEach((found, i) => found.forEach((r) => home.has(String(r.id)) || home.set(String(r.id), this.segments[i].table)));
     const bySegment = new Map<Table, MemoryRow[]>();
