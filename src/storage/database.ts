@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { checkCoordination, detachCoordination, type Coordination } from "./coordination.js";
 import { FileDocuments, TableDocuments, type DocumentDriver } from "./documents.js";
+import { Freshness } from "./freshness.js";
 import { lanceSession, loadLance, type Connection, type Session } from "./lance.js";
 import { objectStorageOptions, objectStoreError, placeOf, type StorePlace } from "./location.js";
 import { localShared, openShared } from "./shared/index.js";
@@ -9,8 +10,9 @@ import type { Shared } from "./shared/types.js";
 type Env = Record<string, string | undefined>;
 
 /**
- * How stale a read of an object store may be: LanceDB re-checks a table's latest version at most
- * this often per handle (each check is a LIST request). Writes always start from the latest
+ * How stale a read of an object store may be: a table's latest version is re-checked at most this
+ * often per handle (each check is a LIST request; LanceDB does it for the `meta` table, mm for the
+ * data tables: storage/freshness.ts). Writes always start from the latest
  * version (Store.write refreshes its handles under the write lock), so this bounds only how soon
  * another process's write becomes visible to reads. A local store checks on every read (0).
  * `$MM_STORE_READ_CONSISTENCY_S` overrides it (0: every read checks, one LIST request per table).
@@ -32,9 +34,7 @@ export async function connectDatabase(place: StorePlace, env: Env, metadataCache
   }
   const storageOptions = objectStorageOptions(place, env);
   try {
-    const interval = Number(env.MM_STORE_READ_CONSISTENCY_S?.trim() || OBJECT_READ_CONSISTENCY_S);
-    const readConsistencyInterval = Number.isFinite(interval) && interval >= 0 ? interval : OBJECT_READ_CONSISTENCY_S;
-    const db = await lancedb.connect(place.uri, { storageOptions, readConsistencyInterval, session });
+    const db = await lancedb.connect(place.uri, { storageOptions, readConsistencyInterval: readConsistencySeconds(env), session });
     // connect() checks nothing by itself: a first listing proves the container and the credentials.
     await db.tableNames();
     return { db, session };
@@ -43,6 +43,26 @@ export async function connectDatabase(place: StorePlace, env: Env, metadataCache
   }
 }
 
+/** An object store's read-consistency interval in seconds: `$MM_STORE_READ_CONSISTENCY_S`, or OBJECT_READ_CONSISTENCY_S. */
+export function readConsistencySeconds(env: Env): number {
+  const interval = Number(env.MM_STORE_READ_CONSISTENCY_S?.trim() || OBJECT_READ_CONSISTENCY_S);
+  return Number.isFinite(interval) && interval >= 0 ? interval : OBJECT_READ_CONSISTENCY_S;
+}
+
+/**
+ * The connection the store's data tables (memory segments, graph) are opened on. A local store:
+ * `db` itself (every read checks the latest version, which costs a local directory listing). An
+ * object store: a second connection to the same URI and session (so the same caches), without a
+ * read-consistency interval, with `freshness` keeping the interval for reads instead
+ * (storage/freshness.ts): the commits under the write lock then make four requests each instead
+ * of seven. The `meta` table stays on `db`, with LanceDB's interval.
+ */
+export async function connectTables(place: StorePlace, env: Env, connected: { db: Connection; session: Session }): Promise<{ tables: Connection; freshness?: Freshness }> {
+  if (place.kind === "local") return { tables: connected.db };
+  const { lancedb } = loadLance();
+  const tables = await lancedb.connect(place.uri, { storageOptions: objectStorageOptions(place, env), session: connected.session });
+  return { tables, freshness: new Freshness(readConsistencySeconds(env) * 1000) };
+}
 
 /**
  * The store's Shared when the caller gives none. An object store with `$MM_REDIS_URL` agrees

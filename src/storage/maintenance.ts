@@ -36,6 +36,9 @@ const MAX_UNINDEXED_ROWS = 2_000;
 /** LanceDB leaves `data/.tmp*` behind after a kill -9; only ones this old are surely orphaned. */
 const ORPHAN_TMP_AGE_MS = 60 * 60_000;
 
+/** The change stamp every maintenance commit touches (Store.withWriteLock reads it). */
+export const MAINTAINED_STAMP = "maintained";
+
 /** What maintenance needs of a store (storage/store.ts's Store is one): its tables, tuning and coordination. */
 export interface Maintained {
   readonly tuning: StoreTuning;
@@ -158,9 +161,9 @@ export async function maintain(
   const record = async (table: string, reason: string, fn: () => Promise<void>): Promise<boolean> => {
     const t0 = Date.now();
     const done = await tolerateConflict(pass, fn);
-    // Writers skip catching up while the `write` stamp is the one they left (Store.withWriteLock):
-    // this commit moved their tables too.
-    await store.shared.touch("write");
+    // Writers skip catching up while the stamps are the ones they last saw (Store.withWriteLock):
+    // this commit moved their tables too. Not the `write` stamp: a compaction changes no sequence number.
+    await store.shared.touch(MAINTAINED_STAMP);
     pass.work.push({ table, reason, ms: Date.now() - t0, ...(done ? {} : { conflict: true }) });
     return done;
   };

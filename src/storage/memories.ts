@@ -116,12 +116,21 @@ interface IndexCacheEntry {
   value: VectorIndexInfo | null;
 }
 
-/** The last sequence number this process gave each user, valid at one version of the active segment. */
+/**
+ * The last sequence number this process gave each user in the active segment. Only writers under
+ * the write lock change a sequence number (an insert adds the next one, a delete may take away the
+ * last); a maintenance commit moves the segment's version but changes none. So the numbers hold
+ * while no other process has written since this one's last write (`othersWrote` false: the store's
+ * `write` stamp, object stores), whatever the version; or, where that isn't known (a local store),
+ * while the segment is at the version this process's own commits left it.
+ */
 export interface LastSeqs {
   segment: string;
   version: number;
   /** `accountId\0userId` → the user's last sequence number, least recently written first. */
   byUser: Map<string, number>;
+  /** Set by Store.withWriteLock: another process may have written since this one's last write (always true on a local store). */
+  othersWrote: boolean;
 }
 
 /** Users whose last sequence number a store keeps (~100 bytes each). */
@@ -518,14 +527,13 @@ export abstract class MemoryWrites {
   /** Inserts in one commit into the active segment, numbering each user's new memories after their last one. */
   async insertMemories(rows: MemoryRow[]): Promise<void> {
     if (rows.length === 0) return;
-    // A user's last sequence number costs a query (~12 ms: a filter, a sort); a group commit of 8
-    // creates for 8 users spent 50 of its 60 ms on them. The numbers this process wrote last are
-    // kept, and trusted only while the active segment is still at the version this process's own
-    // insert left it: any other change (another process's write, a delete, a seal, maintenance)
-    // and they are asked for again.
+    // A user's last sequence number costs a query (~12 ms locally: a filter, a sort; two rounds of
+    // requests on an object store); a group commit of 8 creates for 8 users spent 50 of its 60 ms on
+    // them. The numbers this process wrote last are kept while they hold (LastSeqs): a seal, this
+    // process's deletes, and another process's writes make them be asked for again.
     const known = this.lastSeqs;
     const segment = this.segments[this.segments.length - 1].name;
-    if (known.segment !== segment || known.version !== (await this.active.version())) known.byUser.clear();
+    if (known.segment !== segment || (known.othersWrote && known.version !== (await this.active.version()))) known.byUser.clear();
     // The users this process doesn't know are asked for together: one round of requests, not one
     // per user (object storage: ~20 ms each; a group of 8 users after a compaction took 8 rounds).
     const keyOf = (row: MemoryRow) => `${row.accountId}\u0000${row.userId}`;
@@ -590,7 +598,10 @@ export abstract class MemoryWrites {
       bySegment.set(table, [...(bySegment.get(table) ?? []), row]);
     }
     for (const [table, group] of bySegment) {
+      // A rewrite keeps every row's sequence number: the last ones stay known past its commit.
+      const known = table === this.active && this.lastSeqs.version === (await table.version());
       await table.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(group.map(toArrowRow));
+      if (known) this.lastSeqs.version = await table.version();
     }
   }
 
@@ -599,6 +610,8 @@ export abstract class MemoryWrites {
     const where = `accountId = ${sqlString(accountId)} AND id = ${sqlString(id)}`;
     const table = await this.segmentWith(where);
     if (!table) return false;
+    // The user's last sequence number may be the deleted one's: asked again, it is given again.
+    this.lastSeqs.byUser.clear();
     await table.delete(where);
     return true;
   }

@@ -4,14 +4,15 @@ import { MmError } from "../errors.js";
 import type { EmbedderConfig } from "../embedder/types.js";
 import { describeEmbedder } from "../embedder/index.js";
 import { checkCoordination } from "./coordination.js";
-import { connectDatabase, documentsOf, sharedFor } from "./database.js";
+import { connectDatabase, connectTables, documentsOf, sharedFor } from "./database.js";
 import { Document, FileDocuments, TableDocuments, type DocumentDriver } from "./documents.js";
+import type { Freshness } from "./freshness.js";
 import { GraphReads, GraphWrites, GRAPH, graphSchema, type EntityRecord, type RelationFilter, type RelationRecord } from "./graph.js";
 import { ensureIndexes, TEXT_INDEX, USER_INDEX, vectorIndexOf } from "./indexes.js";
 import { sqlString, type Connection, type Session, type Table } from "./lance.js";
 import { coordinationDir, placeOf, type StorePlace } from "./location.js";
 import { WRITE_LOCK_TIMEOUT_MS } from "./lock.js";
-import { maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
+import { MAINTAINED_STAMP, maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
 import { addLaterColumns, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type RoutingCache } from "./memories.js";
 import type { PageWindow } from "./pages.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
@@ -82,7 +83,7 @@ export class Store extends MemoryReads {
   /** How many writes this handle has committed (the CLI checks for due maintenance after any). */
   writes = 0;
   /** Users' last sequence numbers as this process last wrote them (StoreWriter.insertMemories). */
-  readonly lastSeqs: LastSeqs = { segment: "", version: -1, byUser: new Map() };
+  readonly lastSeqs: LastSeqs = { segment: "", version: -1, byUser: new Map(), othersWrote: true };
   private graphReads: GraphReads;
 
   private constructor(
@@ -90,7 +91,12 @@ export class Store extends MemoryReads {
     readonly dir: string,
     readonly place: StorePlace,
     readonly config: StoreConfig,
+    /** The data tables' connection (storage/database.ts, connectTables). */
     private db: Connection,
+    /** An object store's other connection, with LanceDB's read-consistency interval: the `meta` table's. */
+    private metaDb: Connection | undefined,
+    /** An object store's read-consistency interval over `db`'s tables; undefined for a local store and a snapshot. */
+    private freshness: Freshness | undefined,
     private segmentSet: SegmentSet,
     /** Set on a snapshot: the segments pinned at their versions. */
     private readonly view: Segment[] | undefined,
@@ -115,8 +121,8 @@ export class Store extends MemoryReads {
    */
   /** Closes the Redis connection Store.open opened for this store (not a caller's, not a snapshot's). */
   private releaseShared: (() => Promise<void>) | undefined;
-  /** The `write` stamp this handle's last write left (object stores; withWriteLock). */
-  private writeStamp: string | undefined;
+  /** The stamps this handle's last write saw (`maintained`) and left (`write`): object stores, withWriteLock. */
+  private stamps: { write?: string; maintained?: string } = {};
 
   get coordinationDir(): string {
     return coordinationDir(this.place, this.env);
@@ -137,12 +143,16 @@ export class Store extends MemoryReads {
    */
   async renew(graceMs = 60_000): Promise<void> {
     if (this.view) return;
-    const { db, session } = await connectDatabase(this.place, this.env, this.tuning.metadataCacheBytes);
+    const connected = await connectDatabase(this.place, this.env, this.tuning.metadataCacheBytes);
+    const { tables: db, freshness } = await connectTables(this.place, this.env, connected);
     const [first, graph] = await Promise.all([db.openTable(FIRST_SEGMENT), db.openTable(GRAPH)]);
-    const old = { db: this.db, segmentSet: this.segmentSet, graph: this.graph, documents: this.documents };
-    if (this.place.kind === "object") this.documents = await TableDocuments.open(db, this.shared, this.place.uri);
+    freshness?.seen([first, graph]);
+    const old = { db: this.db, metaDb: this.metaDb, segmentSet: this.segmentSet, graph: this.graph, documents: this.documents };
+    if (this.place.kind === "object") this.documents = await TableDocuments.open(connected.db, this.shared, this.place.uri);
     this.db = db;
-    this.session = session;
+    this.metaDb = db === connected.db ? undefined : connected.db;
+    this.freshness = freshness;
+    this.session = connected.session;
     this.segmentSet = new SegmentSet(db, segmentList(() => Promise.resolve(this.documents)), first);
     this.graph = graph;
     this.graphReads = new GraphReads(graph);
@@ -151,6 +161,7 @@ export class Store extends MemoryReads {
       old.segmentSet.close();
       if (old.documents !== this.documents) (old.documents as TableDocuments).close();
       old.db.close();
+      old.metaDb?.close();
     }, graceMs).unref();
   }
 
@@ -239,7 +250,9 @@ export class Store extends MemoryReads {
     }
     // The metadata reads below don't depend on each other; each is a round trip to LanceDB's
     // threads, so they run together (a cold `mm` command opens the store every time).
-    const { db, session } = connected ?? (await connectDatabase(place, env, tuning.metadataCacheBytes));
+    connected ??= await connectDatabase(place, env, tuning.metadataCacheBytes);
+    const { session } = connected;
+    const { tables: db, freshness } = await connectTables(place, env, connected);
     const [first, tables] = await Promise.all([db.openTable(FIRST_SEGMENT), db.tableNames()]);
     const [schema, indices, graph] = await Promise.all([
       first.schema(),
@@ -261,7 +274,10 @@ export class Store extends MemoryReads {
       counts: new Map(),
       ...(tuning.versionCacheEntries > 0 ? { atVersion: new Map() } : {}),
     };
-    const store = new Store(location, place, config, db, new SegmentSet(db, list, first), undefined, graph ?? (await db.openTable(GRAPH)), tuning, routing, session, shared, documents, env);
+    const graphTable = graph ?? (await db.openTable(GRAPH));
+    freshness?.seen([first, graphTable]);
+    const metaDb = db === connected.db ? undefined : connected.db;
+    const store = new Store(location, place, config, db, metaDb, freshness, new SegmentSet(db, list, first), undefined, graphTable, tuning, routing, session, shared, documents, env);
     if (![TEXT_INDEX, USER_INDEX].every((n) => indices.some((i) => i.name === n))) {
       await writeLock(() => ensureIndexes(first));
     }
@@ -276,12 +292,26 @@ export class Store extends MemoryReads {
   async snapshot(): Promise<Store> {
     const [segments, graph] = await Promise.all([this.segmentSet.pinned(), this.db.openTable(GRAPH)]);
     await graph.checkout(await graph.version());
-    return new Store(this.dir, this.place, this.config, this.db, this.segmentSet, segments, graph, this.tuning, this.routing, this.session, this.shared, this.documents, this.env);
+    return new Store(this.dir, this.place, this.config, this.db, undefined, undefined, this.segmentSet, segments, graph, this.tuning, this.routing, this.session, this.shared, this.documents, this.env);
   }
 
   /** The memory segments, oldest first; the last is the active one. */
-  segments(): Promise<Segment[]> {
-    return this.view ? Promise.resolve(this.view) : this.segmentSet.current();
+  async segments(): Promise<Segment[]> {
+    if (this.view) return this.view;
+    const segments = await this.segmentSet.current();
+    await this.freshness?.ensure(segments.map((s) => s.table));
+    return segments;
+  }
+
+  /** The graph table, once its handle is within the read-consistency interval (storage/freshness.ts). */
+  private async freshGraph(): Promise<Table> {
+    await this.freshness?.ensure([this.graph]);
+    return this.graph;
+  }
+
+  private async graphNow(): Promise<GraphReads> {
+    await this.freshGraph();
+    return this.graphReads;
   }
 
   /** The graph table, for maintenance. */
@@ -322,56 +352,56 @@ export class Store extends MemoryReads {
    */
   async ownerOf(id: string): Promise<string | undefined> {
     const where = `id = ${sqlString(id)}`;
-    const tables = id.startsWith("mem_") ? (await this.segments()).map((s) => s.table) : id.startsWith("ent_") || id.startsWith("rel_") ? [this.graph] : [];
+    const tables = id.startsWith("mem_") ? (await this.segments()).map((s) => s.table) : id.startsWith("ent_") || id.startsWith("rel_") ? [await this.freshGraph()] : [];
     const rows = (await Promise.all(tables.map((t) => t.query().where(where).select(["accountId"]).limit(1).toArray()))).flat();
     return rows[0] ? String(rows[0].accountId) : undefined;
   }
 
-  getEntity(accountId: string, id: string): Promise<EntityRecord | undefined> {
-    return this.graphReads.getEntity(accountId, id);
+  async getEntity(accountId: string, id: string): Promise<EntityRecord | undefined> {
+    return (await this.graphNow()).getEntity(accountId, id);
   }
 
-  getEntities(accountId: string, ids: string[]): Promise<Map<string, EntityRecord>> {
-    return this.graphReads.getEntities(accountId, ids);
+  async getEntities(accountId: string, ids: string[]): Promise<Map<string, EntityRecord>> {
+    return (await this.graphNow()).getEntities(accountId, ids);
   }
 
-  findEntityByName(accountId: string, nameKey: string, type: string): Promise<EntityRecord | undefined> {
-    return this.graphReads.findEntityByName(accountId, nameKey, type);
+  async findEntityByName(accountId: string, nameKey: string, type: string): Promise<EntityRecord | undefined> {
+    return (await this.graphNow()).findEntityByName(accountId, nameKey, type);
   }
 
-  findEntitiesByName(accountId: string, nameKey: string): Promise<EntityRecord[]> {
-    return this.graphReads.findEntitiesByName(accountId, nameKey);
+  async findEntitiesByName(accountId: string, nameKey: string): Promise<EntityRecord[]> {
+    return (await this.graphNow()).findEntitiesByName(accountId, nameKey);
   }
 
-  listEntities(accountId: string, filter: { type?: string }, page: PageWindow): Promise<{ records: EntityRecord[]; total: number }> {
-    return this.graphReads.listEntities(accountId, filter, page);
+  async listEntities(accountId: string, filter: { type?: string }, page: PageWindow): Promise<{ records: EntityRecord[]; total: number }> {
+    return (await this.graphNow()).listEntities(accountId, filter, page);
   }
 
-  searchEntities(accountId: string, filter: { type?: string }, foldedQuery: string): Promise<EntityRecord[]> {
-    return this.graphReads.searchEntities(accountId, filter, foldedQuery);
+  async searchEntities(accountId: string, filter: { type?: string }, foldedQuery: string): Promise<EntityRecord[]> {
+    return (await this.graphNow()).searchEntities(accountId, filter, foldedQuery);
   }
 
-  getRelation(accountId: string, id: string): Promise<RelationRecord | undefined> {
-    return this.graphReads.getRelation(accountId, id);
+  async getRelation(accountId: string, id: string): Promise<RelationRecord | undefined> {
+    return (await this.graphNow()).getRelation(accountId, id);
   }
 
-  listRelations(filter: RelationFilter, page: PageWindow): Promise<{ records: RelationRecord[]; total: number }> {
-    return this.graphReads.listRelations(filter, page);
+  async listRelations(filter: RelationFilter, page: PageWindow): Promise<{ records: RelationRecord[]; total: number }> {
+    return (await this.graphNow()).listRelations(filter, page);
   }
 
-  relationsOf(accountId: string, entityIds: string[], direction: "out" | "in" | "both", type?: string): Promise<RelationRecord[]> {
-    return this.graphReads.relationsOf(accountId, entityIds, direction, type);
+  async relationsOf(accountId: string, entityIds: string[], direction: "out" | "in" | "both", type?: string): Promise<RelationRecord[]> {
+    return (await this.graphNow()).relationsOf(accountId, entityIds, direction, type);
   }
 
-  allGraph(accountId: string): Promise<{ entities: EntityRecord[]; relations: RelationRecord[] }> {
-    return this.graphReads.allGraph(accountId);
+  async allGraph(accountId: string): Promise<{ entities: EntityRecord[]; relations: RelationRecord[] }> {
+    return (await this.graphNow()).allGraph(accountId);
   }
 
   /** Which of `ids` exist, in any account, with the account each belongs to (imports keep ids unique store-wide). */
   async existingIds(kind: "memory" | "entity" | "relation", ids: string[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     const unique = [...new Set(ids)];
-    const tables = kind === "memory" ? (await this.segments()).map((s) => s.table) : [this.graph];
+    const tables = kind === "memory" ? (await this.segments()).map((s) => s.table) : [await this.freshGraph()];
     for (let i = 0; i < unique.length; i += 500) {
       const list = unique.slice(i, i + 500).map(sqlString).join(", ");
       const where = kind === "memory" ? `id IN (${list})` : `kind = '${kind}' AND id IN (${list})`;
@@ -387,22 +417,29 @@ export class Store extends MemoryReads {
    * object storage this process's handles may lag others' commits by up to the read-consistency
    * interval, so under the lock they first move to the latest versions (catchUp: a LIST request
    * per table, and the new manifests), unless nothing but this handle has committed since its last
-   * write: every writer under the lock changes the store's `write` stamp (a Redis INCR, or a stamp
-   * file on one machine) before it commits, and every maintenance commit changes it once done, and
-   * the stamp still holds the value this handle left. A writer that dies between its stamp and its
-   * commit still sends the next one to catch up. (A compaction the handle missed changes no row;
-   * its next read after the read-consistency interval moves it on.)
+   * write. Two stamps say so: every writer under the lock changes the store's `write` stamp (a
+   * Redis INCR, or a stamp file on one machine) before it commits, and every maintenance commit
+   * changes `maintained` once done (storage/maintenance.ts). A writer that dies between its stamp
+   * and its commit still sends the next one to catch up. (A compaction the handle missed changes
+   * no row; its next read after the read-consistency interval moves it on.)
+   *
+   * The `write` stamp alone also says whether another process may have changed a user's last
+   * sequence number (LastSeqs.othersWrote): a maintenance commit can't.
+   *
+   * While `fn` runs, the data tables' handles are current (storage/freshness.ts, whileCurrent):
+   * no other process can commit a row until the lock is released.
    */
   private withWriteLock<T>(fn: () => Promise<T>): Promise<T> {
     return this.shared.withLock(
       "write",
       async () => {
-        if (this.place.kind === "object") {
-          const stamp = await this.shared.stamp("write");
-          if (stamp === undefined || stamp !== this.writeStamp) await this.catchUp();
-          this.writeStamp = await this.shared.touch("write");
-        }
-        return fn();
+        if (this.place.kind !== "object") return fn();
+        const [write, maintained] = await Promise.all([this.shared.stamp("write"), this.shared.stamp(MAINTAINED_STAMP)]);
+        const othersWrote = write === undefined || write !== this.stamps.write;
+        if (othersWrote || maintained !== this.stamps.maintained) await this.catchUp();
+        this.lastSeqs.othersWrote = othersWrote;
+        this.stamps = { write: await this.shared.touch("write"), maintained };
+        return this.freshness ? this.freshness.whileCurrent(fn) : fn();
       },
       { timeoutMs: WRITE_LOCK_TIMEOUT_MS },
     );
@@ -433,7 +470,7 @@ export class Store extends MemoryReads {
   /** Every handle of this store at its table's latest version (object stores, under the write lock). */
   private async catchUp(): Promise<void> {
     await this.documents.refresh?.();
-    const segments = await this.segments();
+    const segments = await this.segmentSet.current();
     await Promise.all([this.graph, ...segments.map((s) => s.table)].map((t) => t.checkoutLatest()));
   }
 
@@ -454,7 +491,7 @@ export class Store extends MemoryReads {
   async stats(): Promise<StoreStats> {
     const segments = await Promise.all((await this.segments()).map((s) => segmentStats(s, { versions: true })));
     const indexed = segments.filter((s) => s.vectorIndex);
-    const graph = await tableStats(this.graph);
+    const graph = await tableStats(await this.freshGraph());
     return {
       path: this.dir,
       embedder: this.config.embedder,
@@ -531,6 +568,7 @@ export class Store extends MemoryReads {
       this.segmentSet.close();
       if (this.documents instanceof TableDocuments) this.documents.close();
       this.db.close();
+      this.metaDb?.close();
     }
   }
 }
