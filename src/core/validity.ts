@@ -129,8 +129,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   const groups = new Map<string, number[]>();
   items.forEach((it, i) => {
     if (settled[i].error || (!it.detect && !it.dedupe)) return;
-    const k = `${it.row.accountId}\u0000${it.row.userId}`;
-    groups.set(k, [...(groups.get(k) ?? []), i]);
+    groups.set(userKey(it.row), [...(groups.get(userKey(it.row)) ?? []), i]);
   });
   const keysByAccount = new Map<string, Map<string, string[]>>();
   for (const [k, indexes] of groups) {
@@ -145,15 +144,17 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   const changed = items.map((it) => it.detect && saysChanged(it.row.content));
   const keys = items.map((_, i) => (changed[i] ? new Set(lookupOf(i).filter((k) => !k.startsWith(TEXT_KEY))) : new Set<string>()));
   const keyed = (i: number, matchKeys: string[]) => matchKeys.some((k) => keys[i].has(k));
-  const wantNear = items.map((_, i) => changed[i] && !settled[i].error);
+  /** Per user, the incoming memories whose nearest are looked for. */
+  const nearGroups = new Map<string, number[]>();
+  items.forEach((it, i) => {
+    if (changed[i] && !settled[i].error) nearGroups.set(userKey(it.row), [...(nearGroups.get(userKey(it.row)) ?? []), i]);
+  });
 
   // Candidates come from one query per account (each a round of requests on an object store),
   // asked while the nearest are looked for. A user with two or more memories in the batch that say
-  // something changed has every current memory read by that search (nearestOlder): its candidates
-  // are picked from those rows, and asked for only when there were too many to read.
-  const nearCount = new Map<string, number>();
-  items.forEach((it, i) => wantNear[i] && nearCount.set(userKey(it.row), (nearCount.get(userKey(it.row)) ?? 0) + 1));
-  const scans = (key: string) => (nearCount.get(key) ?? 0) > 1;
+  // something changed has every current memory read by that search (nearestOlder, scansAll): its
+  // candidates are picked from those rows, and asked for only when there were too many to read.
+  const scans = (key: string) => scansAll(nearGroups.get(key) ?? []);
   const candidates = new Map<string, MemoryRecord[]>();
   const ask = async (only: (key: string) => boolean) => {
     for (const [accountId, keysByUser] of keysByAccount) {
@@ -163,7 +164,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       for (const [userId, rows] of await store.currentMemoriesMatching(accountId, asked, { perUser: DETECT_CANDIDATES, exact })) candidates.set(userKey({ accountId, userId }), rows);
     }
   };
-  const [{ near, vectors, scanned }] = await Promise.all([nearestOlder(store, items, wantNear, keyed), ask((key) => !scans(key))]);
+  const [{ near, vectors, scanned }] = await Promise.all([nearestOlder(store, items, nearGroups, keyed), ask((key) => !scans(key))]);
   for (const [accountId, keysByUser] of keysByAccount) {
     for (const [userId, userKeys] of keysByUser) {
       const rows = scanned.get(userKey({ accountId, userId }));
@@ -176,7 +177,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   items.forEach((it, i) => {
     if (!changed[i]) return;
     const ids = wanted.get(it.row.accountId) ?? new Set<string>();
-    for (const r of candidates.get(`${it.row.accountId}\u0000${it.row.userId}`) ?? []) if (keyed(i, r.matchKeys) && !vectors.has(r.id)) ids.add(r.id);
+    for (const r of candidates.get(userKey(it.row)) ?? []) if (keyed(i, r.matchKeys) && !vectors.has(r.id)) ids.add(r.id);
     wanted.set(it.row.accountId, ids);
   });
   for (const [accountId, ids] of wanted) {
@@ -191,7 +192,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     if (settled[i].error) return;
     const row = it.row;
     const same = (r: { agentId: string | null }) => r.agentId === row.agentId;
-    const older = (candidates.get(`${row.accountId}\u0000${row.userId}`) ?? []).filter((r) => same(r) && !superseded.has(r.id));
+    const older = (candidates.get(userKey(row)) ?? []).filter((r) => same(r) && !superseded.has(r.id));
     const earlier = items.slice(0, i).map((e, j) => ({ e, j })).filter(({ e, j }) => !settled[j].error && !settled[j].duplicateOf && !inBatch.has(j) && e.row.accountId === row.accountId && e.row.userId === row.userId && same(e.row));
     if (it.dedupe && !it.supersedes?.length) {
       const key = textOf(i);
@@ -327,32 +328,35 @@ export function replacedAfterReplacing<T extends { record: MemoryRecord; score: 
   return out;
 }
 
+/** Whether a user's memories in a batch whose nearest are looked for read the user's every current memory (up to NEAR_SCAN), not a vector search each. */
+function scansAll(indexes: number[]): boolean {
+  return indexes.length > 1;
+}
+
 /**
- * Each wanted incoming memory's NEAR_CANDIDATES nearest current memories of its user and agent
- * that share no fact key with it (`keyed`), with their cosines. Several of one user in a batch
- * read the user's vectors once (up to NEAR_SCAN of them; those vectors are returned too, and the
- * rows, as `scanned`, for the candidates) instead of one vector search each.
+ * Each incoming memory of `groups` (per user) with its NEAR_CANDIDATES nearest current memories of
+ * its user and agent that share no fact key with it (`keyed`), with their cosines. Several of one
+ * user in a batch (scansAll) read the user's vectors once (up to NEAR_SCAN of them; those vectors
+ * are returned too, and the rows, as `scanned`, for the candidates) instead of one vector search
+ * each.
  */
 async function nearestOlder(
   store: Store,
   items: Incoming[],
-  want: boolean[],
+  groups: Map<string, number[]>,
   keyed: (i: number, matchKeys: string[]) => boolean,
 ): Promise<{ near: { record: MemoryRecord; cosine: number }[][]; vectors: Map<string, Float32Array>; scanned: Map<string, MemoryRow[]> }> {
   const near = items.map(() => [] as { record: MemoryRecord; cosine: number }[]);
   const vectors = new Map<string, Float32Array>();
   const scanned = new Map<string, MemoryRow[]>();
-  const groups = new Map<string, number[]>();
-  items.forEach((it, i) => {
-    if (want[i]) groups.set(userKey(it.row), [...(groups.get(userKey(it.row)) ?? []), i]);
-  });
   await Promise.all(
     [...groups].map(async ([key, indexes]) => {
       const { accountId, userId } = items[indexes[0]].row;
       const scope = { accountId, userId, current: true };
-      const read = indexes.length > 1 ? ((await store.memoriesAfter(scope, undefined, NEAR_SCAN + 1, true)) as MemoryRow[]) : [];
-      const rows = read.length <= NEAR_SCAN ? read : [];
-      if (indexes.length > 1 && read.length <= NEAR_SCAN) scanned.set(key, rows);
+      const read = scansAll(indexes) ? ((await store.memoriesAfter(scope, undefined, NEAR_SCAN + 1, true)) as MemoryRow[]) : [];
+      const whole = scansAll(indexes) && read.length <= NEAR_SCAN;
+      const rows = whole ? read : [];
+      if (whole) scanned.set(key, rows);
       for (const r of rows) vectors.set(r.id, r.vector);
       for (const i of indexes) {
         const v = items[i].row.vector;
