@@ -702,14 +702,14 @@ const sameAttr = (a: Fact, b: Fact) => {
 /** The negated value is among the old value's words ("coffee" in "three coffees a day"); "" matches anything. */
 const mentions = (old: string, negated: string) => negated === "" || subset(valueWords(negated), valueWords(old));
 
+/** The last text replacementReason folded: a batch compares one new memory with up to 200 older ones in a row. */
+let lastFolded = { text: "", folded: "" };
+
 /**
  * Why `newer` replaces `older` (of one user and agent, `older` current), or undefined when it
  * doesn't: a fact both state with different values, a negation of an older fact, or a switch away
  * from an older value.
  */
-/** The last text replacementReason folded: a batch compares one new memory with up to 200 older ones in a row. */
-let lastFolded = { text: "", folded: "" };
-
 export function replacementReason(newer: string, older: string, newerFacts = factsOf(newer), olderFacts = factsOf(older)): string | undefined {
   if (lastFolded.text !== newer) lastFolded = { text: newer, folded: fold(newer) };
   const foldedNew = lastFolded.folded;
@@ -814,7 +814,9 @@ function changeWords(content: string): Set<string> {
 
 /** The newer note says something changed or happened, as a note of its own (not a transcript turn, a plan or an addition). */
 export function saysChanged(content: string): boolean {
-  if (speakerOf(content) || ADDITIVE.test(fold(content)) || ADDS.test(fold(content)) || HYPOTHETICAL.test(content) || MAY.test(content)) return false;
+  if (speakerOf(content) || HYPOTHETICAL.test(content) || MAY.test(content)) return false;
+  const folded = fold(content);
+  if (ADDITIVE.test(folded) || ADDS.test(folded)) return false;
   return changeWords(content).size > 0;
 }
 
