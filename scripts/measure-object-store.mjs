@@ -61,7 +61,7 @@ const KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZ
 const { openContext } = await import(join(root, "dist/core/context.js"));
 const { createMemory, getMemory } = await import(join(root, "dist/core/memories.js"));
 const { searchMemories } = await import(join(root, "dist/core/search.js"));
-const { OBJECT_READ_CONSISTENCY_S } = await import(join(root, "dist/storage/database.js"));
+const { readConsistencySeconds } = await import(join(root, "dist/storage/database.js"));
 const { Maintainer, maintainIfDue } = await import(join(root, "dist/storage/maintenance.js"));
 const { importExport } = await import(join(root, "dist/core/transfer.js"));
 
@@ -100,7 +100,7 @@ try {
   const out = {};
   const counted = { ...env, AZURE_STORAGE_ENDPOINT: `http://127.0.0.1:${proxyPort}/${ACCOUNT}` };
   for (const [name, store] of [["local", join(work, "local-store")], ["azurite", "az://measure/store"]]) out[name] = await measure(store, env, name === "azurite" ? counted : undefined);
-  const interval = process.env.MM_STORE_READ_CONSISTENCY_S?.trim() ? Number(process.env.MM_STORE_READ_CONSISTENCY_S) : OBJECT_READ_CONSISTENCY_S;
+  const interval = readConsistencySeconds(process.env);
   // The machine's load moves every time here (the cores are shared): say what it was.
   console.log(JSON.stringify({ memories: N, searches: SEARCHES, creates: CREATES, ...(BULK ? { bulk: true } : {}), readConsistencyIntervalS: interval, loadAverage1m: Math.round(loadavg()[0] * 10) / 10, ...out }, null, 2));
 } finally {
