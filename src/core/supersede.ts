@@ -30,6 +30,7 @@
  */
 
 import { fold, frameChange, framesOf, GENERIC_WORD, REPORT, stem, unitOf, VERBISH, WORD_CHANGE, type Frame } from "./frames.js";
+import { englishCount, stemWord } from "./keyword.js";
 
 /** One fact a memory states. */
 export interface Fact {
@@ -621,6 +622,8 @@ function readFacts(content: string): Fact[] {
       facts.push({ subject: "frame", attr: [...new Set([...words, ...kinds])], value: "", frame });
     }
   }
+  const labelled = labelFact(content);
+  if (labelled) facts.push(labelled);
   const who = speaker ? `speaker:${fold(speaker[1]).replace(/\s+/g, "-")}` : undefined;
   return facts.filter((f) => f.attr.length && f.subject !== "other").map((f) => (who && f.subject === "self" ? { ...f, subject: who } : f));
 }
@@ -634,6 +637,70 @@ function speakerOf(content: string): RegExpExecArray | null {
   const m = SPEAKER.exec(content);
   return m && !NOT_SPEAKERS.test(m[1]) ? m : null;
 }
+
+/**
+ * A labelled value ("Mobile: 0412 338 771", "Work email: r.okafor@nexa.com", "user.city = Lyon",
+ * "Order #88213: delivered") states the one value its label names, so a newer note with the same
+ * label and another value replaces it, whatever the words. Only labels that name one value at a
+ * time count: a head noun of LABEL_HEADS ("Passenger pref", "Visa status", "Our car"), an
+ * identifier ("Order #88213"), or an agent's key ("user.employer", "prefers_theme"). Labels of
+ * lists ("Decision:", "Bug:", "Idea:", "Restaurant to try:") name one of many and are left alone,
+ * and so are labels that name a person or a day ("Dad:", "Project Heron:", "Saturday:"): a subject
+ * has many facts. Chosen on every set of test/fixtures/supersede/ (docs/memory-validity.md, round
+ * six).
+ */
+function labelFact(content: string): Fact | undefined {
+  const m = LABELLED.exec(content);
+  if (!m) return undefined;
+  const [, raw, qualifier, separator, rest] = m;
+  const label = raw.trim();
+  // "1:1 with Sven", "at 10:30 standup": a time, not a label.
+  if (/\d$/.test(label) && /^\d/.test(rest)) return undefined;
+  const words = fold(label).replace(/['’]s\b/g, "s").split(/[\s._-]+/).filter(Boolean);
+  if (words.length > 6) return undefined;
+  const key = /[._]/.test(label) && !/\s/.test(label);
+  // "Order #88213", "Flight 4417": an identifier names one thing ("Q1 goal", "paper 2" name one of several).
+  const identified = /#\s*\d|\d{3,}/.test(label);
+  const head = words.at(-1)!;
+  // A name at the end says whom or what the note is about ("Project Heron:", "Dad:", "Client Meyer GmbH:").
+  if (/(?:^|\s)\p{Lu}[\p{L}'’.-]*$/u.test(label) && !/['’]s\b/u.test(label) && !identified && !LABEL_HEADS.test(head)) return undefined;
+  if (MANY_LABELS.test(head) && !identified) return undefined;
+  if (!key && !identified && !(words.length === 1 ? LABEL_ALONE.test(head) : LABEL_HEADS.test(head) || LABEL_PHRASES.test(words.slice(-2).join(" ")))) return undefined;
+  const value = fold(rest)
+    .split(/\s+[-–—]\s+|\s*[(;]|,\s+|\.\s+|[!?]/)[0]
+    .replace(/[.\s]+$/, "")
+    .trim();
+  if (!value || PHATIC.has(value.split(" ")[0])) return undefined;
+  // A code, a PIN or a number is the value itself: "PIN: bike lock 4471" names what the PIN is for.
+  if (SECRET_HEADS.test(head) && !/^[+(\d]/.test(value) && value.includes(" ")) return undefined;
+  // One capitalised word and a colon is also how a transcript names its speaker ("Caroline: …"): a
+  // label only when what follows reads as a value, not as a line of talk.
+  if (separator === ":" && /^\p{Lu}[\p{Ll}'’.-]*$/u.test(label)) {
+    if (/[!?]/.test(rest) || TALK.test(rest) || rest.split(/\s+/).length > 12) return undefined;
+    const first = rest.split(/\s+/)[0].replace(/[^\p{L}]/gu, "").toLowerCase();
+    if (!/[\d@]|[\s(]\p{Lu}/u.test(rest) && englishCount(stemWord(first)) > 0) return undefined;
+  }
+  const name = [...words, ...(qualifier ? fold(qualifier).replace(/[^\p{L}\p{N}\s]/gu, "").split(/\s+/).filter(Boolean) : [])].join("-");
+  return { subject: "label", attr: [name], value };
+}
+
+/** "Label: value", "Label (qualifier): value", "label = value" at the start of a memory. */
+const LABELLED = /^\s*(\p{L}[\p{L}\p{N}'’#&./_ -]{0,60}?)\s*(\([^)]{1,40}\))?\s*([:=])\s*(\S[^]*)$/u;
+/** Head nouns of labels that name one value at a time. */
+const LABEL_HEADS =
+  /^(?:address|home|city|country|town|location|timezone|tz|zone|employer|company|job|role|title|position|team|squad|manager|boss|lead|salary|base|pay|wage|rate|rent|price|cost|fee|budget|phone|mobile|cell|number|landline|email|mail|username|handle|login|password|pw|pin|code|passcode|combo|wifi|editor|ide|browser|os|shell|theme|units|doctor|gp|dentist|vet|therapist|physio|hairdresser|barber|plumber|electrician|babysitter|nanny|landlord|landlady|accountant|lawyer|bank|insurer|provider|supplier|carrier|isp|broadband|tariff|car|reg|plate|status|stage|deadline|due|date|venue|hotel|seat|pref|preference|diet|school|uni|university|course|major|weight|pb|pr|headcount|size|owner|contact|commute|order|inhaler|dose|dosage|tool|tracker|hosting|notes|version|timeslot|slot|bedtime|curfew)$/;
+/** …of those, the ones that say what they are alone ("Employer:", "Mobile:"); the rest need a word before them ("Visa status:", "Coffee order:", "Meeting notes:"). */
+const LABEL_ALONE =
+  /^(?:address|home|city|country|timezone|tz|employer|company|job|role|title|position|manager|boss|salary|rent|budget|phone|mobile|cell|landline|email|username|handle|wifi|editor|ide|browser|shell|theme|doctor|gp|dentist|vet|therapist|physio|hairdresser|barber|plumber|electrician|babysitter|nanny|landlord|landlady|accountant|lawyer|bank|insurer|isp|broadband|car|diet|school|university|uni|commute|inhaler|weight|headcount|password|pin|bedtime)$/;
+/** Two-word label endings that name one value ("reports to", "time zone", "point person"). */
+const LABEL_PHRASES = /^(?:reports to|time zone|point person|go to|goes to)$/;
+/** Heads of labels of things there are many of ("Meds:", "Allergies:", "user.pets"). */
+const MANY_LABELS =
+  /^(?:meds?|medications?|pills?|vitamins?|supplements?|pets?|dogs?|cats?|allerg\w*|kids?|children|sons?|daughters?|hobb\w*|languages?|skills?|interests?|friends?|meetings?|appointments?|visits?|events?|trips?|guests?|tickets?|tasks?|projects?|books?|films?|movies?|shows?|plants?|tags?|likes?|dislikes?|goals?|birthdays?|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekends?|today|tomorrow|tonight|mornings?|evenings?|afternoons?)$/;
+/** Label heads whose value is a code or a number on its own. */
+const SECRET_HEADS = /^(?:pin|code|passcode|combo|password|pw|number|phone|mobile|cell|landline)$/;
+/** Words of talk, not of a value: a speaker's line ("John: They were awestruck", "Jon: Your store looks great"). */
+const TALK = /\b(?:i|i'm|i've|i'd|i'll|you|you're|your|we|we're|us|me|they|it|it's|that|that's|let's|is|are|was|were|be|been|look|looks|seems)\b/i;
 
 /** Words that carry no fact: a memory of only these ("Thanks!", "ok, see you") is chat, never a duplicate. */
 const PHATIC = new Set(
@@ -666,7 +733,8 @@ export function matchKeysOf(content: string, facts = factsOf(content)): string[]
     for (const w of f.attr) if (w !== "feels") keys.push(`${FACT_KEY}${f.subject}.${w}`);
     // Every value is a key: "switched my pension from Aviva" finds "My pension provider is Aviva", and
     // "The team moved from Slack to Teams" finds "The team chats on Slack".
-    const values = f.frame ? f.frame.values.filter((v) => v.kind === "name").map((v) => v.text) : [f.value];
+    // A label's value has no key of its own: its label finds the older note.
+    const values = f.frame ? f.frame.values.filter((v) => v.kind === "name").map((v) => v.text) : f.subject === "label" ? [] : [f.value];
     for (const w of values.flatMap(valueWords)) keys.push(`${VALUE_KEY}${w}`);
   }
   return [...new Set(keys)];

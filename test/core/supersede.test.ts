@@ -109,6 +109,48 @@ describe("rules beyond the dev set's phrasings", () => {
   });
 });
 
+describe("labelled values: one label, one value", () => {
+  it.each([
+    ["a phone number under one label", "Mobile: 0412 111 908", "Mobile: 0412 338 771"],
+    ["an employer, a qualifier after each", "Employer: Shopify (remote)", "Employer: Stripe (Dublin office)"],
+    ["an agent's key", "user.city = Porto", "user.city = Lisbon"],
+    ["an agent's key with an underscore", "reports_to: Benedikt Vogel", "reports_to: Sunita Pillai"],
+    ["a head noun with a word before it", "Visa status: pending", "Visa status: approved, stamped 3 Nov"],
+    ["a label with a qualifier in brackets", "Landlord (Mr Petrakis): 07700 900412", "Landlord (Mr Petrakis): 07700 900877"],
+    ["an identifier in the label", "Order #88213: out for delivery", "Order #88213: delivered, signed for by the neighbour at no. 7"],
+    ["a preference", "Passenger pref: exit row when available", "Passenger pref: bulkhead, no exit rows since her surgery"],
+  ])("%s", (_why, older, newer) => {
+    expect(replaces(older, newer)).toBe(true);
+  });
+
+  it.each([
+    ["labels of lists", "Decision: use PostGIS for the distance matrix", "Decision: keep the monolith until Q3"],
+    ["a bug list", "Bug: login button misaligned on iOS 17", "Bug: CSV export drops the last row"],
+    ["things to try", "Restaurant to try: Dishoom in Kings Cross", "Restaurant to try: Padella at Borough Market"],
+    ["a PIN that names what it is for", "Pin: bike lock 4471", "Pin: gym locker 0930"],
+    ["two labels", "Work email: ana@acme.io", "Personal email: ana.r@proton.me"],
+    ["two qualifiers", "Wifi (main): kettlebell-42", "Wifi (guest network): visitor-2026"],
+    ["a person, not an attribute", "Dad: amlodipine 5mg, mornings", "Dad: aspirin 75mg, mornings"],
+    ["a project's notes", "Project Heron: Felix leads mobile", "Project Heron: Amira leads backend"],
+    ["a day has many events", "Saturday: Finn's football 11:00", "Saturday: Ella's ballet 9:30"],
+    ["things there are many of, as an agent's key", "user.languages: Portuguese (native)", "user.languages: English (fluent)"],
+    ["a one-word label that needs a word before it", "Status: waiting on the landlord", "Status: invoice sent to Acme"],
+    ["an additive cue", "Editor: VS Code", "Editor: also Neovim for quick edits"],
+  ])("leaves alone: %s", (_why, older, newer) => {
+    expect(replaces(older, newer)).toBe(false);
+  });
+
+  it("reads a transcript's speaker as a speaker, whatever the line says", () => {
+    for (const [older, newer] of [
+      ["John: The houses look real nice.", "John: They were awestruck and humbled."],
+      ["Caroline: Bought a new painting at the Melbourne market", "Caroline: Painting class at Sunset Studio on 12 May"],
+      ["Maria: Thanks, John.", "Maria: Congrats, Jon."],
+    ]) {
+      expect(replaces(older, newer)).toBe(false);
+    }
+  });
+});
+
 describe("through the store", () => {
   const tempDir = useTempDirs();
   const opened: Context[] = [];
