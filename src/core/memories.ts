@@ -6,7 +6,7 @@ import {
   parseUpdateMemory,
   type CreateMemoryInput,
 } from "../schemas/memory.js";
-import { matchKeysOf } from "./supersede.js";
+import { KEYS_MARK, storedKeysOf } from "./supersede.js";
 import { applyPlan, assertNoCycle, markReplaced, planIncoming, readHistory, withHistory, type HistoryEntry, type Settled } from "./validity.js";
 import type { MemoryRecord, MemoryRow } from "../storage/store.js";
 import { billedCommit, billedCommitUpTo, embedChecked, withSnapshot, type Context } from "./context.js";
@@ -150,7 +150,7 @@ export async function updateMemory(ctx: Context, id: string, raw: unknown): Prom
     if (patch.content !== undefined && vector) {
       next.content = patch.content;
       next.vector = vector;
-      next.matchKeys = matchKeysOf(patch.content);
+      next.matchKeys = storedKeysOf(patch.content);
     }
     if (patch.agentId !== undefined) next.agentId = patch.agentId;
     if (patch.tags !== undefined) next.tags = patch.tags ?? [];
@@ -167,6 +167,15 @@ export async function updateMemory(ctx: Context, id: string, raw: unknown): Prom
     return next;
   });
   return toMemory(await withLiveLinks(ctx, updated), (await ctx.store.replacedBy(ctx.accountId, id)).map((r) => r.id));
+}
+
+/**
+ * Works out again the match keys of the current memories an older mm stored, with the rules of this
+ * one (storage refreshMatchKeys, by KEYS_MARK), so a newer memory finds them by what detection reads
+ * now ("Mobile: …" after round six). `mm store optimize` runs it; returns how many memories changed.
+ */
+export async function refreshMatchKeys(ctx: Context): Promise<number> {
+  return ctx.store.write((w) => w.refreshMatchKeys(storedKeysOf, KEYS_MARK));
 }
 
 /** A version as kept in history: what the memory said until `until`. */
@@ -516,7 +525,7 @@ export function memoryRow(input: CreateMemoryInput, at: { id: string; accountId:
     seq: 0,
     supersededBy: null,
     supersededAt: null,
-    matchKeys: matchKeysOf(input.content),
+    matchKeys: storedKeysOf(input.content),
     history: null,
     ...(vector ? { vector } : {}),
   };

@@ -54,6 +54,18 @@ export const TEXT_KEY = "text:";
 export const FACT_KEY = "fact:";
 /** Prefix of a value word's match key: "switched from Vim" finds the memories whose values say "vim". */
 export const VALUE_KEY = "value:";
+/**
+ * Kept among every memory's stored keys (storedKeysOf): the version of the rules that worked them
+ * out. Raised whenever what matchKeysOf returns for some text changes, so `mm store optimize` works
+ * out again the keys of memories an older mm stored (Store refreshMatchKeys), and a newer memory
+ * finds them by what the rules read now. Never looked up.
+ */
+export const KEYS_MARK = "keys:6";
+
+/** A key that says what a memory states (a fact's attribute or value), not its whole text or KEYS_MARK. */
+export function isFactKey(key: string): boolean {
+  return key.startsWith(FACT_KEY) || key.startsWith(VALUE_KEY);
+}
 
 /** Words that say a fact was added to, not replaced: "we also have a cat". */
 const ADDITIVE = /\b(also|too|as well|in addition|additionally|second)\b/;
@@ -738,6 +750,11 @@ export function matchKeysOf(content: string, facts = factsOf(content)): string[]
     for (const w of values.flatMap(valueWords)) keys.push(`${VALUE_KEY}${w}`);
   }
   return [...new Set(keys)];
+}
+
+/** The keys a memory is stored with: its match keys and KEYS_MARK. */
+export function storedKeysOf(content: string): string[] {
+  return [...matchKeysOf(content), KEYS_MARK];
 }
 
 /** The keys to find older memories by: a new memory's own, and the values it says it left ("switched from Vim"). */

@@ -1,7 +1,7 @@
 import { MmError, validationError } from "../errors.js";
 import type { MemoryRecord, MemoryRow, Store, StoreWriter } from "../storage/store.js";
 import { dot } from "./ranking.js";
-import { changedByModel, lookupKeysOf, factsOf, replacementReason, saysChanged, textKey, TEXT_KEY, type Fact } from "./supersede.js";
+import { changedByModel, lookupKeysOf, factsOf, isFactKey, replacementReason, saysChanged, textKey, TEXT_KEY, type Fact } from "./supersede.js";
 
 /**
  * Which memories are true now: replaced facts (supersededBy, supersededAt, supersedes), duplicates,
@@ -142,7 +142,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // Vet" after "Biscuit's vet is Oakwood Animal Hospital"), and the vectors of those that share one,
   // from the nearest's scan where it read them, else in one query per account.
   const changed = items.map((it) => it.detect && saysChanged(it.row.content));
-  const keys = items.map((_, i) => (changed[i] ? new Set(lookupOf(i).filter((k) => !k.startsWith(TEXT_KEY))) : new Set<string>()));
+  const keys = items.map((_, i) => (changed[i] ? new Set(lookupOf(i).filter(isFactKey)) : new Set<string>()));
   const keyed = (i: number, matchKeys: string[]) => matchKeys.some((k) => keys[i].has(k));
   /** Per user, the incoming memories whose nearest are looked for. */
   const nearGroups = new Map<string, number[]>();
@@ -214,7 +214,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     }
     // What only the model finds: stated facts (fact keys), not duplicates or talk.
     for (const { record: old, cosine: c } of near[i]) {
-      if (superseded.has(old.id) || !old.matchKeys.some((k) => !k.startsWith(TEXT_KEY))) continue;
+      if (superseded.has(old.id) || !old.matchKeys.some(isFactKey)) continue;
       const reason = changedByModel(row.content, old.content, c, false);
       if (!reason) continue;
       marks.set(old.id, { by: i, reason });
@@ -222,7 +222,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       superseded.add(old.id);
     }
     if (!it.detect || !facts[i].length) return;
-    const factful = older.filter((r) => r.matchKeys.some((k) => !k.startsWith(TEXT_KEY)));
+    const factful = older.filter((r) => r.matchKeys.some(isFactKey));
     for (const old of factful.slice(-DETECT_CANDIDATES)) {
       if (superseded.has(old.id)) continue;
       const vector = changed[i] && keyed(i, old.matchKeys) ? vectors.get(old.id) : undefined;
@@ -236,7 +236,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       if (!facts[j].length && !it.detect) continue;
       const reason =
         replacementReason(row.content, e.row.content, facts[i], facts[j].length ? facts[j] : factsOf(e.row.content)) ??
-        (changed[i] && e.row.matchKeys.some((k) => !k.startsWith(TEXT_KEY)) ? changedByModel(row.content, e.row.content, dot(row.vector, e.row.vector), keyed(i, e.row.matchKeys)) : undefined);
+        (changed[i] && e.row.matchKeys.some(isFactKey) ? changedByModel(row.content, e.row.content, dot(row.vector, e.row.vector), keyed(i, e.row.matchKeys)) : undefined);
       if (!reason) continue;
       inBatch.set(j, { by: i, reason });
       settled[i].replaced.push(e.row.id);

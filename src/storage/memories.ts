@@ -98,6 +98,8 @@ export const RECORD_COLUMNS = ["id", "accountId", "content", "userId", "agentId"
 export const ROW_COLUMNS = [...RECORD_COLUMNS, "history"];
 /** Columns added after stores existed (Store.open adds them, null, to every segment that lacks them). */
 const LATER_COLUMNS = ["supersededBy", "supersededAt", "matchKeys", "history"];
+/** Rows a match-key refresh rewrites per commit (MemoryWrites.refreshMatchKeys). */
+const REFRESH_BATCH = 1000;
 /** Partitions an unfiltered top-10 search probes (recall@10 = 1.000 at 100k rows, measured). */
 const BASE_PROBES = 20;
 /** Most rows of one result MemoryReads.atVersion keeps (a word in more memories is looked up again). */
@@ -603,6 +605,27 @@ export abstract class MemoryWrites {
       await table.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(group.map(toArrowRow));
       if (known) this.lastSeqs.version = await table.version();
     }
+  }
+
+  /**
+   * Works out again, with `keysOf`, the match keys of every current memory whose stored keys lack
+   * `mark` (the version of the rules that worked them out), and rewrites those rows: memories an
+   * older mm stored are then found by what the rules read now. A segment at a time, a thousand rows
+   * a commit; the rest of each row is carried over as it is. Returns how many rows changed.
+   */
+  async refreshMatchKeys(keysOf: (content: string) => string[], mark: string): Promise<number> {
+    const stale = `supersededBy IS NULL AND NOT array_has(matchKeys, ${sqlString(mark)})`;
+    let refreshed = 0;
+    for (const segment of [...this.segments]) {
+      const ids = (await readMemoryRows(segment.table.query().where(`${stale} OR (supersededBy IS NULL AND matchKeys IS NULL)`).select(["id"]), false)).map((r) => r.id);
+      for (let at = 0; at < ids.length; at += REFRESH_BATCH) {
+        const where = `id IN (${ids.slice(at, at + REFRESH_BATCH).map(sqlString).join(", ")})`;
+        const rows = (await readMemoryRows(segment.table.query().where(where).select([...ROW_COLUMNS, "vector"]), true)) as MemoryRow[];
+        await this.replaceMemories(rows.map((r) => ({ ...r, history: r.history ?? null, matchKeys: keysOf(r.content) })));
+        refreshed += rows.length;
+      }
+    }
+    return refreshed;
   }
 
   /** Deletes one memory; false when it doesn't exist for this account. */

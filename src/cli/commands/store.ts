@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { MmError } from "../../errors.js";
+import { refreshMatchKeys } from "../../core/memories.js";
 import { detachStoreRedis, locateStore } from "../../core/store-location.js";
 import { bytes, count } from "../output.js";
 import { withContext } from "../context.js";
@@ -67,9 +68,12 @@ export function registerStore(program: Command, app: CliApp): void {
             details: [{ field: "keep-minutes", message: "must be a number of at least 0" }],
           });
         }
-        const r = await ctx.store.optimize({ keepVersionsMs: minutes * 60_000 });
+        // Keys first: the rows it rewrites are compacted by the same pass.
+        const matchKeysRefreshed = await refreshMatchKeys(ctx);
+        const r = { ...(await ctx.store.optimize({ keepVersionsMs: minutes * 60_000 })), matchKeysRefreshed };
         await app.output.result(r, (t) =>
           t.record([
+            ["memories re-keyed", r.matchKeysRefreshed],
             ["fragments removed", r.fragmentsRemoved],
             ["fragments added", r.fragmentsAdded],
             ["old versions removed", r.oldVersionsRemoved],
