@@ -1,6 +1,6 @@
 import { MmError } from "../errors.js";
 import { MAX_VECTOR_PARTITIONS, vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
-import { loadLance, sqlString, sqlStringList, type Table, type VectorQuery } from "./lance.js";
+import { isVersionGone, loadLance, sqlString, sqlStringList, type Table, type VectorQuery } from "./lance.js";
 import { cmp, newestFirstPage, NEWEST_FIRST, OLDEST_FIRST, type PageWindow } from "./pages.js";
 import type { Segment } from "./segments.js";
 import type { SearchPlan, StoreTuning } from "./store-types.js";
@@ -153,8 +153,32 @@ export abstract class MemoryReads {
   abstract segments(): Promise<Segment[]>;
 
   /** `fn` on every segment at once, results in segment order. */
-  protected async eachSegment<T>(fn: (segment: Segment) => Promise<T>): Promise<T[]> {
-    return Promise.all((await this.segments()).map(fn));
+  protected eachSegment<T>(fn: (segment: Segment) => Promise<T>): Promise<T[]> {
+    return this.afresh(async () => Promise.all((await this.segments()).map(fn)));
+  }
+
+  /**
+   * Moves every table handle to its latest version after a read found its own version removed;
+   * false where the handles must keep their versions (a snapshot).
+   */
+  protected abstract toLatest(): Promise<boolean>;
+
+  /**
+   * `read`, and once more on the tables' latest versions when it failed because the version it
+   * read was removed meanwhile: another process's `mm store optimize --keep-minutes 0` deletes
+   * every version but the newest, with the data files only they used. A process reading a table
+   * through a handle opened or checked before that (up to the read-consistency interval, 1 s on an
+   * object store) would fail with "Not found: …/_versions/….manifest" or "…/data/….lance" until
+   * its next check. The latest version holds every committed row, so the read again on it answers
+   * what a read a moment later would have.
+   */
+  protected async afresh<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (err) {
+      if (!isVersionGone(err) || !(await this.toLatest())) throw err;
+      return read();
+    }
   }
 
   /** Memory rows from every segment for the same query. */
@@ -202,20 +226,22 @@ export abstract class MemoryReads {
 
   /** Newest first (createdAt, then id, descending): stable across pages whatever the physical order. */
   async listMemories(filter: MemoryFilter, page: PageWindow): Promise<{ records: MemoryRecord[]; total: number }> {
-    const where = memoryWhere(filter);
-    const segments = await this.segments();
-    if (segments.length === 1) return newestFirstPage(segments[0].table, where, RECORD_COLUMNS, page, (q) => readMemoryRows(q, false));
-    // Each segment's newest offset+limit, merged: the page is among them whichever segments hold it.
-    const counts = await Promise.all(segments.map((s) => s.table.countRows(where)));
-    const total = sum(counts);
-    if (page.offset >= total) return { records: [], total };
-    const windows = await Promise.all(
-      segments.map((s, i) =>
-        counts[i] ? readMemoryRows(s.table.query().where(where).orderBy(NEWEST_FIRST).limit(page.offset + page.limit).select(RECORD_COLUMNS), false) : [],
-      ),
-    );
-    const merged = windows.flat().sort((a, b) => cmp(b.createdAt, a.createdAt) || cmp(b.id, a.id));
-    return { records: merged.slice(page.offset, page.offset + page.limit), total };
+    return this.afresh(async () => {
+      const where = memoryWhere(filter);
+      const segments = await this.segments();
+      if (segments.length === 1) return newestFirstPage(segments[0].table, where, RECORD_COLUMNS, page, (q) => readMemoryRows(q, false));
+      // Each segment's newest offset+limit, merged: the page is among them whichever segments hold it.
+      const counts = await Promise.all(segments.map((s) => s.table.countRows(where)));
+      const total = sum(counts);
+      if (page.offset >= total) return { records: [], total };
+      const windows = await Promise.all(
+        segments.map((s, i) =>
+          counts[i] ? readMemoryRows(s.table.query().where(where).orderBy(NEWEST_FIRST).limit(page.offset + page.limit).select(RECORD_COLUMNS), false) : [],
+        ),
+      );
+      const merged = windows.flat().sort((a, b) => cmp(b.createdAt, a.createdAt) || cmp(b.id, a.id));
+      return { records: merged.slice(page.offset, page.offset + page.limit), total };
+    });
   }
 
   /**
@@ -231,20 +257,22 @@ export abstract class MemoryReads {
     limit: number,
     withVectors = false,
   ): Promise<VectorHit[]> {
-    const where = memoryWhere(filter);
-    const routed = this.segments().then((segments) => Promise.all(segments.map(async (s) => ({ segment: s, plan: await this.segmentPlan(s, where, limit) }))));
-    const [v, plans] = await Promise.all([vector, routed]);
-    if (v.length !== this.config.embedder.dims) {
-      throw new MmError("EMBEDDER_MISMATCH", `Query vector has ${v.length} dims; the store's vectors have ${this.config.embedder.dims}.`);
-    }
-    const query = Array.from(v);
-    const parts = await Promise.all(
-      plans.map(({ segment, plan }) => {
-        const q = segment.table.query().nearestTo(query).distanceType("cosine").where(where).limit(limit);
-        return plan.nprobes === undefined ? this.readHits(segment, q.bypassVectorIndex(), withVectors, false) : this.readHits(segment, q.nprobes(plan.nprobes), withVectors, true);
-      }),
-    );
-    return parts.length === 1 ? parts[0] : parts.flat().sort((a, b) => a.distance - b.distance || cmp(a.record.id, b.record.id)).slice(0, limit);
+    return this.afresh(async () => {
+      const where = memoryWhere(filter);
+      const routed = this.segments().then((segments) => Promise.all(segments.map(async (s) => ({ segment: s, plan: await this.segmentPlan(s, where, limit) }))));
+      const [v, plans] = await Promise.all([vector, routed]);
+      if (v.length !== this.config.embedder.dims) {
+        throw new MmError("EMBEDDER_MISMATCH", `Query vector has ${v.length} dims; the store's vectors have ${this.config.embedder.dims}.`);
+      }
+      const query = Array.from(v);
+      const parts = await Promise.all(
+        plans.map(({ segment, plan }) => {
+          const q = segment.table.query().nearestTo(query).distanceType("cosine").where(where).limit(limit);
+          return plan.nprobes === undefined ? this.readHits(segment, q.bypassVectorIndex(), withVectors, false) : this.readHits(segment, q.nprobes(plan.nprobes), withVectors, true);
+        }),
+      );
+      return parts.length === 1 ? parts[0] : parts.flat().sort((a, b) => a.distance - b.distance || cmp(a.record.id, b.record.id)).slice(0, limit);
+    });
   }
 
   /**
@@ -379,23 +407,25 @@ export abstract class MemoryReads {
    * was compacted meanwhile).
    */
   async vectorsOf(filter: MemoryFilter, wanted: { id: string; at?: RowAt }[]): Promise<Map<string, Float32Array>> {
-    const out = new Map<string, Float32Array>();
-    const segments = await this.segments();
-    await Promise.all(
-      segments.map(async (s) => {
-        const rowIds = wanted.flatMap((w) => (w.at?.segment === s.name ? [w.at.rowId] : []));
-        if (!rowIds.length) return;
-        const rows = await readMemoryRows(s.table.takeRowIds(rowIds).select(["id", "vector"]), true).catch(() => []);
-        for (const r of rows) if (wanted.some((w) => w.id === r.id && w.at?.segment === s.name)) out.set(r.id, r.vector!);
-      }),
-    );
-    const rest = [...new Set(wanted.map((w) => w.id).filter((id) => !out.has(id)))];
-    if (!rest.length) return out;
-    const where = `${memoryWhere(filter)} AND id IN (${rest.map(sqlString).join(", ")})`;
-    for (const rows of await Promise.all(segments.map((s) => readMemoryRows(s.table.query().where(where).select(["id", "vector"]).limit(rest.length), true)))) {
-      for (const r of rows) out.set(r.id, r.vector!);
-    }
-    return out;
+    return this.afresh(async () => {
+      const out = new Map<string, Float32Array>();
+      const segments = await this.segments();
+      await Promise.all(
+        segments.map(async (s) => {
+          const rowIds = wanted.flatMap((w) => (w.at?.segment === s.name ? [w.at.rowId] : []));
+          if (!rowIds.length) return;
+          const rows = await readMemoryRows(s.table.takeRowIds(rowIds).select(["id", "vector"]), true).catch(() => []);
+          for (const r of rows) if (wanted.some((w) => w.id === r.id && w.at?.segment === s.name)) out.set(r.id, r.vector!);
+        }),
+      );
+      const rest = [...new Set(wanted.map((w) => w.id).filter((id) => !out.has(id)))];
+      if (!rest.length) return out;
+      const where = `${memoryWhere(filter)} AND id IN (${rest.map(sqlString).join(", ")})`;
+      for (const rows of await Promise.all(segments.map((s) => readMemoryRows(s.table.query().where(where).select(["id", "vector"]).limit(rest.length), true)))) {
+        for (const r of rows) out.set(r.id, r.vector!);
+      }
+      return out;
+    });
   }
 
   /**

@@ -123,6 +123,8 @@ export class Store extends MemoryReads {
   private releaseShared: (() => Promise<void>) | undefined;
   /** The stamps this handle's last write saw (`maintained`) and left (`write`): object stores, withWriteLock. */
   private stamps: { write?: string; maintained?: string } = {};
+  /** toLatest's checkout while it runs. */
+  private movingToLatest: Promise<boolean> | undefined;
 
   get coordinationDir(): string {
     return coordinationDir(this.place, this.env);
@@ -309,9 +311,28 @@ export class Store extends MemoryReads {
     return this.graph;
   }
 
-  private async graphNow(): Promise<GraphReads> {
-    await this.freshGraph();
-    return this.graphReads;
+  /** A read of the graph, again on its latest version if its own was removed meanwhile (MemoryReads.afresh). */
+  private graphRead<T>(read: (graph: GraphReads) => Promise<T>): Promise<T> {
+    return this.afresh(async () => {
+      await this.freshGraph();
+      return read(this.graphReads);
+    });
+  }
+
+  /**
+   * Every handle at its table's latest version, after a read found the version it was using
+   * removed (MemoryReads.afresh): one checkout for the reads that fail together. A snapshot keeps
+   * its versions: false, its read fails.
+   */
+  protected toLatest(): Promise<boolean> {
+    if (this.view) return Promise.resolve(false);
+    this.movingToLatest ??= (async () => {
+      const tables = [this.graph, ...(await this.segmentSet.current()).map((s) => s.table)];
+      await Promise.all(tables.map((t) => t.checkoutLatest()));
+      this.freshness?.seen(tables);
+      return true;
+    })().finally(() => (this.movingToLatest = undefined));
+    return this.movingToLatest;
   }
 
   /** The graph table, for maintenance. */
@@ -352,64 +373,68 @@ export class Store extends MemoryReads {
    */
   async ownerOf(id: string): Promise<string | undefined> {
     const where = `id = ${sqlString(id)}`;
-    const tables = id.startsWith("mem_") ? (await this.segments()).map((s) => s.table) : id.startsWith("ent_") || id.startsWith("rel_") ? [await this.freshGraph()] : [];
-    const rows = (await Promise.all(tables.map((t) => t.query().where(where).select(["accountId"]).limit(1).toArray()))).flat();
-    return rows[0] ? String(rows[0].accountId) : undefined;
+    return this.afresh(async () => {
+      const tables = id.startsWith("mem_") ? (await this.segments()).map((s) => s.table) : id.startsWith("ent_") || id.startsWith("rel_") ? [await this.freshGraph()] : [];
+      const rows = (await Promise.all(tables.map((t) => t.query().where(where).select(["accountId"]).limit(1).toArray()))).flat();
+      return rows[0] ? String(rows[0].accountId) : undefined;
+    });
   }
 
   async getEntity(accountId: string, id: string): Promise<EntityRecord | undefined> {
-    return (await this.graphNow()).getEntity(accountId, id);
+    return this.graphRead((g) => g.getEntity(accountId, id));
   }
 
   async getEntities(accountId: string, ids: string[]): Promise<Map<string, EntityRecord>> {
-    return (await this.graphNow()).getEntities(accountId, ids);
+    return this.graphRead((g) => g.getEntities(accountId, ids));
   }
 
   async findEntityByName(accountId: string, nameKey: string, type: string): Promise<EntityRecord | undefined> {
-    return (await this.graphNow()).findEntityByName(accountId, nameKey, type);
+    return this.graphRead((g) => g.findEntityByName(accountId, nameKey, type));
   }
 
   async findEntitiesByName(accountId: string, nameKey: string): Promise<EntityRecord[]> {
-    return (await this.graphNow()).findEntitiesByName(accountId, nameKey);
+    return this.graphRead((g) => g.findEntitiesByName(accountId, nameKey));
   }
 
   async listEntities(accountId: string, filter: { type?: string }, page: PageWindow): Promise<{ records: EntityRecord[]; total: number }> {
-    return (await this.graphNow()).listEntities(accountId, filter, page);
+    return this.graphRead((g) => g.listEntities(accountId, filter, page));
   }
 
   async searchEntities(accountId: string, filter: { type?: string }, foldedQuery: string): Promise<EntityRecord[]> {
-    return (await this.graphNow()).searchEntities(accountId, filter, foldedQuery);
+    return this.graphRead((g) => g.searchEntities(accountId, filter, foldedQuery));
   }
 
   async getRelation(accountId: string, id: string): Promise<RelationRecord | undefined> {
-    return (await this.graphNow()).getRelation(accountId, id);
+    return this.graphRead((g) => g.getRelation(accountId, id));
   }
 
   async listRelations(filter: RelationFilter, page: PageWindow): Promise<{ records: RelationRecord[]; total: number }> {
-    return (await this.graphNow()).listRelations(filter, page);
+    return this.graphRead((g) => g.listRelations(filter, page));
   }
 
   async relationsOf(accountId: string, entityIds: string[], direction: "out" | "in" | "both", type?: string): Promise<RelationRecord[]> {
-    return (await this.graphNow()).relationsOf(accountId, entityIds, direction, type);
+    return this.graphRead((g) => g.relationsOf(accountId, entityIds, direction, type));
   }
 
   async allGraph(accountId: string): Promise<{ entities: EntityRecord[]; relations: RelationRecord[] }> {
-    return (await this.graphNow()).allGraph(accountId);
+    return this.graphRead((g) => g.allGraph(accountId));
   }
 
   /** Which of `ids` exist, in any account, with the account each belongs to (imports keep ids unique store-wide). */
   async existingIds(kind: "memory" | "entity" | "relation", ids: string[]): Promise<Map<string, string>> {
-    const out = new Map<string, string>();
-    const unique = [...new Set(ids)];
-    const tables = kind === "memory" ? (await this.segments()).map((s) => s.table) : [await this.freshGraph()];
-    for (let i = 0; i < unique.length; i += 500) {
-      const list = unique.slice(i, i + 500).map(sqlString).join(", ");
-      const where = kind === "memory" ? `id IN (${list})` : `kind = '${kind}' AND id IN (${list})`;
-      for (const rows of await Promise.all(tables.map((t) => t.query().where(where).select(["id", "accountId"]).toArray()))) {
-        for (const r of rows) out.set(String(r.id), String(r.accountId));
+    return this.afresh(async () => {
+      const out = new Map<string, string>();
+      const unique = [...new Set(ids)];
+      const tables = kind === "memory" ? (await this.segments()).map((s) => s.table) : [await this.freshGraph()];
+      for (let i = 0; i < unique.length; i += 500) {
+        const list = unique.slice(i, i + 500).map(sqlString).join(", ");
+        const where = kind === "memory" ? `id IN (${list})` : `kind = '${kind}' AND id IN (${list})`;
+        for (const rows of await Promise.all(tables.map((t) => t.query().where(where).select(["id", "accountId"]).toArray()))) {
+          for (const r of rows) out.set(String(r.id), String(r.accountId));
+        }
       }
-    }
-    return out;
+      return out;
+    });
   }
 
   /**
