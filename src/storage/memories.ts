@@ -133,6 +133,11 @@ export interface LastSeqs {
   othersWrote: boolean;
 }
 
+/** Whether the numbers `known` holds are still the users' last ones in `active` (see LastSeqs): not after a seal, nor after another process's write. */
+export async function lastSeqsHold(known: LastSeqs, active: Segment): Promise<boolean> {
+  return known.segment === active.name && !(known.othersWrote && known.version !== (await active.table.version()));
+}
+
 /** Users whose last sequence number a store keeps (~100 bytes each). */
 const LAST_SEQS_KEPT = 10_000;
 
@@ -458,8 +463,17 @@ export abstract class MemoryReads {
    * only when it gets that many does it ask again, side by side: for the exact keys alone, and per
    * user for each user with fewer than perUser rows among them (another's may have crowded theirs
    * out; a user with perUser rows there has its newest).
+   *
+   * `withVectors` reads their vectors in the same query: detection compares a note that says
+   * something changed with them by the model, and a second query for them was a second round of
+   * requests on an object store.
    */
-  async currentMemoriesMatching(accountId: string, keysByUser: Map<string, string[]>, newest?: { perUser: number; exact: Set<string> }): Promise<Map<string, MemoryRecord[]>> {
+  async currentMemoriesMatching(
+    accountId: string,
+    keysByUser: Map<string, string[]>,
+    newest?: { perUser: number; exact: Set<string> },
+    withVectors = false,
+  ): Promise<Map<string, (MemoryRecord & { vector?: Float32Array })[]>> {
     const out = new Map<string, MemoryRecord[]>();
     const users = [...keysByUser].filter(([, keys]) => keys.length);
     for (const [userId] of keysByUser) out.set(userId, []);
@@ -467,7 +481,8 @@ export abstract class MemoryReads {
     const read = async (userIds: string[], keys: string[], limit?: number) => {
       if (!keys.length) return [];
       const where = `${memoryWhere({ accountId, current: true })} AND userId IN (${userIds.map(sqlString).join(", ")}) AND array_has_any(matchKeys, ${sqlStringList([...new Set(keys)])})`;
-      return this.fromSegments((t) => (limit ? t.query().where(where).orderBy(NEWEST_FIRST).limit(limit) : t.query().where(where)).select(RECORD_COLUMNS));
+      const columns = withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS;
+      return this.fromSegments((t) => (limit ? t.query().where(where).orderBy(NEWEST_FIRST).limit(limit) : t.query().where(where)).select(columns), withVectors);
     };
     const cap = newest && newest.perUser * users.length;
     let rows = await read(users.map(([u]) => u), users.flatMap(([, keys]) => keys), cap);
@@ -522,6 +537,19 @@ export abstract class MemoryReads {
   }
 
   /**
+   * Whole rows, vectors included, of the current memories of these users of one account, oldest
+   * first (createdAt, then id), at most `limit` of them (the oldest). For detection
+   * (core/validity.ts) among users known to have few memories: one query for all of them, instead
+   * of a candidates query, a vector search per user and a read of the candidates' vectors.
+   */
+  async currentMemoriesOf(accountId: string, userIds: string[], limit: number): Promise<MemoryRow[]> {
+    if (!userIds.length) return [];
+    const where = `${memoryWhere({ accountId, current: true })} AND userId IN (${userIds.map(sqlString).join(", ")})`;
+    const rows = await this.fromSegments((t) => t.query().where(where).orderBy(OLDEST_FIRST).limit(limit).select([...ROW_COLUMNS, "vector"]), true);
+    return rows.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id)).slice(0, limit).map((r) => ({ ...r, history: r.history ?? null }) as MemoryRow);
+  }
+
+  /**
    * One page of the scope's memories, oldest first (createdAt, then id), after the given position:
    * a keyset page, so an export streams a table of any size in stable pages while others write.
    */
@@ -562,8 +590,8 @@ export abstract class MemoryWrites {
     // them. The numbers this process wrote last are kept while they hold (LastSeqs): a seal, this
     // process's deletes, and another process's writes make them be asked for again.
     const known = this.lastSeqs;
-    const segment = this.segments[this.segments.length - 1].name;
-    if (known.segment !== segment || (known.othersWrote && known.version !== (await this.active.version()))) known.byUser.clear();
+    const segment = this.segments[this.segments.length - 1];
+    if (!(await lastSeqsHold(known, segment))) known.byUser.clear();
     // The users this process doesn't know are asked for together: one round of requests, not one
     // per user (object storage: ~20 ms each; a group of 8 users after a compaction took 8 rounds).
     const keyOf = (row: MemoryRow) => `${row.accountId}\u0000${row.userId}`;
@@ -590,7 +618,7 @@ export abstract class MemoryWrites {
       if (known.byUser.size <= LAST_SEQS_KEPT) break;
       known.byUser.delete(key);
     }
-    known.segment = segment;
+    known.segment = segment.name;
     known.version = await this.active.version();
   }
 

@@ -13,7 +13,7 @@ import { sqlString, type Connection, type Session, type Table } from "./lance.js
 import { coordinationDir, placeOf, type StorePlace } from "./location.js";
 import { WRITE_LOCK_TIMEOUT_MS } from "./lock.js";
 import { MAINTAINED_STAMP, maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
-import { addLaterColumns, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type RoutingCache } from "./memories.js";
+import { addLaterColumns, lastSeqsHold, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type RoutingCache } from "./memories.js";
 import type { PageWindow } from "./pages.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
 import { FIRST_SEGMENT, SegmentSet, segmentList, segmentName, type Segment } from "./segments.js";
@@ -305,6 +305,19 @@ export class Store extends MemoryReads {
     return segments;
   }
 
+  /**
+   * At most how many memories the user has, as this process's own writes tell: the user's last
+   * sequence number (numbers go 1, 2, 3… and are never given twice), while the numbers it kept
+   * hold (LastSeqs). Undefined when they don't say: a user this process hasn't written lately, or
+   * after a seal or another process's write. Costs no request. Meant for use under the write lock,
+   * where no other process can add a memory.
+   */
+  async memoriesAtMost(accountId: string, userId: string): Promise<number | undefined> {
+    const segments = await this.segments();
+    if (!(await lastSeqsHold(this.lastSeqs, segments[segments.length - 1]))) return undefined;
+    return this.lastSeqs.byUser.get(`${accountId}\u0000${userId}`);
+  }
+
   /** The graph table, once its handle is within the read-consistency interval (storage/freshness.ts). */
   private async freshGraph(): Promise<Table> {
     await this.freshness?.ensure([this.graph]);
@@ -514,9 +527,12 @@ export class Store extends MemoryReads {
   }
 
   async stats(): Promise<StoreStats> {
-    const segments = await Promise.all((await this.segments()).map((s) => segmentStats(s, { versions: true })));
+    // Listing a table's versions reads each one's manifest: a cleanup running meanwhile (the
+    // background maintainer's, or another process's optimize) can remove one between the two.
+    const [segments, graph] = await this.afresh(() =>
+      Promise.all([this.segments().then((all) => Promise.all(all.map((s) => segmentStats(s, { versions: true })))), this.freshGraph().then((g) => tableStats(g))]),
+    );
     const indexed = segments.filter((s) => s.vectorIndex);
-    const graph = await tableStats(await this.freshGraph());
     return {
       path: this.dir,
       embedder: this.config.embedder,
