@@ -80,7 +80,7 @@ export interface Plan {
   marks: Map<string, { by: number; reason: string }>;
   /** incoming index → [index of a later incoming that replaces it, reason] */
   inBatch: Map<number, { by: number; reason: string }>;
-  /** Whole rows detection read (a user's every current memory): a replaced one among them is marked without reading it again. */
+  /** Whole rows detection read (a user's every current memory, or candidates read whole): a replaced one among them is marked without reading it again. */
   read: Map<string, MemoryRow>;
 }
 
@@ -161,24 +161,28 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // asked while the nearest are looked for. A user whose every current memory is read for the
   // nearest (scanning) has its candidates picked from those rows, and asked for only when there
   // were too many to read. A user with a new memory that says something changed gets the
-  // candidates' vectors with them: the model's reading compares it with those sharing a key.
+  // candidates whole, vectors included: the model's reading compares it with those sharing a key,
+  // and a replaced one is rewritten whole.
   const scanning = await scannedUsers(store, items, nearGroups);
   const scans = (key: string) => scanning.has(key);
   const candidates = new Map<string, MemoryRecord[]>();
   const vectors = new Map<string, Float32Array>();
+  /** Whole rows read (Plan.read). */
+  const read = new Map<string, MemoryRow>();
   const ask = async (only: (key: string) => boolean) => {
     for (const [accountId, keysByUser] of keysByAccount) {
       const asked = new Map([...keysByUser].filter(([userId]) => only(userKey({ accountId, userId }))));
       if (!asked.size) continue;
       const exact = new Set([...asked.values()].flat().filter((k) => k.startsWith(TEXT_KEY)));
-      const withVectors = [...asked.keys()].some((userId) => nearGroups.has(userKey({ accountId, userId })));
-      for (const [userId, rows] of await store.currentMemoriesMatching(accountId, asked, { perUser: DETECT_CANDIDATES, exact }, withVectors)) {
+      const whole = [...asked.keys()].some((userId) => nearGroups.has(userKey({ accountId, userId })));
+      for (const [userId, rows] of await store.currentMemoriesMatching(accountId, asked, { perUser: DETECT_CANDIDATES, exact }, whole)) {
         candidates.set(userKey({ accountId, userId }), rows);
-        for (const r of rows) if (r.vector) vectors.set(r.id, r.vector);
+        if (whole) for (const r of rows as MemoryRow[]) read.set(r.id, r);
       }
     }
   };
-  const [{ near, scanned }] = await Promise.all([nearestOlder(store, items, nearGroups, scanning, keyed, vectors), ask((key) => !scans(key))]);
+  const [{ near, scanned }] = await Promise.all([nearestOlder(store, items, nearGroups, scanning, keyed), ask((key) => !scans(key))]);
+  for (const rows of scanned.values()) for (const r of rows) read.set(r.id, r);
   for (const [accountId, keysByUser] of keysByAccount) {
     for (const [userId, userKeys] of keysByUser) {
       const rows = scanned.get(userKey({ accountId, userId }));
@@ -186,6 +190,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     }
   }
   await ask((key) => scans(key) && !scanned.has(key));
+  for (const r of read.values()) vectors.set(r.id, r.vector);
 
   const wanted = new Map<string, Set<string>>();
   items.forEach((it, i) => {
@@ -256,8 +261,6 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       settled[i].replaced.push(e.row.id);
     }
   });
-  const read = new Map<string, MemoryRow>();
-  for (const rows of scanned.values()) for (const r of rows) read.set(r.id, r);
   return { items, settled, marks, inBatch, read };
 }
 
@@ -380,7 +383,7 @@ async function scannedUsers(store: Store, items: Incoming[], groups: Map<string,
  * its user and agent that share no fact key with it (`keyed`), with their cosines. The users of
  * `scanning` have their every current memory read instead of a vector search each: those known to
  * have few in one query per account, the others one query each, capped at NEAR_SCAN + 1; their
- * rows are returned as `scanned` (for the candidates), and their vectors added to `vectors`.
+ * rows are returned as `scanned` (for the candidates, their vectors, and the rows to mark).
  */
 async function nearestOlder(
   store: Store,
@@ -388,7 +391,6 @@ async function nearestOlder(
   groups: Map<string, number[]>,
   scanning: Map<string, number | undefined>,
   keyed: (i: number, matchKeys: string[]) => boolean,
-  vectors: Map<string, Float32Array>,
 ): Promise<{ near: { record: MemoryRecord; cosine: number }[][]; scanned: Map<string, MemoryRow[]> }> {
   const near = items.map(() => [] as { record: MemoryRecord; cosine: number }[]);
   const scanned = new Map<string, MemoryRow[]>();
@@ -416,7 +418,6 @@ async function nearestOlder(
       if (read.length <= NEAR_SCAN) scanned.set(key, read);
     }),
   ]);
-  for (const rows of scanned.values()) for (const r of rows) vectors.set(r.id, r.vector);
   await Promise.all(
     [...groups].map(async ([key, indexes]) => {
       const { accountId, userId } = who(key);

@@ -464,16 +464,17 @@ export abstract class MemoryReads {
    * user for each user with fewer than perUser rows among them (another's may have crowded theirs
    * out; a user with perUser rows there has its newest).
    *
-   * `withVectors` reads their vectors in the same query: detection compares a note that says
-   * something changed with them by the model, and a second query for them was a second round of
-   * requests on an object store.
+   * `whole` reads whole rows, vectors and history included, in the same query: detection compares
+   * a note that says something changed with them by the model, and may mark one replaced (a
+   * rewrite of its whole row); a second query for either was a second round of requests on an
+   * object store.
    */
   async currentMemoriesMatching(
     accountId: string,
     keysByUser: Map<string, string[]>,
     newest?: { perUser: number; exact: Set<string> },
-    withVectors = false,
-  ): Promise<Map<string, (MemoryRecord & { vector?: Float32Array })[]>> {
+    whole = false,
+  ): Promise<Map<string, (MemoryRecord & { vector?: Float32Array; history?: string | null })[]>> {
     const out = new Map<string, MemoryRecord[]>();
     const users = [...keysByUser].filter(([, keys]) => keys.length);
     for (const [userId] of keysByUser) out.set(userId, []);
@@ -481,8 +482,8 @@ export abstract class MemoryReads {
     const read = async (userIds: string[], keys: string[], limit?: number) => {
       if (!keys.length) return [];
       const where = `${memoryWhere({ accountId, current: true })} AND userId IN (${userIds.map(sqlString).join(", ")}) AND array_has_any(matchKeys, ${sqlStringList([...new Set(keys)])})`;
-      const columns = withVectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS;
-      return this.fromSegments((t) => (limit ? t.query().where(where).orderBy(NEWEST_FIRST).limit(limit) : t.query().where(where)).select(columns), withVectors);
+      const columns = whole ? [...ROW_COLUMNS, "vector"] : RECORD_COLUMNS;
+      return this.fromSegments((t) => (limit ? t.query().where(where).orderBy(NEWEST_FIRST).limit(limit) : t.query().where(where)).select(columns), whole);
     };
     const cap = newest && newest.perUser * users.length;
     let rows = await read(users.map(([u]) => u), users.flatMap(([, keys]) => keys), cap);
