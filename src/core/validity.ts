@@ -100,7 +100,7 @@ export const NEAR_CANDIDATES = 5;
 /**
  * Up to how many of a user's current memories detection reads whole to find the nearest of the
  * user's new memories that say something changed, instead of a vector search each: for a batch
- * with several of them, and for users with one each known to have at most this many together
+ * with several of them, and for users with one each who have at most this many together
  * (Store.memoriesAtMost).
  */
 export const NEAR_SCAN = 2000;
@@ -353,27 +353,30 @@ export function replacedAfterReplacing<T extends { record: MemoryRecord; score: 
  * The users of `groups` whose every current memory (up to NEAR_SCAN) detection reads to find the
  * nearest of their new memories, instead of a vector search each, with how many memories they have
  * at most when that is known: a user with several new memories in the batch (undefined: read with
- * a cap), and a user with one whom this process knows to have few (Store.memoriesAtMost), up to
- * NEAR_SCAN for all such users of an account together. For such a user one query answers the nearest, the candidates and their
- * vectors: on an object store a create that says something changed made three queries, two of
- * them one after the other. A user this process doesn't know (its first create here, or after
- * another process's write) is searched as before, so that a user with many memories never pays
- * for reading them all.
+ * a cap), and a user with one who has few (Store.memoriesAtMost: the user's last sequence number),
+ * up to NEAR_SCAN for all such users of an account together. For such a user one query answers the
+ * nearest, the candidates and their vectors: on an object store a create that says something
+ * changed made three queries, two of them one after the other. The last sequence numbers this
+ * process doesn't know are asked here, in a round the insert would have made after detection
+ * anyway; a user with more than NEAR_SCAN memories is searched as before, and never pays for
+ * reading them all.
  */
 async function scannedUsers(store: Store, items: Incoming[], groups: Map<string, number[]>): Promise<Map<string, number | undefined>> {
   const scanning = new Map<string, number | undefined>();
-  /** Per account, how many rows the known users' one query may read: NEAR_SCAN in all, as for one user of a batch. */
-  const reading = new Map<string, number>();
+  const single = new Map<string, string[]>();
   for (const [key, indexes] of groups) {
-    if (indexes.length > 1) {
-      scanning.set(key, undefined);
-      continue;
-    }
     const { accountId, userId } = items[indexes[0]].row;
-    const most = await store.memoriesAtMost(accountId, userId);
-    if (most === undefined || (reading.get(accountId) ?? 0) + most > NEAR_SCAN) continue;
-    scanning.set(key, most);
-    reading.set(accountId, (reading.get(accountId) ?? 0) + most);
+    if (indexes.length > 1) scanning.set(key, undefined);
+    else single.set(accountId, [...(single.get(accountId) ?? []), userId]);
+  }
+  for (const [accountId, userIds] of single) {
+    // The known users' one query reads NEAR_SCAN rows at most, as for one user of a batch.
+    let reading = 0;
+    for (const [userId, most] of await store.memoriesAtMost(accountId, userIds)) {
+      if (reading + most > NEAR_SCAN) continue;
+      scanning.set(userKey({ accountId, userId }), most);
+      reading += most;
+    }
   }
   return scanning;
 }

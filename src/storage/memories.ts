@@ -138,6 +138,21 @@ export async function lastSeqsHold(known: LastSeqs, active: Segment): Promise<bo
   return known.segment === active.name && !(known.othersWrote && known.version !== (await active.table.version()));
 }
 
+/** The user's highest sequence number: in the newest segment that has any of their memories (0 for none). */
+export async function lastSeqIn(segments: Segment[], accountId: string, userId: string): Promise<number> {
+  for (const { table } of [...segments].reverse()) {
+    const rows = await table
+      .query()
+      .where(`accountId = ${sqlString(accountId)} AND userId = ${sqlString(userId)}`)
+      .orderBy({ columnName: "seq", ascending: false })
+      .select(["seq"])
+      .limit(1)
+      .toArray();
+    if (rows.length) return Number(rows[0].seq);
+  }
+  return 0;
+}
+
 /** Users whose last sequence number a store keeps (~100 bytes each). */
 const LAST_SEQS_KEPT = 10_000;
 
@@ -597,7 +612,7 @@ export abstract class MemoryWrites {
     // per user (object storage: ~20 ms each; a group of 8 users after a compaction took 8 rounds).
     const keyOf = (row: MemoryRow) => `${row.accountId}\u0000${row.userId}`;
     const unknown = new Map(rows.filter((r) => !known.byUser.has(keyOf(r))).map((r) => [keyOf(r), r]));
-    const asked = new Map(await Promise.all([...unknown].map(async ([key, r]) => [key, await this.lastSeq(r.accountId, r.userId)] as const)));
+    const asked = new Map(await Promise.all([...unknown].map(async ([key, r]) => [key, await lastSeqIn(this.segments, r.accountId, r.userId)] as const)));
     const next = new Map<string, number>();
     for (const row of rows) {
       const key = keyOf(row);
@@ -623,20 +638,6 @@ export abstract class MemoryWrites {
     known.version = await this.active.version();
   }
 
-  /** The user's highest sequence number: in the newest segment that has any of their memories. */
-  private async lastSeq(accountId: string, userId: string): Promise<number> {
-    for (const { table } of [...this.segments].reverse()) {
-      const rows = await table
-        .query()
-        .where(`accountId = ${sqlString(accountId)} AND userId = ${sqlString(userId)}`)
-        .orderBy({ columnName: "seq", ascending: false })
-        .select(["seq"])
-        .limit(1)
-        .toArray();
-      if (rows.length) return Number(rows[0].seq);
-    }
-    return 0;
-  }
 
   /**
    * Rewrites whole memory rows (as read by getMemoryRow): one merge-insert commit per segment that

@@ -13,7 +13,7 @@ import { sqlString, type Connection, type Session, type Table } from "./lance.js
 import { coordinationDir, placeOf, type StorePlace } from "./location.js";
 import { WRITE_LOCK_TIMEOUT_MS } from "./lock.js";
 import { MAINTAINED_STAMP, maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
-import { addLaterColumns, lastSeqsHold, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type RoutingCache } from "./memories.js";
+import { addLaterColumns, lastSeqIn, lastSeqsHold, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type RoutingCache } from "./memories.js";
 import type { PageWindow } from "./pages.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
 import { FIRST_SEGMENT, SegmentSet, segmentList, segmentName, type Segment } from "./segments.js";
@@ -306,16 +306,26 @@ export class Store extends MemoryReads {
   }
 
   /**
-   * At most how many memories the user has, as this process's own writes tell: the user's last
-   * sequence number (numbers go 1, 2, 3… and are never given twice), while the numbers it kept
-   * hold (LastSeqs). Undefined when they don't say: a user this process hasn't written lately, or
-   * after a seal or another process's write. Costs no request. Meant for use under the write lock,
+   * At most how many memories each of these users of one account has: their last sequence numbers
+   * (numbers go 1, 2, 3… and are never given twice). Those this process keeps for numbering its
+   * inserts (LastSeqs) cost nothing; the others are asked, one query each, side by side, and kept:
+   * the insert that follows under the same lock needn't ask them again. Under the write lock only,
    * where no other process can add a memory.
    */
-  async memoriesAtMost(accountId: string, userId: string): Promise<number | undefined> {
+  async memoriesAtMost(accountId: string, userIds: string[]): Promise<Map<string, number>> {
     const segments = await this.segments();
-    if (!(await lastSeqsHold(this.lastSeqs, segments[segments.length - 1]))) return undefined;
-    return this.lastSeqs.byUser.get(`${accountId}\u0000${userId}`);
+    const active = segments[segments.length - 1];
+    const known = this.lastSeqs;
+    if (!(await lastSeqsHold(known, active))) {
+      // As of now: under the lock, caught up, the handles are at the latest rows.
+      known.byUser.clear();
+      known.segment = active.name;
+      known.version = await active.table.version();
+    }
+    const key = (userId: string) => `${accountId}\u0000${userId}`;
+    const unknown = [...new Set(userIds)].filter((u) => !known.byUser.has(key(u)));
+    for (const [userId, last] of await Promise.all(unknown.map(async (u) => [u, await lastSeqIn(segments, accountId, u)] as const))) known.byUser.set(key(userId), last);
+    return new Map(userIds.map((u) => [u, known.byUser.get(key(u))!]));
   }
 
   /** The graph table, once its handle is within the read-consistency interval (storage/freshness.ts). */

@@ -4,15 +4,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openContext, type Context } from "../../src/core/context.js";
 import { createMemory } from "../../src/core/memories.js";
+import { NEAR_SCAN } from "../../src/core/validity.js";
 
 const FIXTURES = join(import.meta.dirname, "..", "fixtures", "supersede");
 const lines = async (name: string) => (await readFile(join(FIXTURES, name), "utf8")).split("\n").filter(Boolean).map((l) => JSON.parse(l) as { id?: string; facts?: string[]; content?: string });
 
 /**
- * Detection reads a user's every current memory in one query when this process knows the user has
- * few (core/validity.ts, scannedUsers), and otherwise asks for candidates and searches by vector.
- * The two must decide the same: the real model (use-lite) on a real local store, scenarios of the
- * development set, each replayed by two users, one of whom this process is made not to know.
+ * Detection reads a user's every current memory in one query when the user has few (core/validity.ts,
+ * scannedUsers), and otherwise asks for candidates and searches by vector. The two must decide the
+ * same: the real model (use-lite) on a real local store, scenarios of the development set, each
+ * replayed by two users, one of whom is said to have too many to read whole.
  */
 describe("detection decides the same whether it reads a user's memories whole or searches them", () => {
   let dir: string;
@@ -28,8 +29,13 @@ describe("detection decides the same whether it reads a user's memories whole or
   });
 
   it("the same older facts marked replaced, by the same newer ones, in 24 scenarios", async () => {
-    const known = ctx.store.memoriesAtMost.bind(ctx.store);
-    vi.spyOn(ctx.store, "memoriesAtMost").mockImplementation((accountId, userId) => (userId.startsWith("searched") ? Promise.resolve(undefined) : known(accountId, userId)));
+    // A "searched" user is said to have more memories than detection reads whole.
+    const atMost = ctx.store.memoriesAtMost.bind(ctx.store);
+    vi.spyOn(ctx.store, "memoriesAtMost").mockImplementation(async (accountId, userIds) => {
+      const most = await atMost(accountId, userIds);
+      for (const u of userIds) if (u.startsWith("searched")) most.set(u, NEAR_SCAN + 1);
+      return most;
+    });
     const wholeReads = vi.spyOn(ctx.store, "currentMemoriesOf");
     const searches = vi.spyOn(ctx.store, "searchMemories");
     const fillers = (await lines("fillers.jsonl")).slice(0, 2).map((f) => f.content!);

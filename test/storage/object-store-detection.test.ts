@@ -2,8 +2,10 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { openContext, type Context } from "../../src/core/context.js";
 import { createMemory } from "../../src/core/memories.js";
 import { saysChanged } from "../../src/core/supersede.js";
+import { NEAR_SCAN } from "../../src/core/validity.js";
 import { useAzurite } from "../helpers/azurite.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
+import { countSeqQueries } from "../helpers/seq-queries.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
@@ -25,6 +27,7 @@ function readsOf(ctx: Context) {
     rows: vi.spyOn(store, "getMemoryRows"),
   };
 }
+
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -56,7 +59,7 @@ describe("detection's reads on an object store (real Azurite)", () => {
     await ctx.close();
   });
 
-  it("of a user this process doesn't know (another process wrote last): the candidates come whole with their vectors, and the user's memories are searched, not read whole", async () => {
+  it("of a user this process doesn't know (another process wrote last): the user's last sequence number is asked first, once for the create, and the user read whole", async () => {
     const uri = `az://${await azurite().container()}/unknown`;
     const state = await tempDir();
     const a = await open(uri, state);
@@ -65,7 +68,32 @@ describe("detection's reads on an object store (real Azurite)", () => {
     const b = await open(uri, state);
 
     const reads = readsOf(b);
+    const asked = countSeqQueries();
     const made = await createMemory(b, { content: NEW, userId: "ana" });
+    expect(made.supersedes).toEqual([old.id]);
+    expect(asked.count()).toBe(1); // by detection; the insert knows it then
+    expect(reads.users).toHaveBeenCalledTimes(1);
+    expect(reads.candidates).not.toHaveBeenCalled();
+    expect(reads.search).not.toHaveBeenCalled();
+    expect(await b.store.write(async () => (await b.store.memoriesAtMost(b.accountId, ["ana"])).get("ana"))).toBe(3);
+
+    // Another process's write: asked again.
+    await createMemory(a, { content: "Another note from the first process.", userId: "ana" });
+    const before = asked.count();
+    expect(await b.store.write(async () => (await b.store.memoriesAtMost(b.accountId, ["ana"])).get("ana"))).toBe(4);
+    expect(asked.count()).toBe(before + 1);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it("of a user with more memories than are read whole: the candidates come whole with their vectors, and the user's memories are searched", async () => {
+    const uri = `az://${await azurite().container()}/many`;
+    const ctx = await open(uri, await tempDir());
+    const old = await createMemory(ctx, { content: OLD, userId: "ana" });
+    await createMemory(ctx, { content: "The tomatoes on the balcony turned red.", userId: "ana" });
+    vi.spyOn(ctx.store, "memoriesAtMost").mockResolvedValue(new Map([["ana", NEAR_SCAN + 1]]));
+
+    const reads = readsOf(ctx);
+    const made = await createMemory(ctx, { content: NEW, userId: "ana" });
     expect(made.supersedes).toEqual([old.id]);
     expect(reads.users).not.toHaveBeenCalled();
     expect(reads.candidates).toHaveBeenCalledTimes(1);
@@ -74,12 +102,7 @@ describe("detection's reads on an object store (real Azurite)", () => {
     // Before: a second round for the candidates' vectors, and a third read of the replaced row to mark it.
     expect(reads.vectorsOf).not.toHaveBeenCalled();
     expect(reads.rows).not.toHaveBeenCalled();
-
-    // Once b has written for the user, it knows how many the user has at most.
-    expect(await b.store.write(() => b.store.memoriesAtMost(b.accountId, "ana"))).toBe(3);
-    await createMemory(a, { content: "Another note from the first process.", userId: "ana" });
-    expect(await b.store.write(() => b.store.memoriesAtMost(b.accountId, "ana"))).toBeUndefined();
-    await Promise.all([a.close(), b.close()]);
+    await ctx.close();
   });
 
   it("a note that says nothing changed reads its candidates without vectors, as before", async () => {
