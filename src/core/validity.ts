@@ -80,6 +80,8 @@ export interface Plan {
   marks: Map<string, { by: number; reason: string }>;
   /** incoming index → [index of a later incoming that replaces it, reason] */
   inBatch: Map<number, { by: number; reason: string }>;
+  /** Whole rows detection read (a user's every current memory, or candidates read whole): a replaced one among them is marked without reading it again. */
+  read: Map<string, MemoryRow>;
 }
 
 /**
@@ -95,7 +97,12 @@ export const DETECT_CANDIDATES = 200;
 
 /** How many of a user's nearest current memories by the model a new memory that says something changed is compared with (supersede.ts SAID_CHANGED.near). */
 export const NEAR_CANDIDATES = 5;
-/** Up to how many of a user's current memories a batch with several of the user's new memories reads to find their nearest (beyond, a vector search each). */
+/**
+ * Up to how many of a user's current memories detection reads whole to find the nearest of the
+ * user's new memories that say something changed, instead of a vector search each: for a batch
+ * with several of them, and for users with one each who have at most this many together
+ * (Store.memoriesAtMost).
+ */
 export const NEAR_SCAN = 2000;
 
 /**
@@ -151,20 +158,31 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   });
 
   // Candidates come from one query per account (each a round of requests on an object store),
-  // asked while the nearest are looked for. A user with two or more memories in the batch that say
-  // something changed has every current memory read by that search (nearestOlder, scansAll): its
-  // candidates are picked from those rows, and asked for only when there were too many to read.
-  const scans = (key: string) => scansAll(nearGroups.get(key) ?? []);
+  // asked while the nearest are looked for. A user whose every current memory is read for the
+  // nearest (scanning) has its candidates picked from those rows, and asked for only when there
+  // were too many to read. A user with a new memory that says something changed gets the
+  // candidates whole, vectors included: the model's reading compares it with those sharing a key,
+  // and a replaced one is rewritten whole.
+  const scanning = await scannedUsers(store, items, nearGroups);
+  const scans = (key: string) => scanning.has(key);
   const candidates = new Map<string, MemoryRecord[]>();
+  const vectors = new Map<string, Float32Array>();
+  /** Whole rows read (Plan.read). */
+  const read = new Map<string, MemoryRow>();
   const ask = async (only: (key: string) => boolean) => {
     for (const [accountId, keysByUser] of keysByAccount) {
       const asked = new Map([...keysByUser].filter(([userId]) => only(userKey({ accountId, userId }))));
       if (!asked.size) continue;
       const exact = new Set([...asked.values()].flat().filter((k) => k.startsWith(TEXT_KEY)));
-      for (const [userId, rows] of await store.currentMemoriesMatching(accountId, asked, { perUser: DETECT_CANDIDATES, exact })) candidates.set(userKey({ accountId, userId }), rows);
+      const whole = [...asked.keys()].some((userId) => nearGroups.has(userKey({ accountId, userId })));
+      for (const [userId, rows] of await store.currentMemoriesMatching(accountId, asked, { perUser: DETECT_CANDIDATES, exact }, whole)) {
+        candidates.set(userKey({ accountId, userId }), rows);
+        if (whole) for (const r of rows as MemoryRow[]) read.set(r.id, r);
+      }
     }
   };
-  const [{ near, vectors, scanned }] = await Promise.all([nearestOlder(store, items, nearGroups, keyed), ask((key) => !scans(key))]);
+  const [{ near, scanned }] = await Promise.all([nearestOlder(store, items, nearGroups, scanning, keyed), ask((key) => !scans(key))]);
+  for (const rows of scanned.values()) for (const r of rows) read.set(r.id, r);
   for (const [accountId, keysByUser] of keysByAccount) {
     for (const [userId, userKeys] of keysByUser) {
       const rows = scanned.get(userKey({ accountId, userId }));
@@ -172,6 +190,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     }
   }
   await ask((key) => scans(key) && !scanned.has(key));
+  for (const r of read.values()) vectors.set(r.id, r.vector);
 
   const wanted = new Map<string, Set<string>>();
   items.forEach((it, i) => {
@@ -242,7 +261,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       settled[i].replaced.push(e.row.id);
     }
   });
-  return { items, settled, marks, inBatch };
+  return { items, settled, marks, inBatch, read };
 }
 
 /**
@@ -271,7 +290,9 @@ export async function applyPlan(w: StoreWriter, plan: Plan, admitted: number[]):
     byAccount.set(acct, [...(byAccount.get(acct) ?? []), m]);
   }
   for (const [acct, list] of byAccount) {
-    const current = await w.store.getMemoryRows(acct, list.map(([id]) => id));
+    // Under the same write lock as the plan: a row the plan read whole is still as it was.
+    const unread = list.map(([id]) => id).filter((id) => !plan.read.has(id));
+    const current = [...list.flatMap(([id]) => plan.read.get(id) ?? []), ...(unread.length ? await w.store.getMemoryRows(acct, unread) : [])];
     const byId = new Map(list);
     await w.replaceMemories(
       current.map((r) => {
@@ -328,46 +349,92 @@ export function replacedAfterReplacing<T extends { record: MemoryRecord; score: 
   return out;
 }
 
-/** Whether a user's memories in a batch whose nearest are looked for read the user's every current memory (up to NEAR_SCAN), not a vector search each. */
-function scansAll(indexes: number[]): boolean {
-  return indexes.length > 1;
+/**
+ * The users of `groups` whose every current memory (up to NEAR_SCAN) detection reads to find the
+ * nearest of their new memories, instead of a vector search each, with how many memories they have
+ * at most when that is known: a user with several new memories in the batch (undefined: read with
+ * a cap), and a user with one who has few (Store.memoriesAtMost: the user's last sequence number),
+ * up to NEAR_SCAN for all such users of an account together. For such a user one query answers the
+ * nearest, the candidates and their vectors: on an object store a create that says something
+ * changed made three queries, two of them one after the other. The last sequence numbers this
+ * process doesn't know are asked here, in a round the insert would have made after detection
+ * anyway; a user with more than NEAR_SCAN memories is searched as before, and never pays for
+ * reading them all.
+ */
+async function scannedUsers(store: Store, items: Incoming[], groups: Map<string, number[]>): Promise<Map<string, number | undefined>> {
+  const scanning = new Map<string, number | undefined>();
+  const single = new Map<string, string[]>();
+  for (const [key, indexes] of groups) {
+    const { accountId, userId } = items[indexes[0]].row;
+    if (indexes.length > 1) scanning.set(key, undefined);
+    else single.set(accountId, [...(single.get(accountId) ?? []), userId]);
+  }
+  for (const [accountId, userIds] of single) {
+    // The known users' one query reads NEAR_SCAN rows at most, as for one user of a batch.
+    let reading = 0;
+    for (const [userId, most] of await store.memoriesAtMost(accountId, userIds)) {
+      if (reading + most > NEAR_SCAN) continue;
+      scanning.set(userKey({ accountId, userId }), most);
+      reading += most;
+    }
+  }
+  return scanning;
 }
 
 /**
  * Each incoming memory of `groups` (per user) with its NEAR_CANDIDATES nearest current memories of
- * its user and agent that share no fact key with it (`keyed`), with their cosines. Several of one
- * user in a batch (scansAll) read the user's vectors once (up to NEAR_SCAN of them; those vectors
- * are returned too, and the rows, as `scanned`, for the candidates) instead of one vector search
- * each.
+ * its user and agent that share no fact key with it (`keyed`), with their cosines. The users of
+ * `scanning` have their every current memory read instead of a vector search each: those known to
+ * have few in one query per account, the others one query each, capped at NEAR_SCAN + 1; their
+ * rows are returned as `scanned` (for the candidates, their vectors, and the rows to mark).
  */
 async function nearestOlder(
   store: Store,
   items: Incoming[],
   groups: Map<string, number[]>,
+  scanning: Map<string, number | undefined>,
   keyed: (i: number, matchKeys: string[]) => boolean,
-): Promise<{ near: { record: MemoryRecord; cosine: number }[][]; vectors: Map<string, Float32Array>; scanned: Map<string, MemoryRow[]> }> {
+): Promise<{ near: { record: MemoryRecord; cosine: number }[][]; scanned: Map<string, MemoryRow[]> }> {
   const near = items.map(() => [] as { record: MemoryRecord; cosine: number }[]);
-  const vectors = new Map<string, Float32Array>();
   const scanned = new Map<string, MemoryRow[]>();
+  const who = (key: string) => items[groups.get(key)![0]].row;
+  const known = new Map<string, { userIds: string[]; most: number }>();
+  for (const [key, most] of scanning) {
+    if (most === undefined) continue;
+    const { accountId, userId } = who(key);
+    const account = known.get(accountId) ?? { userIds: [], most: 0 };
+    account.userIds.push(userId);
+    account.most += most;
+    known.set(accountId, account);
+  }
+  await Promise.all([
+    ...[...known].map(async ([accountId, { userIds, most }]) => {
+      const rows = await store.currentMemoriesOf(accountId, userIds, most + 1);
+      // More than their last sequence numbers allow would mean those numbers were wrong: searched instead.
+      if (rows.length > most) return;
+      for (const userId of userIds) scanned.set(userKey({ accountId, userId }), []);
+      for (const r of rows) scanned.get(userKey(r))!.push(r);
+    }),
+    ...[...scanning].filter(([, most]) => most === undefined).map(async ([key]) => {
+      const { accountId, userId } = who(key);
+      const read = (await store.memoriesAfter({ accountId, userId, current: true }, undefined, NEAR_SCAN + 1, true)) as MemoryRow[];
+      if (read.length <= NEAR_SCAN) scanned.set(key, read);
+    }),
+  ]);
   await Promise.all(
     [...groups].map(async ([key, indexes]) => {
-      const { accountId, userId } = items[indexes[0]].row;
-      const scope = { accountId, userId, current: true };
-      const read = scansAll(indexes) ? ((await store.memoriesAfter(scope, undefined, NEAR_SCAN + 1, true)) as MemoryRow[]) : [];
-      const whole = scansAll(indexes) && read.length <= NEAR_SCAN;
-      const rows = whole ? read : [];
-      if (whole) scanned.set(key, rows);
-      for (const r of rows) vectors.set(r.id, r.vector);
+      const { accountId, userId } = who(key);
+      const rows = scanned.get(key);
       for (const i of indexes) {
         const v = items[i].row.vector;
-        const hits = rows.length
+        const hits = rows
           ? nearestOf(v, rows, NEAR_CANDIDATES)
-          : (await store.searchMemories(v, scope, NEAR_CANDIDATES)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
+          : (await store.searchMemories(v, { accountId, userId, current: true }, NEAR_CANDIDATES)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
         near[i] = hits.filter((h) => h.record.agentId === items[i].row.agentId && !keyed(i, h.record.matchKeys));
       }
     }),
   );
-  return { near, vectors, scanned };
+  return { near, scanned };
 }
 
 /**

@@ -88,3 +88,13 @@ export function isCommitConflict(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);
   return /commit conflict|preempted by concurrent|incompatible with concurrent/i.test(message);
 }
+
+/**
+ * LanceDB's "Not found: PREFIX/memories.lance/_versions/5.manifest" (or a data, deletion or index
+ * file of the table): the version a handle read was removed by a cleanup (`optimize` with
+ * `cleanupOlderThan`) since the handle last looked for the latest.
+ */
+export function isVersionGone(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : String(err);
+  return /Not found: \S*\.lance\/(?:_versions|data|_deletions|_indices|_transactions)\//.test(message);
+}

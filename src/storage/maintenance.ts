@@ -52,6 +52,8 @@ export interface Maintained {
   graphTable(): Table;
   forgetRouting(): void;
   renew(): Promise<void>;
+  /** This process's maintenance committed through the store's own handles between these two readings of the `maintained` stamp (Store.maintainedHere). */
+  maintainedHere?(before: string | undefined, after: string | undefined): void;
 }
 
 export interface SegmentWork {
@@ -160,10 +162,12 @@ export async function maintain(
   /** Runs one table's work, timed and recorded; false when it lost to a concurrent write. */
   const record = async (table: string, reason: string, fn: () => Promise<void>): Promise<boolean> => {
     const t0 = Date.now();
+    const before = await store.shared.stamp(MAINTAINED_STAMP);
     const done = await tolerateConflict(pass, fn);
     // Writers skip catching up while the stamps are the ones they last saw (Store.withWriteLock):
     // this commit moved their tables too. Not the `write` stamp: a compaction changes no sequence number.
-    await store.shared.touch(MAINTAINED_STAMP);
+    // This process's own writers share the handles that made the commit: they needn't.
+    store.maintainedHere?.(before, await store.shared.touch(MAINTAINED_STAMP));
     pass.work.push({ table, reason, ms: Date.now() - t0, ...(done ? {} : { conflict: true }) });
     return done;
   };

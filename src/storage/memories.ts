@@ -1,6 +1,6 @@
 import { MmError } from "../errors.js";
 import { MAX_VECTOR_PARTITIONS, vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
-import { loadLance, sqlString, sqlStringList, type Table, type VectorQuery } from "./lance.js";
+import { isVersionGone, loadLance, sqlString, sqlStringList, type Table, type VectorQuery } from "./lance.js";
 import { cmp, newestFirstPage, NEWEST_FIRST, OLDEST_FIRST, type PageWindow } from "./pages.js";
 import type { Segment } from "./segments.js";
 import type { SearchPlan, StoreTuning } from "./store-types.js";
@@ -135,6 +135,26 @@ export interface LastSeqs {
   othersWrote: boolean;
 }
 
+/** Whether the numbers `known` holds are still the users' last ones in `active` (see LastSeqs): not after a seal, nor after another process's write. */
+export async function lastSeqsHold(known: LastSeqs, active: Segment): Promise<boolean> {
+  return known.segment === active.name && !(known.othersWrote && known.version !== (await active.table.version()));
+}
+
+/** The user's highest sequence number: in the newest segment that has any of their memories (0 for none). */
+export async function lastSeqIn(segments: Segment[], accountId: string, userId: string): Promise<number> {
+  for (const { table } of [...segments].reverse()) {
+    const rows = await table
+      .query()
+      .where(`accountId = ${sqlString(accountId)} AND userId = ${sqlString(userId)}`)
+      .orderBy({ columnName: "seq", ascending: false })
+      .select(["seq"])
+      .limit(1)
+      .toArray();
+    if (rows.length) return Number(rows[0].seq);
+  }
+  return 0;
+}
+
 /** Users whose last sequence number a store keeps (~100 bytes each). */
 const LAST_SEQS_KEPT = 10_000;
 
@@ -155,8 +175,32 @@ export abstract class MemoryReads {
   abstract segments(): Promise<Segment[]>;
 
   /** `fn` on every segment at once, results in segment order. */
-  protected async eachSegment<T>(fn: (segment: Segment) => Promise<T>): Promise<T[]> {
-    return Promise.all((await this.segments()).map(fn));
+  protected eachSegment<T>(fn: (segment: Segment) => Promise<T>): Promise<T[]> {
+    return this.afresh(async () => Promise.all((await this.segments()).map(fn)));
+  }
+
+  /**
+   * Moves every table handle to its latest version after a read found its own version removed;
+   * false where the handles must keep their versions (a snapshot).
+   */
+  protected abstract toLatest(): Promise<boolean>;
+
+  /**
+   * `read`, and once more on the tables' latest versions when it failed because the version it
+   * read was removed meanwhile: another process's `mm store optimize --keep-minutes 0` deletes
+   * every version but the newest, with the data files only they used. A process reading a table
+   * through a handle opened or checked before that (up to the read-consistency interval, 1 s on an
+   * object store) would fail with "Not found: …/_versions/….manifest" or "…/data/….lance" until
+   * its next check. The latest version holds every committed row, so the read again on it answers
+   * what a read a moment later would have.
+   */
+  protected async afresh<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (err) {
+      if (!isVersionGone(err) || !(await this.toLatest())) throw err;
+      return read();
+    }
   }
 
   /** Memory rows from every segment for the same query. */
@@ -204,20 +248,22 @@ export abstract class MemoryReads {
 
   /** Newest first (createdAt, then id, descending): stable across pages whatever the physical order. */
   async listMemories(filter: MemoryFilter, page: PageWindow): Promise<{ records: MemoryRecord[]; total: number }> {
-    const where = memoryWhere(filter);
-    const segments = await this.segments();
-    if (segments.length === 1) return newestFirstPage(segments[0].table, where, RECORD_COLUMNS, page, (q) => readMemoryRows(q, false));
-    // Each segment's newest offset+limit, merged: the page is among them whichever segments hold it.
-    const counts = await Promise.all(segments.map((s) => s.table.countRows(where)));
-    const total = sum(counts);
-    if (page.offset >= total) return { records: [], total };
-    const windows = await Promise.all(
-      segments.map((s, i) =>
-        counts[i] ? readMemoryRows(s.table.query().where(where).orderBy(NEWEST_FIRST).limit(page.offset + page.limit).select(RECORD_COLUMNS), false) : [],
-      ),
-    );
-    const merged = windows.flat().sort((a, b) => cmp(b.createdAt, a.createdAt) || cmp(b.id, a.id));
-    return { records: merged.slice(page.offset, page.offset + page.limit), total };
+    return this.afresh(async () => {
+      const where = memoryWhere(filter);
+      const segments = await this.segments();
+      if (segments.length === 1) return newestFirstPage(segments[0].table, where, RECORD_COLUMNS, page, (q) => readMemoryRows(q, false));
+      // Each segment's newest offset+limit, merged: the page is among them whichever segments hold it.
+      const counts = await Promise.all(segments.map((s) => s.table.countRows(where)));
+      const total = sum(counts);
+      if (page.offset >= total) return { records: [], total };
+      const windows = await Promise.all(
+        segments.map((s, i) =>
+          counts[i] ? readMemoryRows(s.table.query().where(where).orderBy(NEWEST_FIRST).limit(page.offset + page.limit).select(RECORD_COLUMNS), false) : [],
+        ),
+      );
+      const merged = windows.flat().sort((a, b) => cmp(b.createdAt, a.createdAt) || cmp(b.id, a.id));
+      return { records: merged.slice(page.offset, page.offset + page.limit), total };
+    });
   }
 
   /**
@@ -233,20 +279,22 @@ export abstract class MemoryReads {
     limit: number,
     withVectors = false,
   ): Promise<VectorHit[]> {
-    const where = memoryWhere(filter);
-    const routed = this.segments().then((segments) => Promise.all(segments.map(async (s) => ({ segment: s, plan: await this.segmentPlan(s, where, limit) }))));
-    const [v, plans] = await Promise.all([vector, routed]);
-    if (v.length !== this.config.embedder.dims) {
-      throw new MmError("EMBEDDER_MISMATCH", `Query vector has ${v.length} dims; the store's vectors have ${this.config.embedder.dims}.`);
-    }
-    const query = Array.from(v);
-    const parts = await Promise.all(
-      plans.map(({ segment, plan }) => {
-        const q = segment.table.query().nearestTo(query).distanceType("cosine").where(where).limit(limit);
-        return plan.nprobes === undefined ? this.readHits(segment, q.bypassVectorIndex(), withVectors, false) : this.readHits(segment, q.nprobes(plan.nprobes), withVectors, true);
-      }),
-    );
-    return parts.length === 1 ? parts[0] : parts.flat().sort((a, b) => a.distance - b.distance || cmp(a.record.id, b.record.id)).slice(0, limit);
+    return this.afresh(async () => {
+      const where = memoryWhere(filter);
+      const routed = this.segments().then((segments) => Promise.all(segments.map(async (s) => ({ segment: s, plan: await this.segmentPlan(s, where, limit) }))));
+      const [v, plans] = await Promise.all([vector, routed]);
+      if (v.length !== this.config.embedder.dims) {
+        throw new MmError("EMBEDDER_MISMATCH", `Query vector has ${v.length} dims; the store's vectors have ${this.config.embedder.dims}.`);
+      }
+      const query = Array.from(v);
+      const parts = await Promise.all(
+        plans.map(({ segment, plan }) => {
+          const q = segment.table.query().nearestTo(query).distanceType("cosine").where(where).limit(limit);
+          return plan.nprobes === undefined ? this.readHits(segment, q.bypassVectorIndex(), withVectors, false) : this.readHits(segment, q.nprobes(plan.nprobes), withVectors, true);
+        }),
+      );
+      return parts.length === 1 ? parts[0] : parts.flat().sort((a, b) => a.distance - b.distance || cmp(a.record.id, b.record.id)).slice(0, limit);
+    });
   }
 
   /**
@@ -381,23 +429,25 @@ export abstract class MemoryReads {
    * was compacted meanwhile).
    */
   async vectorsOf(filter: MemoryFilter, wanted: { id: string; at?: RowAt }[]): Promise<Map<string, Float32Array>> {
-    const out = new Map<string, Float32Array>();
-    const segments = await this.segments();
-    await Promise.all(
-      segments.map(async (s) => {
-        const rowIds = wanted.flatMap((w) => (w.at?.segment === s.name ? [w.at.rowId] : []));
-        if (!rowIds.length) return;
-        const rows = await readMemoryRows(s.table.takeRowIds(rowIds).select(["id", "vector"]), true).catch(() => []);
-        for (const r of rows) if (wanted.some((w) => w.id === r.id && w.at?.segment === s.name)) out.set(r.id, r.vector!);
-      }),
-    );
-    const rest = [...new Set(wanted.map((w) => w.id).filter((id) => !out.has(id)))];
-    if (!rest.length) return out;
-    const where = `${memoryWhere(filter)} AND id IN (${rest.map(sqlString).join(", ")})`;
-    for (const rows of await Promise.all(segments.map((s) => readMemoryRows(s.table.query().where(where).select(["id", "vector"]).limit(rest.length), true)))) {
-      for (const r of rows) out.set(r.id, r.vector!);
-    }
-    return out;
+    return this.afresh(async () => {
+      const out = new Map<string, Float32Array>();
+      const segments = await this.segments();
+      await Promise.all(
+        segments.map(async (s) => {
+          const rowIds = wanted.flatMap((w) => (w.at?.segment === s.name ? [w.at.rowId] : []));
+          if (!rowIds.length) return;
+          const rows = await readMemoryRows(s.table.takeRowIds(rowIds).select(["id", "vector"]), true).catch(() => []);
+          for (const r of rows) if (wanted.some((w) => w.id === r.id && w.at?.segment === s.name)) out.set(r.id, r.vector!);
+        }),
+      );
+      const rest = [...new Set(wanted.map((w) => w.id).filter((id) => !out.has(id)))];
+      if (!rest.length) return out;
+      const where = `${memoryWhere(filter)} AND id IN (${rest.map(sqlString).join(", ")})`;
+      for (const rows of await Promise.all(segments.map((s) => readMemoryRows(s.table.query().where(where).select(["id", "vector"]).limit(rest.length), true)))) {
+        for (const r of rows) out.set(r.id, r.vector!);
+      }
+      return out;
+    });
   }
 
   /**
@@ -430,8 +480,18 @@ export abstract class MemoryReads {
    * only when it gets that many does it ask again, side by side: for the exact keys alone, and per
    * user for each user with fewer than perUser rows among them (another's may have crowded theirs
    * out; a user with perUser rows there has its newest).
+   *
+   * `whole` reads whole rows, vectors and history included, in the same query: detection compares
+   * a note that says something changed with them by the model, and may mark one replaced (a
+   * rewrite of its whole row); a second query for either was a second round of requests on an
+   * object store.
    */
-  async currentMemoriesMatching(accountId: string, keysByUser: Map<string, string[]>, newest?: { perUser: number; exact: Set<string> }): Promise<Map<string, MemoryRecord[]>> {
+  async currentMemoriesMatching(
+    accountId: string,
+    keysByUser: Map<string, string[]>,
+    newest?: { perUser: number; exact: Set<string> },
+    whole = false,
+  ): Promise<Map<string, (MemoryRecord & { vector?: Float32Array; history?: string | null })[]>> {
     const out = new Map<string, MemoryRecord[]>();
     const users = [...keysByUser].filter(([, keys]) => keys.length);
     for (const [userId] of keysByUser) out.set(userId, []);
@@ -439,7 +499,8 @@ export abstract class MemoryReads {
     const read = async (userIds: string[], keys: string[], limit?: number) => {
       if (!keys.length) return [];
       const where = `${memoryWhere({ accountId, current: true })} AND userId IN (${userIds.map(sqlString).join(", ")}) AND array_has_any(matchKeys, ${sqlStringList([...new Set(keys)])})`;
-      return this.fromSegments((t) => (limit ? t.query().where(where).orderBy(NEWEST_FIRST).limit(limit) : t.query().where(where)).select(RECORD_COLUMNS));
+      const columns = whole ? [...ROW_COLUMNS, "vector"] : RECORD_COLUMNS;
+      return this.fromSegments((t) => (limit ? t.query().where(where).orderBy(NEWEST_FIRST).limit(limit) : t.query().where(where)).select(columns), whole);
     };
     const cap = newest && newest.perUser * users.length;
     let rows = await read(users.map(([u]) => u), users.flatMap(([, keys]) => keys), cap);
@@ -494,6 +555,19 @@ export abstract class MemoryReads {
   }
 
   /**
+   * Whole rows, vectors included, of the current memories of these users of one account, oldest
+   * first (createdAt, then id), at most `limit` of them (the oldest). For detection
+   * (core/validity.ts) among users known to have few memories: one query for all of them, instead
+   * of a candidates query, a vector search per user and a read of the candidates' vectors.
+   */
+  async currentMemoriesOf(accountId: string, userIds: string[], limit: number): Promise<MemoryRow[]> {
+    if (!userIds.length) return [];
+    const where = `${memoryWhere({ accountId, current: true })} AND userId IN (${userIds.map(sqlString).join(", ")})`;
+    const rows = await this.fromSegments((t) => t.query().where(where).orderBy(OLDEST_FIRST).limit(limit).select([...ROW_COLUMNS, "vector"]), true);
+    return rows.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id)).slice(0, limit).map((r) => ({ ...r, history: r.history ?? null }) as MemoryRow);
+  }
+
+  /**
    * One page of the scope's memories, oldest first (createdAt, then id), after the given position:
    * a keyset page, so an export streams a table of any size in stable pages while others write.
    */
@@ -534,13 +608,13 @@ export abstract class MemoryWrites {
     // them. The numbers this process wrote last are kept while they hold (LastSeqs): a seal, this
     // process's deletes, and another process's writes make them be asked for again.
     const known = this.lastSeqs;
-    const segment = this.segments[this.segments.length - 1].name;
-    if (known.segment !== segment || (known.othersWrote && known.version !== (await this.active.version()))) known.byUser.clear();
+    const segment = this.segments[this.segments.length - 1];
+    if (!(await lastSeqsHold(known, segment))) known.byUser.clear();
     // The users this process doesn't know are asked for together: one round of requests, not one
     // per user (object storage: ~20 ms each; a group of 8 users after a compaction took 8 rounds).
     const keyOf = (row: MemoryRow) => `${row.accountId}\u0000${row.userId}`;
     const unknown = new Map(rows.filter((r) => !known.byUser.has(keyOf(r))).map((r) => [keyOf(r), r]));
-    const asked = new Map(await Promise.all([...unknown].map(async ([key, r]) => [key, await this.lastSeq(r.accountId, r.userId)] as const)));
+    const asked = new Map(await Promise.all([...unknown].map(async ([key, r]) => [key, await lastSeqIn(this.segments, r.accountId, r.userId)] as const)));
     const next = new Map<string, number>();
     for (const row of rows) {
       const key = keyOf(row);
@@ -562,24 +636,10 @@ export abstract class MemoryWrites {
       if (known.byUser.size <= LAST_SEQS_KEPT) break;
       known.byUser.delete(key);
     }
-    known.segment = segment;
+    known.segment = segment.name;
     known.version = await this.active.version();
   }
 
-  /** The user's highest sequence number: in the newest segment that has any of their memories. */
-  private async lastSeq(accountId: string, userId: string): Promise<number> {
-    for (const { table } of [...this.segments].reverse()) {
-      const rows = await table
-        .query()
-        .where(`accountId = ${sqlString(accountId)} AND userId = ${sqlString(userId)}`)
-        .orderBy({ columnName: "seq", ascending: false })
-        .select(["seq"])
-        .limit(1)
-        .toArray();
-      if (rows.length) return Number(rows[0].seq);
-    }
-    return 0;
-  }
 
   /**
    * Rewrites whole memory rows (as read by getMemoryRow): one merge-insert commit per segment that

@@ -13,7 +13,7 @@ import { sqlString, type Connection, type Session, type Table } from "./lance.js
 import { coordinationDir, placeOf, type StorePlace } from "./location.js";
 import { WRITE_LOCK_TIMEOUT_MS } from "./lock.js";
 import { MAINTAINED_STAMP, maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
-import { addLaterColumns, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type RoutingCache } from "./memories.js";
+import { addLaterColumns, lastSeqIn, lastSeqsHold, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type RoutingCache } from "./memories.js";
 import type { PageWindow } from "./pages.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
 import { FIRST_SEGMENT, SegmentSet, segmentList, segmentName, type Segment } from "./segments.js";
@@ -123,6 +123,8 @@ export class Store extends MemoryReads {
   private releaseShared: (() => Promise<void>) | undefined;
   /** The stamps this handle's last write saw (`maintained`) and left (`write`): object stores, withWriteLock. */
   private stamps: { write?: string; maintained?: string } = {};
+  /** toLatest's checkout while it runs. */
+  private movingToLatest: Promise<boolean> | undefined;
 
   get coordinationDir(): string {
     return coordinationDir(this.place, this.env);
@@ -303,15 +305,57 @@ export class Store extends MemoryReads {
     return segments;
   }
 
+  /**
+   * At most how many memories each of these users of one account has: their last sequence numbers
+   * (numbers go 1, 2, 3… and are never given twice). Those this process keeps for numbering its
+   * inserts (LastSeqs) cost nothing; the others are asked, one query each, side by side, and kept:
+   * the insert that follows under the same lock needn't ask them again. Under the write lock only,
+   * where no other process can add a memory.
+   */
+  async memoriesAtMost(accountId: string, userIds: string[]): Promise<Map<string, number>> {
+    const segments = await this.segments();
+    const active = segments[segments.length - 1];
+    const known = this.lastSeqs;
+    if (!(await lastSeqsHold(known, active))) {
+      // As of now: under the lock, caught up, the handles are at the latest rows.
+      known.byUser.clear();
+      known.segment = active.name;
+      known.version = await active.table.version();
+    }
+    const key = (userId: string) => `${accountId}\u0000${userId}`;
+    const unknown = [...new Set(userIds)].filter((u) => !known.byUser.has(key(u)));
+    for (const [userId, last] of await Promise.all(unknown.map(async (u) => [u, await lastSeqIn(segments, accountId, u)] as const))) known.byUser.set(key(userId), last);
+    return new Map(userIds.map((u) => [u, known.byUser.get(key(u))!]));
+  }
+
   /** The graph table, once its handle is within the read-consistency interval (storage/freshness.ts). */
   private async freshGraph(): Promise<Table> {
     await this.freshness?.ensure([this.graph]);
     return this.graph;
   }
 
-  private async graphNow(): Promise<GraphReads> {
-    await this.freshGraph();
-    return this.graphReads;
+  /** A read of the graph, again on its latest version if its own was removed meanwhile (MemoryReads.afresh). */
+  private graphRead<T>(read: (graph: GraphReads) => Promise<T>): Promise<T> {
+    return this.afresh(async () => {
+      await this.freshGraph();
+      return read(this.graphReads);
+    });
+  }
+
+  /**
+   * Every handle at its table's latest version, after a read found the version it was using
+   * removed (MemoryReads.afresh): one checkout for the reads that fail together. A snapshot keeps
+   * its versions: false, its read fails.
+   */
+  protected toLatest(): Promise<boolean> {
+    if (this.view) return Promise.resolve(false);
+    this.movingToLatest ??= (async () => {
+      const tables = [this.graph, ...(await this.segmentSet.current()).map((s) => s.table)];
+      await Promise.all(tables.map((t) => t.checkoutLatest()));
+      this.freshness?.seen(tables);
+      return true;
+    })().finally(() => (this.movingToLatest = undefined));
+    return this.movingToLatest;
   }
 
   /** The graph table, for maintenance. */
@@ -352,64 +396,80 @@ export class Store extends MemoryReads {
    */
   async ownerOf(id: string): Promise<string | undefined> {
     const where = `id = ${sqlString(id)}`;
-    const tables = id.startsWith("mem_") ? (await this.segments()).map((s) => s.table) : id.startsWith("ent_") || id.startsWith("rel_") ? [await this.freshGraph()] : [];
-    const rows = (await Promise.all(tables.map((t) => t.query().where(where).select(["accountId"]).limit(1).toArray()))).flat();
-    return rows[0] ? String(rows[0].accountId) : undefined;
+    return this.afresh(async () => {
+      const tables = id.startsWith("mem_") ? (await this.segments()).map((s) => s.table) : id.startsWith("ent_") || id.startsWith("rel_") ? [await this.freshGraph()] : [];
+      const rows = (await Promise.all(tables.map((t) => t.query().where(where).select(["accountId"]).limit(1).toArray()))).flat();
+      return rows[0] ? String(rows[0].accountId) : undefined;
+    });
   }
 
   async getEntity(accountId: string, id: string): Promise<EntityRecord | undefined> {
-    return (await this.graphNow()).getEntity(accountId, id);
+    return this.graphRead((g) => g.getEntity(accountId, id));
   }
 
   async getEntities(accountId: string, ids: string[]): Promise<Map<string, EntityRecord>> {
-    return (await this.graphNow()).getEntities(accountId, ids);
+    return this.graphRead((g) => g.getEntities(accountId, ids));
   }
 
   async findEntityByName(accountId: string, nameKey: string, type: string): Promise<EntityRecord | undefined> {
-    return (await this.graphNow()).findEntityByName(accountId, nameKey, type);
+    return this.graphRead((g) => g.findEntityByName(accountId, nameKey, type));
   }
 
   async findEntitiesByName(accountId: string, nameKey: string): Promise<EntityRecord[]> {
-    return (await this.graphNow()).findEntitiesByName(accountId, nameKey);
+    return this.graphRead((g) => g.findEntitiesByName(accountId, nameKey));
   }
 
   async listEntities(accountId: string, filter: { type?: string }, page: PageWindow): Promise<{ records: EntityRecord[]; total: number }> {
-    return (await this.graphNow()).listEntities(accountId, filter, page);
+    return this.graphRead((g) => g.listEntities(accountId, filter, page));
   }
 
   async searchEntities(accountId: string, filter: { type?: string }, foldedQuery: string): Promise<EntityRecord[]> {
-    return (await this.graphNow()).searchEntities(accountId, filter, foldedQuery);
+    return this.graphRead((g) => g.searchEntities(accountId, filter, foldedQuery));
   }
 
   async getRelation(accountId: string, id: string): Promise<RelationRecord | undefined> {
-    return (await this.graphNow()).getRelation(accountId, id);
+    return this.graphRead((g) => g.getRelation(accountId, id));
   }
 
   async listRelations(filter: RelationFilter, page: PageWindow): Promise<{ records: RelationRecord[]; total: number }> {
-    return (await this.graphNow()).listRelations(filter, page);
+    return this.graphRead((g) => g.listRelations(filter, page));
   }
 
   async relationsOf(accountId: string, entityIds: string[], direction: "out" | "in" | "both", type?: string): Promise<RelationRecord[]> {
-    return (await this.graphNow()).relationsOf(accountId, entityIds, direction, type);
+    return this.graphRead((g) => g.relationsOf(accountId, entityIds, direction, type));
   }
 
   async allGraph(accountId: string): Promise<{ entities: EntityRecord[]; relations: RelationRecord[] }> {
-    return (await this.graphNow()).allGraph(accountId);
+    return this.graphRead((g) => g.allGraph(accountId));
   }
 
   /** Which of `ids` exist, in any account, with the account each belongs to (imports keep ids unique store-wide). */
   async existingIds(kind: "memory" | "entity" | "relation", ids: string[]): Promise<Map<string, string>> {
-    const out = new Map<string, string>();
-    const unique = [...new Set(ids)];
-    const tables = kind === "memory" ? (await this.segments()).map((s) => s.table) : [await this.freshGraph()];
-    for (let i = 0; i < unique.length; i += 500) {
-      const list = unique.slice(i, i + 500).map(sqlString).join(", ");
-      const where = kind === "memory" ? `id IN (${list})` : `kind = '${kind}' AND id IN (${list})`;
-      for (const rows of await Promise.all(tables.map((t) => t.query().where(where).select(["id", "accountId"]).toArray()))) {
-        for (const r of rows) out.set(String(r.id), String(r.accountId));
+    return this.afresh(async () => {
+      const out = new Map<string, string>();
+      const unique = [...new Set(ids)];
+      const tables = kind === "memory" ? (await this.segments()).map((s) => s.table) : [await this.freshGraph()];
+      for (let i = 0; i < unique.length; i += 500) {
+        const list = unique.slice(i, i + 500).map(sqlString).join(", ");
+        const where = kind === "memory" ? `id IN (${list})` : `kind = '${kind}' AND id IN (${list})`;
+        for (const rows of await Promise.all(tables.map((t) => t.query().where(where).select(["id", "accountId"]).toArray()))) {
+          for (const r of rows) out.set(String(r.id), String(r.accountId));
+        }
       }
-    }
-    return out;
+      return out;
+    });
+  }
+
+  /**
+   * This process's maintenance (storage/maintenance.ts) committed through this store's own handles
+   * while the `maintained` stamp went from `before` to `after`, under the maintenance lease (no
+   * other process maintained meanwhile). If this handle's last write had seen `before`, it has now
+   * seen `after` too, and its next write needn't catch up: after each compaction by `mm serve`'s
+   * own maintainer a create listed the versions of the tables it had just compacted, and read their
+   * manifests and index files again (8 requests at 300 memories, Azurite).
+   */
+  maintainedHere(before: string | undefined, after: string | undefined): void {
+    if (!this.view && before !== undefined && this.stamps.maintained === before) this.stamps.maintained = after;
   }
 
   /**
@@ -489,9 +549,12 @@ export class Store extends MemoryReads {
   }
 
   async stats(): Promise<StoreStats> {
-    const segments = await Promise.all((await this.segments()).map((s) => segmentStats(s, { versions: true })));
+    // Listing a table's versions reads each one's manifest: a cleanup running meanwhile (the
+    // background maintainer's, or another process's optimize) can remove one between the two.
+    const [segments, graph] = await this.afresh(() =>
+      Promise.all([this.segments().then((all) => Promise.all(all.map((s) => segmentStats(s, { versions: true })))), this.freshGraph().then((g) => tableStats(g))]),
+    );
     const indexed = segments.filter((s) => s.vectorIndex);
-    const graph = await tableStats(await this.freshGraph());
     return {
       path: this.dir,
       embedder: this.config.embedder,

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { openContext, type Context } from "../../src/core/context.js";
 import { createMemory, deleteMemory, getMemory, updateMemory } from "../../src/core/memories.js";
-import { loadLance } from "../../src/storage/lance.js";
 import { maintain, segmentWork } from "../../src/storage/maintenance.js";
 import { compactionThreshold, DEFAULT_TUNING, OBJECT_STORE_TUNING, type SegmentStats } from "../../src/storage/store-types.js";
 import { requestsDuring, useAzurite } from "../helpers/azurite.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
+import { countSeqQueries } from "../helpers/seq-queries.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
@@ -24,17 +24,6 @@ async function twoProcesses(prefix: string, interval = "0"): Promise<[Context, C
   return [await open(uri, state, interval), await open(uri, state, interval)];
 }
 
-/** Counts the queries that ask a user's last sequence number (StoreWriter.insertMemories), in this process. */
-function countSeqQueries(): { count(): number } {
-  const { Query } = loadLance().lancedb;
-  const orderBy = Query.prototype.orderBy;
-  let n = 0;
-  vi.spyOn(Query.prototype, "orderBy").mockImplementation(function (this: InstanceType<typeof Query>, ordering) {
-    if ((ordering as { columnName?: string }).columnName === "seq") n++;
-    return orderBy.call(this, ordering);
-  });
-  return { count: () => n };
-}
 
 afterEach(() => {
   vi.restoreAllMocks();
