@@ -674,8 +674,13 @@ function labelFact(content: string): Fact | undefined {
   // "Order #88213", "Flight 4417": an identifier names one thing ("Q1 goal", "paper 2" name one of several).
   const identified = /#\s*\d|\d{3,}/.test(label);
   const head = words.at(-1)!;
-  // A name at the end says whom or what the note is about ("Project Heron:", "Dad:", "Client Meyer GmbH:").
-  if (/(?:^|\s)\p{Lu}[\p{L}'’.-]*$/u.test(label) && !/['’]s\b/u.test(label) && !identified && !LABEL_HEADS.test(head)) return undefined;
+  // A name says whom or what the note is about, and a subject has many facts: a name at the end
+  // ("Project Heron:", "Client Meyer GmbH:"), or every word capitalised ("Brightwater Hotel:",
+  // "Maplewood Elementary School:", as mm stores an MCP entity's observations).
+  if (!identified && !/['’]s\b/u.test(label)) {
+    if (/(?:^|\s)\p{Lu}[\p{L}'’.-]*$/u.test(label) && !LABEL_HEADS.test(head)) return undefined;
+    if (/\s/.test(label) && label.split(/\s+/).every((w) => /^[\p{Lu}&]/u.test(w))) return undefined;
+  }
   if (MANY_LABELS.test(head) && !identified) return undefined;
   if (!key && !identified && !(words.length === 1 ? LABEL_ALONE.test(head) : LABEL_HEADS.test(head) || LABEL_PHRASES.test(words.slice(-2).join(" ")))) return undefined;
   const value = fold(rest)
