@@ -1,5 +1,8 @@
 // Memories an older mm stored carry the keys its rules worked out (or none). refreshMatchKeys, which
 // `mm store optimize` runs, works them out again with today's rules, so a newer memory finds them.
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openContext, type Context } from "../../src/core/context.js";
 import { createMemory, getMemory, refreshMatchKeys } from "../../src/core/memories.js";
@@ -29,6 +32,33 @@ async function storedByOlderMm(ctx: Context, userId: string, content: string): P
   });
   return id;
 }
+
+/** Texts whose keys stand for the rules': the fixtures' development and check facts, their fillers, and bench/everyday's notes. */
+function sampleTexts(): string[] {
+  const texts: string[] = [];
+  const dir = join(import.meta.dirname, "..", "fixtures", "supersede");
+  for (const name of ["replaced-dev.jsonl", "both-true-dev.jsonl", "replaced-check.jsonl", "both-true-check.jsonl", "fillers.jsonl"]) {
+    for (const line of readFileSync(join(dir, name), "utf8").split("\n").filter(Boolean)) {
+      const r = JSON.parse(line) as { facts?: string[]; content?: string };
+      texts.push(...(r.facts ?? [r.content!]));
+    }
+  }
+  for (const part of ["a", "b"]) {
+    const { users } = JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "bench", "everyday", `part-${part}.json`), "utf8")) as { users: { memories: { content: string }[] }[] };
+    for (const u of users) texts.push(...u.memories.map((m) => m.content));
+  }
+  return texts;
+}
+
+describe("the rules' version", () => {
+  // When this fails, the keys matchKeysOf works out changed: raise KEYS_MARK (src/core/supersede.ts),
+  // so that `mm store optimize` keys older memories again, and record the new digest here.
+  it("KEYS_MARK is raised whenever the keys the rules work out change", () => {
+    const texts = sampleTexts();
+    const digest = createHash("sha256").update(JSON.stringify(texts.map((t) => matchKeysOf(t)))).digest("hex").slice(0, 16);
+    expect({ texts: texts.length, mark: KEYS_MARK, digest }).toEqual({ texts: 797, mark: "keys:6", digest: "415668a202059dab" });
+  });
+});
 
 describe("refreshing match keys", () => {
   it("gives memories an older mm stored today's keys, once, and detection then finds them", async () => {
