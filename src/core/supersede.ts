@@ -670,7 +670,8 @@ function labelFact(content: string): Fact | undefined {
   if (/\d$/.test(label) && /^\d/.test(rest)) return undefined;
   const words = fold(label).replace(/['’]s\b/g, "s").split(/[\s._-]+/).filter(Boolean);
   if (words.length > 6) return undefined;
-  const key = /[._]/.test(label) && !/\s/.test(label);
+  // An agent's key is written in lower case ("user.city", "prefers_theme"); "John_Smith" is a name.
+  const key = /[._]/.test(label) && !/\s/.test(label) && !/\p{Lu}/u.test(label);
   // "Order #88213", "Flight 4417": an identifier names one thing ("Q1 goal", "paper 2" name one of several).
   const identified = /#\s*\d|\d{3,}/.test(label);
   const head = words.at(-1)!;

@@ -132,6 +132,7 @@ describe("labelled values: one label, one value", () => {
     ["two qualifiers", "Wifi (main): kettlebell-42", "Wifi (guest network): visitor-2026"],
     ["a person, not an attribute", "Dad: amlodipine 5mg, mornings", "Dad: aspirin 75mg, mornings"],
     ["a project's notes", "Project Heron: Felix leads mobile", "Project Heron: Amira leads backend"],
+    ["an MCP entity named with an underscore, not an agent's key", "John_Smith: Speaks fluent Spanish", "John_Smith: Works at Anthropic as an engineer"],
     ["an MCP entity's observations, its name ending in a head noun", "Brightwater Hotel: Contact is general manager Claire Fontaine", "Brightwater Hotel: Wants the rooftop garden open by Memorial Day"],
     ["a day has many events", "Saturday: Finn's football 11:00", "Saturday: Ella's ballet 9:30"],
     ["things there are many of, as an agent's key", "user.languages: Portuguese (native)", "user.languages: English (fluent)"],

@@ -1,6 +1,5 @@
 import type { Command } from "commander";
 import { MmError } from "../../errors.js";
-import { refreshMatchKeys } from "../../core/memories.js";
 import { detachStoreRedis, locateStore } from "../../core/store-location.js";
 import { bytes, count } from "../output.js";
 import { withContext } from "../context.js";
@@ -69,6 +68,8 @@ export function registerStore(program: Command, app: CliApp): void {
           });
         }
         // Keys first: the rows it rewrites are compacted by the same pass.
+        // Loaded here, not with the command: `mm store path` and `stats` load no validation.
+        const { refreshMatchKeys } = await import("../../core/memories.js");
         const matchKeysRefreshed = await refreshMatchKeys(ctx);
         const r = { ...(await ctx.store.optimize({ keepVersionsMs: minutes * 60_000 })), matchKeysRefreshed };
         await app.output.result(r, (t) =>
