@@ -147,7 +147,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // The model's reading (supersede.ts changedByModel) for a new memory that says something changed:
   // its nearest older memories by the model that share no key with it ("Took Biscuit to Paws & Claws
   // Vet" after "Biscuit's vet is Oakwood Animal Hospital"), and the vectors of those that share one,
-  // from the nearest's scan where it read them, else in one query per account.
+  // from the rows read whole below (the scan's, or the candidates').
   const changed = items.map((it) => it.detect && saysChanged(it.row.content));
   const keys = items.map((_, i) => (changed[i] ? new Set(lookupOf(i).filter(isFactKey)) : new Set<string>()));
   const keyed = (i: number, matchKeys: string[]) => matchKeys.some((k) => keys[i].has(k));
@@ -166,7 +166,6 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   const scanning = await scannedUsers(store, items, nearGroups);
   const scans = (key: string) => scanning.has(key);
   const candidates = new Map<string, MemoryRecord[]>();
-  const vectors = new Map<string, Float32Array>();
   /** Whole rows read (Plan.read). */
   const read = new Map<string, MemoryRow>();
   const ask = async (only: (key: string) => boolean) => {
@@ -190,18 +189,6 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     }
   }
   await ask((key) => scans(key) && !scanned.has(key));
-  for (const r of read.values()) vectors.set(r.id, r.vector);
-
-  const wanted = new Map<string, Set<string>>();
-  items.forEach((it, i) => {
-    if (!changed[i]) return;
-    const ids = wanted.get(it.row.accountId) ?? new Set<string>();
-    for (const r of candidates.get(userKey(it.row)) ?? []) if (keyed(i, r.matchKeys) && !vectors.has(r.id)) ids.add(r.id);
-    wanted.set(it.row.accountId, ids);
-  });
-  for (const [accountId, ids] of wanted) {
-    if (ids.size) for (const [id, v] of await store.vectorsOf({ accountId }, [...ids].map((id) => ({ id })))) vectors.set(id, v);
-  }
 
   const superseded = new Set<string>();
   // Each incoming memory's text key, once: a batch compares each memory with every earlier one.
@@ -244,7 +231,8 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     const factful = older.filter((r) => r.matchKeys.some(isFactKey));
     for (const old of factful.slice(-DETECT_CANDIDATES)) {
       if (superseded.has(old.id)) continue;
-      const vector = changed[i] && keyed(i, old.matchKeys) ? vectors.get(old.id) : undefined;
+      // A memory that says something changed has its user in nearGroups: its candidates were read whole.
+      const vector = changed[i] && keyed(i, old.matchKeys) ? read.get(old.id)?.vector : undefined;
       const reason = replacementReason(row.content, old.content, facts[i]) ?? (vector && changedByModel(row.content, old.content, dot(row.vector, vector), true));
       if (!reason) continue;
       marks.set(old.id, { by: i, reason });

@@ -640,7 +640,6 @@ export abstract class MemoryWrites {
     known.version = await this.active.version();
   }
 
-
   /**
    * Rewrites whole memory rows (as read by getMemoryRow): one merge-insert commit per segment that
    * holds some of them, so rows of one segment change together or not at all.
@@ -674,10 +673,10 @@ export abstract class MemoryWrites {
    * a commit; the rest of each row is carried over as it is. Returns how many rows changed.
    */
   async refreshMatchKeys(keysOf: (content: string) => string[], mark: string): Promise<number> {
-    const stale = `supersededBy IS NULL AND NOT array_has(matchKeys, ${sqlString(mark)})`;
+    const stale = `supersededBy IS NULL AND (matchKeys IS NULL OR NOT array_has(matchKeys, ${sqlString(mark)}))`;
     let refreshed = 0;
     for (const segment of [...this.segments]) {
-      const ids = (await readMemoryRows(segment.table.query().where(`${stale} OR (supersededBy IS NULL AND matchKeys IS NULL)`).select(["id"]), false)).map((r) => r.id);
+      const ids = (await readMemoryRows(segment.table.query().where(stale).select(["id"]), false)).map((r) => r.id);
       for (let at = 0; at < ids.length; at += REFRESH_BATCH) {
         const where = `id IN (${ids.slice(at, at + REFRESH_BATCH).map(sqlString).join(", ")})`;
         const rows = (await readMemoryRows(segment.table.query().where(where).select([...ROW_COLUMNS, "vector"]), true)) as MemoryRow[];
