@@ -1,10 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { describe, expect, it, vi } from "vitest";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { openContext, type Context } from "../../src/core/context.js";
 import { createMemory } from "../../src/core/memories.js";
 import { NEAR_SCAN } from "../../src/core/validity.js";
+import { useModelStore } from "../helpers/model-store.js";
 
 const FIXTURES = join(import.meta.dirname, "..", "fixtures", "supersede");
 const lines = async (name: string) => (await readFile(join(FIXTURES, name), "utf8")).split("\n").filter(Boolean).map((l) => JSON.parse(l) as { id?: string; facts?: string[]; content?: string });
@@ -16,37 +15,27 @@ const lines = async (name: string) => (await readFile(join(FIXTURES, name), "utf
  * replayed by two users, one of whom is said to have too many to read whole.
  */
 describe("detection decides the same whether it reads a user's memories whole or searches them", () => {
-  let dir: string;
-  let ctx: Context;
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "mm-detection-paths-"));
-    ctx = await openContext({ storeDir: dir });
-  });
-  afterAll(async () => {
-    await ctx.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const ctx = useModelStore("mm-detection-paths-");
 
   it("the same older facts marked replaced, by the same newer ones, in 24 scenarios", async () => {
     // A "searched" user is said to have more memories than detection reads whole.
-    const atMost = ctx.store.memoriesAtMost.bind(ctx.store);
-    vi.spyOn(ctx.store, "memoriesAtMost").mockImplementation(async (accountId, userIds) => {
+    const atMost = ctx().store.memoriesAtMost.bind(ctx().store);
+    vi.spyOn(ctx().store, "memoriesAtMost").mockImplementation(async (accountId, userIds) => {
       const most = await atMost(accountId, userIds);
       for (const u of userIds) if (u.startsWith("searched")) most.set(u, NEAR_SCAN + 1);
       return most;
     });
-    const wholeReads = vi.spyOn(ctx.store, "currentMemoriesOf");
-    const searches = vi.spyOn(ctx.store, "searchMemories");
+    const wholeReads = vi.spyOn(ctx().store, "currentMemoriesOf");
+    const searches = vi.spyOn(ctx().store, "searchMemories");
     const fillers = (await lines("fillers.jsonl")).slice(0, 2).map((f) => f.content!);
     const scenarios = [...(await lines("replaced-dev.jsonl")).slice(0, 16), ...(await lines("both-true-dev.jsonl")).slice(0, 8)];
 
     /** Each fact's fate: the index of the fact that replaced it, or -1. */
     const replay = async (userId: string, facts: string[]) => {
-      for (const content of fillers) await createMemory(ctx, { content, userId });
+      for (const content of fillers) await createMemory(ctx(), { content, userId });
       const ids: string[] = [];
-      for (const content of facts) ids.push((await createMemory(ctx, { content, userId })).id);
-      return Promise.all(ids.map(async (id) => ids.indexOf((await ctx.store.getMemory(ctx.accountId, id))!.supersededBy ?? "")));
+      for (const content of facts) ids.push((await createMemory(ctx(), { content, userId })).id);
+      return Promise.all(ids.map(async (id) => ids.indexOf((await ctx().store.getMemory(ctx().accountId, id))!.supersededBy ?? "")));
     };
     let marked = 0;
     for (const [n, s] of scenarios.entries()) {

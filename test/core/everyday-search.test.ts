@@ -1,11 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { openContext, type Context } from "../../src/core/context.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import { addMemoriesFromLines, searchMemories } from "../../src/core/memories.js";
 import { MAX_QUERY_LENGTH } from "../../src/schemas/memory.js";
 import { codeOf } from "../helpers/errors.js";
+import { useModelStore } from "../helpers/model-store.js";
 
 /**
  * A person's notes, added in this order with one batch (issue: search on everyday notes): notes
@@ -23,19 +20,12 @@ const NOTES = [
 ];
 
 describe("search on a person's notes (real model)", () => {
-  let dir: string;
-  let ctx: Context;
+  const ctx = useModelStore("mm-notes-");
   const id: Record<string, string> = {};
-  const search = async (query: string, threshold = 0.5) => (await searchMemories(ctx, { query, userId: "u", threshold })).results;
+  const search = async (query: string, threshold = 0.5) => (await searchMemories(ctx(), { query, userId: "u", threshold })).results;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "mm-notes-"));
-    ctx = await openContext({ storeDir: dir });
-    await addMemoriesFromLines(ctx, NOTES.map((content) => JSON.stringify({ content, userId: "u" })), { onResult: (r) => (id[r.memory!.content] = r.memory!.id) });
-  });
-  afterAll(async () => {
-    await ctx.close();
-    await rm(dir, { recursive: true, force: true });
+    await addMemoriesFromLines(ctx(), NOTES.map((content) => JSON.stringify({ content, userId: "u" })), { onResult: (r) => (id[r.memory!.content] = r.memory!.id) });
   });
 
   it.each([
@@ -75,7 +65,7 @@ describe("search on a person's notes (real model)", () => {
     ["punctuation only", "?!?... ---"],
   ])("a query of %s gets results with finite scores in [0, 1], best first", async (_, query) => {
     for (const mode of ["hybrid", "keyword", "semantic"] as const) {
-      const { results } = await searchMemories(ctx, { query, userId: "u", threshold: 0, mode });
+      const { results } = await searchMemories(ctx(), { query, userId: "u", threshold: 0, mode });
       for (const r of results) {
         expect(Number.isFinite(r.score)).toBe(true);
         expect(r.score).toBeGreaterThanOrEqual(0);
@@ -90,6 +80,6 @@ describe("search on a person's notes (real model)", () => {
     ["whitespace only", " \t\n "],
     ["longer than 10,000 characters", "a".repeat(MAX_QUERY_LENGTH + 1)],
   ])("a query that is %s is refused with VALIDATION_ERROR", async (_, query) => {
-    expect(await codeOf(searchMemories(ctx, { query, userId: "u" }))).toBe("VALIDATION_ERROR");
+    expect(await codeOf(searchMemories(ctx(), { query, userId: "u" }))).toBe("VALIDATION_ERROR");
   });
 });

@@ -1,9 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { openContext, type Context } from "../../src/core/context.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import { addMemoriesFromLines, searchMemories } from "../../src/core/memories.js";
+import { useModelStore } from "../helpers/model-store.js";
 
 /**
  * What is true now comes first (core/search.ts newerFirst): a newer note about the same thing as an
@@ -13,19 +10,16 @@ import { addMemoriesFromLines, searchMemories } from "../../src/core/memories.js
 const FILLERS = ["Cleaned out the garage over the weekend", "The plumber comes on Friday morning", "Need to renew the car insurance", "Tried a new ramen place downtown, too salty"];
 
 describe("newer notes about the same thing rank first (real model)", () => {
-  let dir: string;
-  let ctx: Context;
+  const ctx = useModelStore("mm-newer-");
   const add = async (userId: string, content: string, metadata?: Record<string, unknown>) => {
     let id = "";
-    await addMemoriesFromLines(ctx, [JSON.stringify({ content, userId, autoSupersede: false, dedupe: false, ...(metadata ? { metadata } : {}) })], { onResult: (r) => (id = r.memory!.id) });
+    await addMemoriesFromLines(ctx(), [JSON.stringify({ content, userId, autoSupersede: false, dedupe: false, ...(metadata ? { metadata } : {}) })], { onResult: (r) => (id = r.memory!.id) });
     return id;
   };
-  const search = async (query: string, input: Record<string, unknown>) => (await searchMemories(ctx, { query, threshold: 0, ...input })).results;
+  const search = async (query: string, input: Record<string, unknown>) => (await searchMemories(ctx(), { query, threshold: 0, ...input })).results;
   const ids: Record<string, string> = {};
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "mm-newer-"));
-    ctx = await openContext({ storeDir: dir });
     for (const user of ["notes", "chat", "pets"]) for (const f of FILLERS) await add(user, f);
     // Each fact in its own command, as a person adds them over weeks.
     ids.oldPhone = await add("notes", "My phone number is 555-0142");
@@ -41,10 +35,6 @@ describe("newer notes about the same thing rank first (real model)", () => {
     ids.locker12 = await add("notes", "The code for locker 12 at the gym is 9087");
     ids.dog = await add("pets", "We have a dog named Rex");
     ids.cat = await add("pets", "We also have a cat called Tom");
-  });
-  afterAll(async () => {
-    await ctx.close();
-    await rm(dir, { recursive: true, force: true });
   });
 
   it("ranks the newer phone number first, with the older one's score, and both stay listed", async () => {

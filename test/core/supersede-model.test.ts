@@ -1,10 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { openContext, type Context } from "../../src/core/context.js";
+import { describe, expect, it } from "vitest";
 import { addMemoriesFromLines } from "../../src/core/memories.js";
 import { changedByModel, replacementReason, saysChanged, SAID_CHANGED } from "../../src/core/supersede.js";
+import { useModelStore } from "../helpers/model-store.js";
 
 describe("what a note says changed (no model)", () => {
   it("a word of change or a past-tense verb, in a note of its own that neither adds nor plans", () => {
@@ -51,31 +48,21 @@ describe("what a note says changed (no model)", () => {
 
 /** The real model (use-lite, bundled) on a real store: notes the patterns and frames don't read, each pair from test/fixtures/supersede. */
 describe("replaced facts read by the model", () => {
-  let dir: string;
-  let ctx: Context;
+  const ctx = useModelStore("mm-supersede-model-");
   let user = 0;
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "mm-supersede-model-"));
-    ctx = await openContext({ storeDir: dir });
-  });
-  afterAll(async () => {
-    await ctx.close();
-    await rm(dir, { recursive: true, force: true });
-  });
 
   /** A user of its own with a few unrelated notes, then each fact in its own create; whether each fact ends replaced. */
   async function replayed(facts: string[]): Promise<boolean[]> {
     const userId = `u${++user}`;
     const add = async (content: string) => {
       let id = "";
-      await addMemoriesFromLines(ctx, [JSON.stringify({ content, userId })], { onResult: (r) => (id = r.memory!.id) });
+      await addMemoriesFromLines(ctx(), [JSON.stringify({ content, userId })], { onResult: (r) => (id = r.memory!.id) });
       return id;
     };
     for (const note of ["Need to return the library books by Friday.", "The tomatoes on the balcony finally turned red.", "Bought new running shoes at the outlet on Saturday."]) await add(note);
     const ids = [];
     for (const f of facts) ids.push(await add(f));
-    return Promise.all(ids.map(async (id) => (await ctx.store.getMemory(ctx.accountId, id))!.supersededBy !== null));
+    return Promise.all(ids.map(async (id) => (await ctx().store.getMemory(ctx().accountId, id))!.supersededBy !== null));
   }
 
   it("an older note found by a shared key, when the newer says what happened to it", async () => {
@@ -92,10 +79,10 @@ describe("replaced facts read by the model", () => {
   it("the same in a batch with several notes of one user (their vectors read once)", async () => {
     const userId = `u${++user}`;
     const ids: string[] = [];
-    const add = (contents: string[]) => addMemoriesFromLines(ctx, contents.map((content) => JSON.stringify({ content, userId })), { onResult: (r) => ids.push(r.memory!.id) });
+    const add = (contents: string[]) => addMemoriesFromLines(ctx(), contents.map((content) => JSON.stringify({ content, userId })), { onResult: (r) => ids.push(r.memory!.id) });
     await add(["Hana's favourite colour is yellow.", "The tomatoes on the balcony finally turned red."]);
     await add(["Hana says her favourite colour is purple now.", "Moved the tomatoes to a bigger pot."]);
-    const marked = await Promise.all(ids.map(async (id) => (await ctx.store.getMemory(ctx.accountId, id))!.supersededBy));
+    const marked = await Promise.all(ids.map(async (id) => (await ctx().store.getMemory(ctx().accountId, id))!.supersededBy));
     expect(marked).toEqual([ids[2], null, null, null]);
   });
 
