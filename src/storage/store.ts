@@ -13,7 +13,7 @@ import { sqlString, type Connection, type Session, type Table } from "./lance.js
 import { coordinationDir, placeOf, type StorePlace } from "./location.js";
 import { WRITE_LOCK_TIMEOUT_MS } from "./lock.js";
 import { MAINTAINED_STAMP, maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
-import { addLaterColumns, lastSeqIn, lastSeqsHold, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type RoutingCache } from "./memories.js";
+import { addLaterColumns, lastSeqsOf, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type RoutingCache } from "./memories.js";
 import type { PageWindow } from "./pages.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
 import { FIRST_SEGMENT, SegmentSet, segmentList, segmentName, type Segment } from "./segments.js";
@@ -313,20 +313,11 @@ export class Store extends MemoryReads {
    * where no other process can add a memory.
    */
   async memoriesAtMost(accountId: string, userIds: string[]): Promise<Map<string, number>> {
-    const segments = await this.segments();
-    const active = segments[segments.length - 1];
-    const known = this.lastSeqs;
-    if (!(await lastSeqsHold(known, active))) {
-      // As of now: under the lock, caught up, the handles are at the latest rows.
-      known.byUser.clear();
-      known.segment = active.name;
-      known.version = await active.table.version();
-    }
-    const key = (userId: string) => `${accountId}\u0000${userId}`;
-    const unknown = [...new Set(userIds)].filter((u) => !known.byUser.has(key(u)));
-    for (const [userId, last] of await Promise.all(unknown.map(async (u) => [u, await lastSeqIn(segments, accountId, u)] as const))) known.byUser.set(key(userId), last);
-    return new Map(userIds.map((u) => [u, known.byUser.get(key(u))!]));
+    // As of now: under the lock, caught up, the handles are at the latest rows.
+    const last = await lastSeqsOf(this.lastSeqs, await this.segments(), userIds.map((userId) => ({ accountId, userId })));
+    return new Map(userIds.map((u, i) => [u, last[i]]));
   }
+
 
   /** The graph table, once its handle is within the read-consistency interval (storage/freshness.ts). */
   private async freshGraph(): Promise<Table> {
