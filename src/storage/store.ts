@@ -540,10 +540,14 @@ export class Store extends MemoryReads {
   }
 
   async stats(): Promise<StoreStats> {
-    // Listing a table's versions reads each one's manifest: a cleanup running meanwhile (the
-    // background maintainer's, or another process's optimize) can remove one between the two.
+    // Listing a table's versions reads each one's manifest, and counting the graph's entities reads
+    // its data files: a cleanup running meanwhile (the background maintainer's, or another
+    // process's optimize) can remove either, so every read is in the one retried on the latest.
     const [segments, graph] = await this.afresh(() =>
-      Promise.all([this.segments().then((all) => Promise.all(all.map((s) => segmentStats(s, { versions: true })))), this.freshGraph().then((g) => tableStats(g))]),
+      Promise.all([
+        this.segments().then((all) => Promise.all(all.map((s) => segmentStats(s, { versions: true })))),
+        this.freshGraph().then(async (g) => ({ ...(await tableStats(g)), entities: await g.countRows("kind = 'entity'"), relations: await g.countRows("kind = 'relation'") })),
+      ]),
     );
     const indexed = segments.filter((s) => s.vectorIndex);
     return {
@@ -568,11 +572,7 @@ export class Store extends MemoryReads {
           : null,
         segments,
       },
-      graph: {
-        ...graph,
-        entities: await this.graph.countRows("kind = 'entity'"),
-        relations: await this.graph.countRows("kind = 'relation'"),
-      },
+      graph,
       // An object store's own bytes are the tables' (what LanceDB reports): no directory to walk.
       diskBytes: this.place.kind === "local" ? await dirSize(this.place.dir) : sum(segments.map((s) => s.bytes)) + graph.bytes,
     };
