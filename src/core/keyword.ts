@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { CORPUS_WORDS, STEM_COUNTS } from "./english-frequencies.js";
+import { STEM_COUNTS } from "./english-frequencies.js";
 
 /**
  * Keyword evidence that means the same in every store. A search's keyword score must not move

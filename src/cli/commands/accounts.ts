@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { Accounts, KEY_SHOWN_ONCE, type Account, type KeyInfo } from "../../core/accounts.js";
 import { openCommandLedger } from "../../limits/index.js";
 import { PLANS } from "../../schemas/enums.js";
-import { coordinationDirOf, createdStoreNote, ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
+import { createdStoreNote, ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
 import { count, when, type TableKit } from "../output.js";
 
