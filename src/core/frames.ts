@@ -89,7 +89,7 @@ const RELATIONS =
   /^(?:wife|husband|partner|girlfriend|boyfriend|fiance|fiancee|spouse|sister|brother|sibling|mom|mum|mother|dad|father|parent|son|daughter|kid|child|children|baby|boss|manager|friend|roommate|flatmate|housemate|neighbou?r|grandma|grandmother|grandpa|grandfather|grandparent|aunt|uncle|cousin|niece|nephew|colleague|coworker|mentor|landlord|landlady|in-law|mother-in-law|father-in-law|stepmom|stepdad|stepson|stepdaughter|godson|goddaughter)s?$/;
 /** Things one has several of at once: a new value adds, unless the sentence says it changed. */
 const MANY =
-  /^(?:pet|dog|cat|allerg|allergic|kid|child|children|son|daughter|hobby|language|speak|friend|meet|meeting|appointment|visit|call|class|lesson|birthday|party|event|trip|flight|guest|order|ticket|task|project|book|film|movie|show|concert|game|match|deadline|bill|payment|subscription|plant|car|bike)/;
+  /^(?:pet|dog|cat|allerg|allergic|kid|child|children|son|daughter|hobby|language|speak|friend|meet|meeting|appointment|visit|call|class|lesson|birthday|party|event|trip|flight|guest|order|ticket|task|project|book|film|movie|show|concert|game|match|deadline|bill|payment|subscription|plant|car|bike|list(?!en))/;
 const DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun";
 const MONTHS = "january|february|march|april|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
 const DATE_WORD = new RegExp(String.raw`^(?:(?:${DAYS})s?|${MONTHS}|weekdays?|weekends?|noon|midnight|mornings?|afternoons?|evenings?)$`, "i");

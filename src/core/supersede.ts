@@ -21,6 +21,8 @@
  * The patterns know the phrasings they were written for. Beside them each sentence that gives a
  * value is read as a frame (core/frames.ts: subject, topic and head noun, typed values), which
  * catches a value changed in phrasings no pattern knows; frames are compared only with frames.
+ * Last, two notes in the same words but a number ("…metformin 500 mg…" / "…1000 mg…") are one
+ * value changed (numberChange).
  *
  * Each memory is stored with its match keys (Store.currentMemoriesMatching): its folded text, for
  * duplicates, a key per attribute word and value word of its facts, and a key per word of its
@@ -60,7 +62,7 @@ export const VALUE_KEY = "value:";
  * out again the keys of memories an older mm stored (Store refreshMatchKeys), and a newer memory
  * finds them by what the rules read now. Never looked up.
  */
-export const KEYS_MARK = "keys:6";
+export const KEYS_MARK = "keys:7";
 
 /** A key that says what a memory states (a fact's attribute or value), not its whole text or KEYS_MARK. */
 export function isFactKey(key: string): boolean {
@@ -90,7 +92,6 @@ const REL =
 const SUBJ = String.raw`(I|i|we|(?:[Tt]he )?[Uu]ser|(?:my|our) (?:${REL})|^(?!(?:${NOT_NAMES})\b)[A-Z][a-z]+(?: [A-Z][a-z]+)?)`;
 /** Auxiliaries and adverbs between a subject and its verb ("I've just", "we're now", "she has recently"). */
 const AUX = String.raw`(?:'m|'re|'s|'ve|'d|'ll| am| are| is| have| has| had| will| do| does| got)?(?: (?:just|recently|finally|now|currently|still|already|officially|actually|really|mostly|usually|always|mainly|only|even|then|since|happily|newly|permanently|temporarily|eventually|gladly|proudly|officially))*`;
-const V = (verbs: string) => new RegExp(String.raw`(?:^|\s)${SUBJ}${AUX} (?:${verbs})\b`);
 
 /** Where a value ends: a clause, or words about when or why (they date the fact; they aren't it). */
 const VALUE_END =
@@ -198,7 +199,7 @@ function clauses(content: string): Clause[] {
       if (STARTERS.has(first.toLowerCase().split("'")[0].replace(/[^a-z]/g, ""))) part = [first.toLowerCase(), ...rest].join(" ");
       // "…and now work for Studio Nord": a clause that starts with its verb is about the speaker; "Lives in
       // Turin" (third person, in an entity's notes) is about someone else.
-      if (/^(?:now |then |also )?(?:work|live|living|moved|move|joined|started|drive|use|switched|sold|packed|left|quit|bought|got|relocated|settled|based)\b/i.test(part) && !/^got (?:a |an )?new\b/i.test(part)) {
+      if (/^(?:now |then |also )?(?:work|live|living|moved|move|joined|started|drive|use|switched|sold|packed|left|quit|bought|got|relocated|settled|based|traded|ditched|replaced|swapped|migrated|converted|upgraded|downgraded|transitioned|transferred)\b/i.test(part) && !/^got (?:a |an )?new\b/i.test(part)) {
         part = `I ${part[0].toLowerCase()}${part.slice(1)}`;
       }
       out.push({ text: part });
@@ -392,8 +393,9 @@ const FIRST_PERSON = /(?:^|\s)(?:I|i|we|We|my|My|our|Our)\b|^(?:\p{Lu}\p{Ll}+ed)
 /** The object of a clause ("I can't watch horror movies anymore" → horror movies), for a pronoun after it. */
 const PRONOUN_ANTECEDENT = /^(?:i|we)\b\S* (?:(?:can't|cannot|couldn't|don't|won't|no longer|never|really|just|still|used to|always|stopped|quit) )*[a-z]+ (.+)$/i;
 
-/** "Started my new job at Commerzbank": an employer. */
-const NEW_JOB = /\b(?:my |a )?new (?:job|role|position) (?:at|with) ([A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*)*)/;
+/** "Started my new job at Commerzbank", "Accepted the offer from Monzo", "Starting at Bolt on Monday": an employer. */
+const NEW_JOB =
+  /(?:\b(?:my |a )?new (?:job|role|position) (?:at|with)|\b[Aa]ccepted (?:the|an|a|their) (?:job |full-time |permanent )?offer (?:from|at|with)|^(?:[Ii]'m |[Ii] am |[Ww]e're )?[Ss]tarting at) ([A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*)*)/;
 /** "Yesterday was my first day at Dishoom": a new employer. */
 const FIRST_DAY = /\b(?:my )?first (?:day|week|shift) (?:at|with) (.+)/i;
 
@@ -401,7 +403,7 @@ const FIRST_DAY = /\b(?:my )?first (?:day|week|shift) (?:at|with) (.+)/i;
 const STOPPED = new RegExp(
   String.raw`(?:^|\s)${SUBJ}(?:'ve| have| has)? (?:no longer|don't|do not|doesn't|does not|never|stopped|quit|gave up|have stopped|'ve stopped|have quit|'ve quit|am done|'m done) (?:really |even |ever )?([a-z]+)(?: (.+))?`,
 );
-const GAVE_UP = /\b(?:gave up|give up|got rid of|ditched|dropped|stopped using|quit using|cancell?ed|sold) (?:the|my|our|a|an) (.+)/i;
+const GAVE_UP = /\b(?:gave up|give up|got rid of|ditched|dropped|stopped using|quit using|cancell?ed|sold|deleted|closed|uninstalled) (?:the|my|our|a|an) (.+?)(?: (?:account|subscription|membership|app|plan|contract))?[.!]?$/i;
 const FEELING = new RegExp(String.raw`(?:^|\s)${SUBJ}(?:'m|'re|'ve| am| are| do| does| have)?(?: now| really| actually| absolutely| totally| still| kind of| kinda| honestly| just| genuinely| truly| so| no longer)* (${FEELING_VERBS}|into|not into|a fan of|a big fan of|a huge fan of|not a fan of|obsessed with|sick of|tired of|done with|crazy about|mad about|gone off|went off|grown tired of|fallen out of love with|gone off of) (.+)`);
 /** "My dentist is Dr. Lee", "The standup moved to 10am", "Our project code name is Kestrel": a thing, a link, a value. */
 const LINK_START =
@@ -535,7 +537,7 @@ function readFacts(content: string): Fact[] {
       }
     }
     const job = NEW_JOB.exec(text);
-    if (job && FIRST_PERSON.test(text)) {
+    if (job && (FIRST_PERSON.test(text) || /^starting/i.test(text))) {
       const f = single("self", ["employer"], job[1]);
       if (f) {
         facts.push(f);
@@ -601,7 +603,9 @@ function readFacts(content: string): Fact[] {
         !(m[4] && /^(?:my|our|his|her|their|your) /i.test(m[5])) && // "the doctor raised my dose": the thing acts, it isn't the attribute
         !/^(?:i|we|you|your|he|she|it|they|this|that|these|those|there|here|what|who|which|everything|nothing|something|everyone|someone|his|her|their|let|lets)$/i.test(first) &&
         !/^(?:it|that|he|she|there|what|who|let|here|where|how)'s$/i.test(owner) &&
-        (owner || !/(?:ing|ed)$/.test(first))
+        (owner || !/(?:ing|ed)$/.test(first)) &&
+        !/\b(?:can|could|should|must|might|would)$/i.test(m[2]) && // "Nico can now say 'banana'": an ability, not a value
+        !(!m[4] && !/\b(?:is|are|'s|'re|will be)\b/.test(m[3]) && /^(?!(?:a|an|the|my|our|his|her|their|its|one|two|three|four|five|six|seven|eight|nine|ten|every|each|only|just)\b)[a-z]+s?\b(?! (?:at|on|in|from|to|until|till|by)\b)/.test(m[5]) && /^(?:has|have|\w+s|say|do|does|lets?|allows?|offers?|takes?|accepts?)\b/.test(m[5])) // "the library now lends out tools": it does something new, no value
       ) {
         const possessor = /^(?:my|our|the|its|their) ([a-z]+)'s$/i.exec(owner)?.[1] ?? /^([A-Za-z][\w-]*)'s$/.exec(owner)?.[1];
         let attr = attrWords(m[2]);
@@ -837,7 +841,43 @@ export function replacementReason(newer: string, older: string, newerFacts = fac
       if (reason) return reason;
     }
   }
-  return undefined;
+  return numberChange(foldedNew, fold(older));
+}
+
+/** A number, an amount, a dose, a time or a price: "500", "0.25mg", "$1,200", "14:05", "7pm", "(617)". */
+const NUMBER = /^[$€£(]?\d[\d.,:/)-]*(?:k|m|mg|mcg|ml|g|kg|km|mi|lb|lbs|am|pm|h|hr|hrs|min|mins|%|st|nd|rd|th|x)?$/;
+/** Words before which a number names the thing rather than gives its value ("Release 2.4", "Room 12", "Gate 4"). */
+const NAMING =
+  /^(?:release|version|v|room|flat|apt|apartment|note|day|week|month|step|chapter|page|unit|gate|platform|bus|route|line|table|seat|locker|order|#|no|number|floor|level|year|grade|stage|team|group|part|episode|season|ticket|item|task|issue|pr|bug|sprint|phase|round|lot|box|pier|terminal|track|court|lane|ward|bed|exit|highway|hwy|building|block|section|row|class|lesson|session|game|match|week's)$/;
+/** A note that logs what happened (spent, ran, paid, today): two such notes with other numbers are two events. */
+const LOGGED =
+  /\b(?:today|yesterday|tonight|this morning|this afternoon|this evening|last night|last week|this week|just|again|[a-z]{3,}ed|spent|ran|paid|bought|ate|drank|slept|swam|rode|drove|walked|did|had|got|took|made|won|lost|sold|gave|saw|met|wrote|sent|read|came|went|left|hit|scored|lifted|logged|burned)\b/;
+
+/**
+ * Twin notes with another number ("User takes metformin 500 mg twice daily" / "… 1000 mg …",
+ * "Kofi's flight lands at 14:05 at Terminal 2" / "… at 15:20 …"): the same words in the same
+ * order, at least two of them words, and only numbers changed. A number that names the thing
+ * ("Room 12", "Release 2.4") and a note that logs an event ("Ran 5k today", "Spent $40 on
+ * groceries") are left alone: two rooms, two runs. Only candidates that already share a fact key
+ * are compared (validity.ts), so the words the numbers sit in are a fact's.
+ */
+function numberChange(newer: string, older: string): string | undefined {
+  if (LOGGED.test(newer) || LOGGED.test(older)) return undefined;
+  const tokens = (s: string) => s.replace(/[^\p{L}\p{N}$€£%.,:/()' -]+/gu, " ").replace(/([\p{L})])[.,:]+(?=\s|$)/gu, "$1").split(/\s+/).filter(Boolean);
+  const n = tokens(newer);
+  const o = tokens(older);
+  if (o.length < 3 || o.length !== n.length) return undefined;
+  let words = 0;
+  const changed: string[] = [];
+  for (let i = 0; i < o.length; i++) {
+    if (o[i] === n[i]) {
+      if (!NUMBER.test(o[i])) words++;
+      continue;
+    }
+    if (!NUMBER.test(o[i]) || !NUMBER.test(n[i]) || (i > 0 && NAMING.test(o[i - 1]))) return undefined;
+    changed.push(`${o[i]} → ${n[i]}`);
+  }
+  return changed.length && words >= 2 ? `number: ${changed.join(", ")}` : undefined;
 }
 
 /**

@@ -88,6 +88,10 @@ describe("rules beyond the dev set's phrasings", () => {
     ["a feeling turned", "I'm a big fan of IPAs.", "I've gone off IPAs; I prefer stouts now."],
     ["an owner", "Maya owns the payments service.", "Payments service ownership moved to Theo."],
     ["a thing first, then what it acts through", "We deploy with Capistrano.", "Deploys go through ArgoCD now."],
+    ["a trade, its verb first", "I drive a 2015 Mazda 3.", "Traded the Mazda in for a Skoda Enyaq."],
+    ["an account closed", "I keep my passwords in 1Password.", "Moved everything to Proton Pass and deleted the 1Password account."],
+    ["an offer accepted", "I'm a nurse at St Mary's Hospital.", "Accepted the offer from Royal Free, starting in March."],
+    ["a start at a named place, no subject", "I work for Deliveroo in the ops team.", "Starting at Ocado on the 3rd."],
   ])("%s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(true);
   });
@@ -104,6 +108,11 @@ describe("rules beyond the dev set's phrasings", () => {
     ["another named person's home", "Dad's place is in Harrogate.", "Mia sold up and bought a bungalow in Whitby."],
     ["two conversations on two days", "I talked to Sam about the new job on Monday.", "I talked to Sam about the new job on Friday."],
     ["two reports of one topic", "Bo worried about the new job on day 5, noting detail 52.", "Bo talked about the new job on day 26, noting detail 85."],
+    ["two new abilities", "Nico can now climb the stairs on his own.", "Nico can now say 'banana'."],
+    ["two new things a place does", "The library now opens on Sundays.", "The library now lends out tools."],
+    ["two new things a place has", "Our office now has standing desks.", "Our office now has a nap room."],
+    ["two items of a list", "Reading list: Middlemarch", "Reading list: The Left Hand of Darkness"],
+    ["a start at a time, not a place", "I work for Deliveroo in the ops team.", "Starting at 9 tomorrow for the stocktake."],
   ])("leaves alone: %s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(false);
   });
@@ -150,6 +159,28 @@ describe("labelled values: one label, one value", () => {
     ]) {
       expect(replaces(older, newer)).toBe(false);
     }
+  });
+});
+
+describe("twin notes with another number", () => {
+  it.each([
+    ["a dose", "User takes sertraline 50 mg each morning", "User takes sertraline 100 mg each morning"],
+    ["a dose with its unit joined", "Insulin 12u at night, glargine 20mg", "Insulin 12u at night, glargine 24mg"],
+    ["a time", "The ferry to Hydra leaves at 07:40 from Piraeus", "The ferry to Hydra leaves at 09:15 from Piraeus"],
+    ["a price", "Netflix standard plan costs $15.49 a month", "Netflix standard plan costs $17.99 a month"],
+  ])("%s", (_why, older, newer) => {
+    expect(replaces(older, newer)).toBe(true);
+  });
+
+  it.each([
+    ["a number that names the thing", "Room 12 is booked for the offsite", "Room 14 is booked for the offsite"],
+    ["a locker", "Locker 212 holds the spare laptop chargers", "Locker 214 holds the spare laptop chargers"],
+    ["a logged run", "Ran 5k along the canal today", "Ran 8k along the canal today"],
+    ["logged spending", "Spent $45 on groceries at Aldi", "Spent $62 on groceries at Aldi"],
+    ["other words too", "Dentist at 3pm on Tuesday", "Haircut at 5pm on Tuesday"],
+    ["an additive cue", "Vitamin D 1000 IU daily", "Vitamin D 2000 IU daily as well"],
+  ])("leaves alone: %s", (_why, older, newer) => {
+    expect(replaces(older, newer)).toBe(false);
   });
 });
 
