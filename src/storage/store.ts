@@ -496,6 +496,11 @@ export class Store extends MemoryReads {
     );
   }
 
+  /** Runs `fn` holding the write lock, committing nothing itself: maintenance's compaction of a table whose last one lost to a write (storage/maintenance.ts). */
+  holdingWrites<T>(fn: () => Promise<T>): Promise<T> {
+    return this.withWriteLock(fn);
+  }
+
   /**
    * Runs `fn` under the store's write lock. When the active segment has reached its size,
    * seals it before releasing the lock: an empty new segment (with its text and user indexes)
