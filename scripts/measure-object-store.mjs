@@ -9,6 +9,10 @@
 //   node scripts/measure-object-store.mjs --trace FILE   also writes each counted request (the
 //     operation it served, method, path, range, start and end in ms from the operation's start) as
 //     JSON lines: which requests of a search follow each other, and which run side by side.
+//   node scripts/measure-object-store.mjs --clients 32   the timed creates from 32 concurrent clients (default 8)
+//   node scripts/measure-object-store.mjs --pin   mm (this process: the local store's run and the
+//     Azurite one) on the first core and Azurite on the second (`taskset`), as a replica and an
+//     object store on machines of their own: without it the emulator's CPU competes with the model's.
 // --bulk fills each store in-process through `mm import`'s code (core/transfer.ts) with lines that
 // carry their vectors (random unit vectors: no model runs for the fill), compacts and indexes it
 // (`mm store optimize`), then times `--creates` creates and the searches as above.
@@ -28,6 +32,15 @@ const SEARCHES = Number(flag("searches", "100"));
 const BULK = args.includes("--bulk");
 const CREATES = Number(flag("creates", BULK ? "400" : String(N)));
 const TRACE = flag("trace", undefined);
+/** Concurrent clients of the timed creates (group commit gathers what arrives while a commit runs). */
+const CLIENTS = Number(flag("clients", "8"));
+const PIN = args.includes("--pin");
+if (PIN && !process.env.MM_MEASURE_PINNED) {
+  // Run again on the first core only; Azurite (below) takes the second.
+  const { spawnSync } = await import("node:child_process");
+  const run = spawnSync("taskset", ["-c", "0", process.execPath, fileURLToPath(import.meta.url), ...args], { stdio: "inherit", env: { ...process.env, MM_MEASURE_PINNED: "1" } });
+  process.exit(run.status ?? 1);
+}
 /**
  * How long after one process's create returns another, already open and warm, process can read
  * the memory by id (polling every 10 ms): bounded by the read-consistency interval.
@@ -67,7 +80,9 @@ const { importExport } = await import(join(root, "dist/core/transfer.js"));
 
 const work = mkdtempSync(join(tmpdir(), "mm-objmeasure-"));
 const port = await freePort();
-const azurite = spawn(join(root, "node_modules/.bin/azurite-blob"), ["--location", join(work, "azurite"), "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"], { stdio: "ignore" });
+const azuriteArgs = ["--location", join(work, "azurite"), "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"];
+const azuriteBin = join(root, "node_modules/.bin/azurite-blob");
+const azurite = PIN ? spawn("taskset", ["-c", "1", azuriteBin, ...azuriteArgs], { stdio: "ignore" }) : spawn(azuriteBin, azuriteArgs, { stdio: "ignore" });
 let proxied = 0;
 /** The operation being counted, for --trace: its name and when it started. */
 let operation;
@@ -102,7 +117,7 @@ try {
   for (const [name, store] of [["local", join(work, "local-store")], ["azurite", "az://measure/store"]]) out[name] = await measure(store, env, name === "azurite" ? counted : undefined);
   const interval = readConsistencySeconds(process.env);
   // The machine's load moves every time here (the cores are shared): say what it was.
-  console.log(JSON.stringify({ memories: N, searches: SEARCHES, creates: CREATES, ...(BULK ? { bulk: true } : {}), readConsistencyIntervalS: interval, loadAverage1m: Math.round(loadavg()[0] * 10) / 10, ...out }, null, 2));
+  console.log(JSON.stringify({ memories: N, searches: SEARCHES, creates: CREATES, ...(BULK ? { bulk: true } : {}), ...(PIN ? { pinned: "mm on core 0, Azurite on core 1" } : {}), readConsistencyIntervalS: interval, loadAverage1m: Math.round(loadavg()[0] * 10) / 10, ...out }, null, 2));
 } finally {
   proxy.close();
   agent.destroy();
@@ -114,8 +129,16 @@ try {
 async function served(store, env, maintain = true) {
   const ctx = await openContext({ storeDir: store, env });
   await ctx.embedder();
-  const maintainer = maintain ? new Maintainer(ctx.store, { intervalMs: 2000 }).start() : undefined;
-  return { ctx, close: async () => (await maintainer?.stop(), await ctx.close()) };
+  // What the maintainer did, for the figures: its passes, the work they found, and any error.
+  const upkeep = { passes: 0, compactions: 0, conflicts: 0, errors: [] };
+  const maintainer = maintain
+    ? new Maintainer(ctx.store, {
+        intervalMs: 2000,
+        onPass: (p) => ((upkeep.passes += 1), (upkeep.compactions += p.work.length), (upkeep.conflicts += p.conflicts)),
+        onError: (err) => upkeep.errors.push(String(err).slice(0, 200)),
+      }).start()
+    : undefined;
+  return { ctx, upkeep, close: async () => (await maintainer?.stop(), await ctx.close()) };
 }
 
 /** CPU seconds a process has used (Linux /proc): Azurite shares this machine's two cores with mm. */
@@ -130,7 +153,7 @@ function cpuSeconds(pid) {
 
 async function measure(store, env, countedEnv) {
   const cpuAtStart = cpuSeconds(azurite.pid);
-  const { ctx, close } = await served(store, env);
+  const { ctx, upkeep, close } = await served(store, env);
   const texts = Array.from({ length: N + 200 }, (_, i) => sentence(i));
   let filledInS;
   if (BULK) {
@@ -142,7 +165,7 @@ async function measure(store, env, countedEnv) {
   }
   let next = BULK ? N - CREATES : 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: 8 }, async () => {
+  await Promise.all(Array.from({ length: CLIENTS }, async () => {
     while (next < N) {
       const i = next++;
       await createMemory(ctx, { content: texts[i], userId: `user${i % 20}` });
@@ -162,6 +185,7 @@ async function measure(store, env, countedEnv) {
     latencies.push(performance.now() - t);
   }
   const fragments = (await ctx.store.stats()).memories.fragments;
+  const upkeepThen = { ...upkeep, errors: upkeep.errors.slice(0, 3) };
   const cpuTimed = cpuSeconds(azurite.pid) - cpuAtStart;
   // Again on the compacted store: the searches above met however many small fragments the
   // maintainer had left at that moment (up to 31 on a local store), which moves p50 several-fold.
@@ -190,11 +214,12 @@ async function measure(store, env, countedEnv) {
   await close();
   latencies.sort((a, b) => a - b);
   const figures = {
-    createsPerS8Clients: round(concurrentPerS),
+    [`createsPerS${CLIENTS}Clients`]: round(concurrentPerS),
     createsPerSOneClient: round(sequentialPerS),
     searchP50Ms: round(latencies[Math.floor(latencies.length / 2)]),
     searchP95Ms: round(latencies[Math.floor(latencies.length * 0.95)]),
     fragmentsAfter: fragments,
+    maintainerUntilThen: upkeepThen,
     searchP50MsCompacted: round(compacted[Math.floor(compacted.length / 2)]),
     searchP95MsCompacted: round(compacted[Math.floor(compacted.length * 0.95)]),
     ...(bypassing ? { searchP50MsCompactedBypassingIndex: round(bypassing[Math.floor(bypassing.length / 2)]) } : {}),
