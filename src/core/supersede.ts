@@ -875,10 +875,19 @@ function numberChange(newer: string, older: string): string | undefined {
       continue;
     }
     if (!NUMBER.test(o[i]) || !NUMBER.test(n[i]) || (i > 0 && NAMING.test(o[i - 1]))) return undefined;
+    // A bare count after a noun numbers the thing ("limit probe 3", "test user 7"): a value has a
+    // unit, a time's or a price's shape, or a word that gives it ("at", "is", "costs", ":").
+    const shaped = (t: string) => /\D/.test(t.replace(/^\d+$/, ""));
+    if (!shaped(o[i]) && !shaped(n[i]) && !UNIT_WORD.test(o[i + 1] ?? "") && !GIVES_VALUE.test(o[i - 1] ?? "")) return undefined;
     changed.push(`${o[i]} → ${n[i]}`);
   }
   return changed.length && words >= 2 ? `number: ${changed.join(", ")}` : undefined;
 }
+/** A unit written apart from its number ("500 mg", "3 nights"). */
+const UNIT_WORD =
+  /^(?:mg|mcg|ml|l|g|kg|km|mi|miles?|lbs?|pounds?|dollars?|euros?|quid|bucks|percent|am|pm|h|hrs?|hours?|mins?|minutes?|seconds?|days?|nights?|weeks?|months?|years?|times|units?|iu|tablets?|pills?|drops?|puffs?|cups?|pages?|reps?|sets?|steps?|k|m|gb|mb|tb)$/;
+/** A word that gives the value after it ("lands at 14:05", "costs 12", "is 42", "rate: 4"). */
+const GIVES_VALUE = /^(?:at|is|are|was|to|from|costs?|now|of|by|for|about|around|approx|=|:|x|has|have|takes?|weighs?|pays?|needs?|every)$|[:=]$/;
 
 /**
  * What the model adds to the patterns and frames: a newer note that says something changed, about

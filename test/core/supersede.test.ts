@@ -179,6 +179,7 @@ describe("twin notes with another number", () => {
     ["logged spending", "Spent $45 on groceries at Aldi", "Spent $62 on groceries at Aldi"],
     ["other words too", "Dentist at 3pm on Tuesday", "Haircut at 5pm on Tuesday"],
     ["an additive cue", "Vitamin D 1000 IU daily", "Vitamin D 2000 IU daily as well"],
+    ["a bare count that numbers the thing", "Sample jar 3 from the north field", "Sample jar 4 from the north field"],
   ])("leaves alone: %s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(false);
   });
