@@ -410,6 +410,22 @@ const LINK_START =
   "is|are|'s|'re|has|have|will|got|gets|now|currently|still|officially|finally|just|always|permanently|been|was|were|changed|moved|rescheduled|pushed|postponed|bumped|raised|lowered|cut|reduced|increased|decreased|upgraded|downgraded|switched|updated|shifted|delayed|brought|went|dropped|rose|slipped|renamed|transferred|relocated|swapped|reassigned|handed|meets|meet|starts|start|begins|begin|happens|runs|opens|takes|costs|leaves|departs|arrives|comes";
 const THING_IS = new RegExp(String.raw`^${THING}(?= (?:${LINK_START})\b)${LINK} (?:(?:at|on|in|for|from|by|with) )?(.+)`);
 
+/** "Nico can now say 'banana'": a thing that ends in a modal states an ability, not a value. */
+const MODAL_END = /\b(?:can|could|should|must|might|would)$/i;
+/** After a link of adverbs only ("now"), a word that starts a clause of its own rather than a value… */
+const CLAUSE_WORD = /^(?!(?:a|an|the|my|our|his|her|their|its|one|two|three|four|five|six|seven|eight|nine|ten|every|each|only|just)\b)[a-z]+s?\b(?! (?:at|on|in|from|to|until|till|by)\b)/;
+/** …and is a verb: "has", "lends", "allows". */
+const DOING = /^(?:has|have|\w+s|say|do|does|lets?|allows?|offers?|takes?|accepts?)\b/;
+
+/**
+ * "The library now lends out tools", "Our office now has a nap room": THING_IS's link is adverbs
+ * only (no "is", no verb of change) and a verb follows, so the thing does something new; it states
+ * no value of it, and replaces neither "The library now opens on Sundays" nor "… has standing desks".
+ */
+function doesSomethingNew(link: string, changeVerb: string | undefined, rest: string): boolean {
+  return !changeVerb && !/\b(?:is|are|'s|'re|will be)\b/.test(link) && CLAUSE_WORD.test(rest) && DOING.test(rest);
+}
+
 /** A verb of the present, after its subject: a habit ("I run 5k", "we bake bread on Sundays"). */
 const HABIT = new RegExp(String.raw`^(I|i|we|(?:my|our) (?:${REL}))(?: (?:usually|always|often|mostly|normally|regularly|still|now|also))? ([a-z]+) (.+)`);
 /** Verbs that say no habit: being, having, thinking, wanting, and the auxiliaries. */
@@ -604,8 +620,8 @@ function readFacts(content: string): Fact[] {
         !/^(?:i|we|you|your|he|she|it|they|this|that|these|those|there|here|what|who|which|everything|nothing|something|everyone|someone|his|her|their|let|lets)$/i.test(first) &&
         !/^(?:it|that|he|she|there|what|who|let|here|where|how)'s$/i.test(owner) &&
         (owner || !/(?:ing|ed)$/.test(first)) &&
-        !/\b(?:can|could|should|must|might|would)$/i.test(m[2]) && // "Nico can now say 'banana'": an ability, not a value
-        !(!m[4] && !/\b(?:is|are|'s|'re|will be)\b/.test(m[3]) && /^(?!(?:a|an|the|my|our|his|her|their|its|one|two|three|four|five|six|seven|eight|nine|ten|every|each|only|just)\b)[a-z]+s?\b(?! (?:at|on|in|from|to|until|till|by)\b)/.test(m[5]) && /^(?:has|have|\w+s|say|do|does|lets?|allows?|offers?|takes?|accepts?)\b/.test(m[5])) // "the library now lends out tools": it does something new, no value
+        !MODAL_END.test(m[2]) &&
+        !doesSomethingNew(m[3], m[4], m[5])
       ) {
         const possessor = /^(?:my|our|the|its|their) ([a-z]+)'s$/i.exec(owner)?.[1] ?? /^([A-Za-z][\w-]*)'s$/.exec(owner)?.[1];
         let attr = attrWords(m[2]);
@@ -849,6 +865,13 @@ const NUMBER = /^[$€£(]?\d[\d.,:/)-]*(?:k|m|mg|mcg|ml|g|kg|km|mi|lb|lbs|am|pm
 /** Words before which a number names the thing rather than gives its value ("Release 2.4", "Room 12", "Gate 4"). */
 const NAMING =
   /^(?:release|version|v|room|flat|apt|apartment|note|day|week|month|step|chapter|page|unit|gate|platform|bus|route|line|table|seat|locker|order|#|no|number|floor|level|year|grade|stage|team|group|part|episode|season|ticket|item|task|issue|pr|bug|sprint|phase|round|lot|box|pier|terminal|track|court|lane|ward|bed|exit|highway|hwy|building|block|section|row|class|lesson|session|game|match|week's)$/;
+/** Digits alone, with no unit, sign or separator: a count, or a number that names. */
+const BARE = /^\d+$/;
+/** A unit written apart from its number ("500 mg", "3 nights"). */
+const UNIT_WORD =
+  /^(?:mg|mcg|ml|l|g|kg|km|mi|miles?|lbs?|pounds?|dollars?|euros?|quid|bucks|percent|am|pm|h|hrs?|hours?|mins?|minutes?|seconds?|days?|nights?|weeks?|months?|years?|times|units?|iu|tablets?|pills?|drops?|puffs?|cups?|pages?|reps?|sets?|steps?|k|m|gb|mb|tb)$/;
+/** A word that gives the value after it ("lands at 14:05", "costs 12", "is 42", "rate: 4"). */
+const GIVES_VALUE = /^(?:at|is|are|was|to|from|costs?|now|of|by|for|about|around|approx|=|:|x|has|have|takes?|weighs?|pays?|needs?|every)$|[:=]$/;
 /** A note that logs what happened (spent, ran, paid, today): two such notes with other numbers are two events. */
 const LOGGED =
   /\b(?:today|yesterday|tonight|this morning|this afternoon|this evening|last night|last week|this week|just|again|[a-z]{3,}ed|spent|ran|paid|bought|ate|drank|slept|swam|rode|drove|walked|did|had|got|took|made|won|lost|sold|gave|saw|met|wrote|sent|read|came|went|left|hit|scored|lifted|logged|burned)\b/;
@@ -877,17 +900,11 @@ function numberChange(newer: string, older: string): string | undefined {
     if (!NUMBER.test(o[i]) || !NUMBER.test(n[i]) || (i > 0 && NAMING.test(o[i - 1]))) return undefined;
     // A bare count after a noun numbers the thing ("limit probe 3", "test user 7"): a value has a
     // unit, a time's or a price's shape, or a word that gives it ("at", "is", "costs", ":").
-    const shaped = (t: string) => /\D/.test(t.replace(/^\d+$/, ""));
-    if (!shaped(o[i]) && !shaped(n[i]) && !UNIT_WORD.test(o[i + 1] ?? "") && !GIVES_VALUE.test(o[i - 1] ?? "")) return undefined;
+    if (BARE.test(o[i]) && BARE.test(n[i]) && !UNIT_WORD.test(o[i + 1] ?? "") && !GIVES_VALUE.test(o[i - 1] ?? "")) return undefined;
     changed.push(`${o[i]} → ${n[i]}`);
   }
   return changed.length && words >= 2 ? `number: ${changed.join(", ")}` : undefined;
 }
-/** A unit written apart from its number ("500 mg", "3 nights"). */
-const UNIT_WORD =
-  /^(?:mg|mcg|ml|l|g|kg|km|mi|miles?|lbs?|pounds?|dollars?|euros?|quid|bucks|percent|am|pm|h|hrs?|hours?|mins?|minutes?|seconds?|days?|nights?|weeks?|months?|years?|times|units?|iu|tablets?|pills?|drops?|puffs?|cups?|pages?|reps?|sets?|steps?|k|m|gb|mb|tb)$/;
-/** A word that gives the value after it ("lands at 14:05", "costs 12", "is 42", "rate: 4"). */
-const GIVES_VALUE = /^(?:at|is|are|was|to|from|costs?|now|of|by|for|about|around|approx|=|:|x|has|have|takes?|weighs?|pays?|needs?|every)$|[:=]$/;
 
 /**
  * What the model adds to the patterns and frames: a newer note that says something changed, about

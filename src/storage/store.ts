@@ -318,7 +318,6 @@ export class Store extends MemoryReads {
     return new Map(userIds.map((u, i) => [u, last[i]]));
   }
 
-
   /** The graph table, once its handle is within the read-consistency interval (storage/freshness.ts). */
   private async freshGraph(): Promise<Table> {
     await this.freshness?.ensure([this.graph]);
