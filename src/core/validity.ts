@@ -255,9 +255,10 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
 /**
  * Commits a plan for the incoming memories at `admitted` (the others failed or were refused by
  * quota): inserts the new rows (a new row replaced by a later one in the same batch goes in already
- * marked), then marks the older rows they replace, one commit per segment. A crash between the two
- * commits leaves the new memories stored and the older ones current: the replacement is not
- * recorded, never half-recorded.
+ * marked) and marks the older rows they replace in one commit, when the active segment holds those
+ * (it takes every insert, so a store of one segment always does). Older rows a sealed segment holds
+ * are marked after it, one commit per segment: a crash between leaves the new memories stored and
+ * those older ones current. A replacement is recorded whole or not at all, never half.
  */
 export async function applyPlan(w: StoreWriter, plan: Plan, admitted: number[]): Promise<void> {
   // A replaced memory stopped being true when the one replacing it was recorded.
@@ -268,27 +269,26 @@ export async function applyPlan(w: StoreWriter, plan: Plan, admitted: number[]):
     const row = plan.items[i].row;
     return mark && ok.has(mark.by) ? markReplaced(row, plan.items[mark.by].row.id, at(mark.by), mark.reason) : row;
   });
-  await w.insertMemories(rows);
-  const marks = [...plan.marks].filter(([, m]) => ok.has(m.by));
-  if (!marks.length) return;
-  await w.store.hooks?.("supersede:after-insert");
-  const byAccount = new Map<string, [string, { by: number; reason: string }][]>();
-  for (const m of marks) {
-    const acct = plan.items[m[1].by].row.accountId;
-    byAccount.set(acct, [...(byAccount.get(acct) ?? []), m]);
+  const marks = new Map([...plan.marks].filter(([, m]) => ok.has(m.by)));
+  const byAccount = new Map<string, string[]>();
+  for (const [id, m] of marks) {
+    const acct = plan.items[m.by].row.accountId;
+    byAccount.set(acct, [...(byAccount.get(acct) ?? []), id]);
   }
-  for (const [acct, list] of byAccount) {
+  const marked: MemoryRow[] = [];
+  for (const [acct, ids] of byAccount) {
     // Under the same write lock as the plan: a row the plan read whole is still as it was.
-    const unread = list.map(([id]) => id).filter((id) => !plan.read.has(id));
-    const current = [...list.flatMap(([id]) => plan.read.get(id) ?? []), ...(unread.length ? await w.store.getMemoryRows(acct, unread) : [])];
-    const byId = new Map(list);
-    await w.replaceMemories(
-      current.map((r) => {
-        const { by, reason } = byId.get(r.id)!;
-        return markReplaced(r, plan.items[by].row.id, at(by), reason);
-      }),
-    );
+    const unread = ids.filter((id) => !plan.read.has(id));
+    const current = [...ids.flatMap((id) => plan.read.get(id) ?? []), ...(unread.length ? await w.store.getMemoryRows(acct, unread) : [])];
+    for (const r of current) {
+      const { by, reason } = marks.get(r.id)!;
+      marked.push(markReplaced(r, plan.items[by].row.id, at(by), reason));
+    }
   }
+  const left = await w.insertMemories(rows, marked);
+  if (!left.length) return;
+  await w.store.hooks?.("supersede:after-insert");
+  await w.replaceMemories(left);
 }
 
 /** The memory `id` replaced, following supersededBy: refuses self-replacement and cycles. */

@@ -621,9 +621,15 @@ export abstract class MemoryWrites {
     return i < 0 ? undefined : this.segments[i].table;
   }
 
-  /** Inserts in one commit into the active segment, numbering each user's new memories after their last one. */
-  async insertMemories(rows: MemoryRow[]): Promise<void> {
-    if (rows.length === 0) return;
+  /**
+   * Inserts in one commit into the active segment, numbering each user's new memories after their
+   * last one. `rewritten`, whole rows already stored (as read by getMemoryRow), change in that same
+   * commit when the active segment holds them (a replacement's marks: the new memory and the mark on
+   * the one it replaces are one commit, and an object store saves a commit's round of requests).
+   * Returns those another segment holds, for the caller to rewrite after (replaceMemories).
+   */
+  async insertMemories(rows: MemoryRow[], rewritten: MemoryRow[] = []): Promise<MemoryRow[]> {
+    if (rows.length === 0) return rewritten;
     // A user's last sequence number costs a query (~12 ms locally: a filter, a sort; two rounds of
     // requests on an object store); a group commit of 8 creates for 8 users spent 50 of its 60 ms on
     // them. The numbers this process wrote last are kept while they hold (LastSeqs): a seal, this
@@ -639,8 +645,11 @@ export abstract class MemoryWrites {
       row.seq = next.get(key)!;
       next.set(key, row.seq + 1);
     });
+    const homes = rewritten.length ? await this.homesOf(rewritten) : new Map<string, Table>();
+    const here = rewritten.filter((r) => (homes.get(r.id) ?? this.active) === this.active);
     try {
-      await this.active.add(rows.map(toArrowRow));
+      if (here.length) await this.active.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([...rows, ...here].map(toArrowRow));
+      else await this.active.add(rows.map(toArrowRow));
     } catch (err) {
       known.byUser.clear();
       throw err;
@@ -655,6 +664,21 @@ export abstract class MemoryWrites {
     }
     known.segment = segment.name;
     known.version = await this.active.version();
+    return rewritten.filter((r) => !here.includes(r));
+  }
+
+  /**
+   * Which segment holds each of these rows (one query per segment, side by side, not a count per
+   * row per segment one after another: a create that replaced 20 notes spent 100 ms of 2 s on
+   * them). A store of one segment (up to segmentRows memories) holds them all in it: no query.
+   */
+  private async homesOf(rows: MemoryRow[]): Promise<Map<string, Table>> {
+    const home = new Map<string, Table>();
+    if (this.segments.length === 1) return home;
+    const where = `id IN (${[...new Set(rows.map((r) => r.id))].map(sqlString).join(", ")})`;
+    const held = await Promise.all(this.segments.map((s) => s.table.query().where(where).select(["id"]).toArray()));
+    held.forEach((found, i) => found.forEach((r) => home.has(String(r.id)) || home.set(String(r.id), this.segments[i].table)));
+    return home;
   }
 
   /**
@@ -663,13 +687,7 @@ export abstract class MemoryWrites {
    */
   async replaceMemories(rows: MemoryRow[]): Promise<void> {
     if (!rows.length) return;
-    // Which segment holds each row: one query per segment, side by side, not a count per row per
-    // segment one after another (a create that replaced 20 notes spent 100 ms of 2 s on them). A
-    // store of one segment (up to segmentRows memories) holds them all in it: no query.
-    const where = `id IN (${[...new Set(rows.map((r) => r.id))].map(sqlString).join(", ")})`;
-    const held = this.segments.length === 1 ? [] : await Promise.all(this.segments.map((s) => s.table.query().where(where).select(["id"]).toArray()));
-    const home = new Map<string, Table>();
-    held.forEach((found, i) => found.forEach((r) => home.has(String(r.id)) || home.set(String(r.id), this.segments[i].table)));
+    const home = await this.homesOf(rows);
     const bySegment = new Map<Table, MemoryRow[]>();
     for (const row of rows) {
       const table = home.get(row.id) ?? this.active;

@@ -7,9 +7,36 @@ const tempDir = useTempDirs();
 
 /** A replacement is one row in one commit: killed anywhere, both memories stay readable and it is recorded whole or not at all. */
 describe("replacements are crash-safe", () => {
-  it("killed between a create's insert and the mark on the memory it replaces: both readable, the older one current", async () => {
+  it("a create that replaces a memory is one commit with the mark: killed before it, neither; after it, both whole", async () => {
     const store = join(await tempDir(), "store");
     const mm = (args: string[], env?: Record<string, string>) => runMm(args, { store, env });
+    const paris = json(await mm(["memories", "add", "I live in Paris", "--user", "u"])).id;
+    const york = json(await mm(["memories", "add", "Our office is in York", "--user", "u"])).id;
+    const before = await mm(["memories", "add", "I moved to Berlin", "--user", "u"], { MM_TEST_CRASH_AT: "billed-commit:before" });
+    expect(before.signal).toBe("SIGKILL");
+    expect(json(await mm(["memories", "list", "--user", "u"])).items.map((m: { content: string }) => m.content).sort()).toEqual(["I live in Paris", "Our office is in York"]);
+    expect(json(await mm(["memories", "get", paris]))).not.toHaveProperty("supersededBy");
+
+    // No point lies between the insert and the mark: the one a sealed segment needs is never reached.
+    const between = await mm(["memories", "add", "Our office moved to Leeds", "--user", "u"], { MM_TEST_CRASH_AT: "supersede:after-insert" });
+    expect(between.signal).toBeNull();
+    expect(between.code).toBe(0);
+    expect(json(between).supersedes).toEqual([york]);
+
+    const after = await mm(["memories", "add", "I moved to Berlin", "--user", "u"], { MM_TEST_CRASH_AT: "billed-commit:after" });
+    expect(after.signal).toBe("SIGKILL");
+    const old = json(await mm(["memories", "get", paris]));
+    const berlin = json(await mm(["memories", "get", old.supersededBy]));
+    expect(berlin.content).toBe("I moved to Berlin");
+    expect(berlin.supersedes).toEqual([paris]);
+    expect(json(await mm(["memories", "history", paris])).events.map((e: { type: string }) => e.type)).toEqual(["superseded"]);
+  });
+
+  it("killed between a create's insert and the mark on a memory a sealed segment holds: both readable, the older one current", async () => {
+    const store = join(await tempDir(), "store");
+    // One memory per segment: the older memory is in a sealed segment when the newer is added.
+    const tuning = { MM_TEST_TUNING: JSON.stringify({ segmentRows: 1 }) };
+    const mm = (args: string[], env?: Record<string, string>) => runMm(args, { store, env: { ...tuning, ...env } });
     const paris = json(await mm(["memories", "add", "I live in Paris", "--user", "u"])).id;
     const crashed = await mm(["memories", "add", "I moved to Berlin", "--user", "u"], { MM_TEST_CRASH_AT: "supersede:after-insert" });
     expect(crashed.signal).toBe("SIGKILL");
