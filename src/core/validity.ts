@@ -162,7 +162,9 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // nearest (scanning) has its candidates picked from those rows, and asked for only when there
   // were too many to read. A user with a new memory that says something changed gets the
   // candidates whole, vectors included: the model's reading compares it with those sharing a key,
-  // and a replaced one is rewritten whole.
+  // and a replaced one is rewritten whole. A user whose every current memory the process keeps from
+  // its last reads and writes (storage/current-rows.ts) is asked nothing: all come from those.
+  const kept = await store.keptCurrentRows([...groups.values()].map((indexes) => items[indexes[0]].row));
   const scanning = await scannedUsers(store, items, nearGroups);
   const scans = (key: string) => scanning.has(key);
   const candidates = new Map<string, MemoryRecord[]>();
@@ -180,11 +182,11 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       }
     }
   };
-  const [{ near, scanned }] = await Promise.all([nearestOlder(store, items, nearGroups, scanning, keyed), ask((key) => !scans(key))]);
-  for (const rows of scanned.values()) for (const r of rows) read.set(r.id, r);
+  const [{ near, scanned }] = await Promise.all([nearestOlder(store, items, nearGroups, scanning, keyed, kept), ask((key) => !scans(key) && !kept.has(key))]);
+  for (const rows of [...scanned.values(), ...kept.values()]) for (const r of rows) read.set(r.id, r);
   for (const [accountId, keysByUser] of keysByAccount) {
     for (const [userId, userKeys] of keysByUser) {
-      const rows = scanned.get(userKey({ accountId, userId }));
+      const rows = scanned.get(userKey({ accountId, userId })) ?? kept.get(userKey({ accountId, userId }));
       if (rows) candidates.set(userKey({ accountId, userId }), matchingAmong(rows, userKeys));
     }
   }
@@ -373,8 +375,9 @@ async function scannedUsers(store: Store, items: Incoming[], groups: Map<string,
  * Each incoming memory of `groups` (per user) with its NEAR_CANDIDATES nearest current memories of
  * its user and agent that share no fact key with it (`keyed`), with their cosines. The users of
  * `scanning` have their every current memory read instead of a vector search each: those known to
- * have few in one query per account, the others one query each, capped at NEAR_SCAN + 1; their
- * rows are returned as `scanned` (for the candidates, their vectors, and the rows to mark).
+ * have few in one query per account, the others one query each, capped at NEAR_SCAN + 1, and none
+ * whose rows the process keeps (`kept`, storage/current-rows.ts); their rows are returned as
+ * `scanned` (for the candidates, their vectors, and the rows to mark).
  */
 async function nearestOlder(
   store: Store,
@@ -382,33 +385,41 @@ async function nearestOlder(
   groups: Map<string, number[]>,
   scanning: Map<string, number | undefined>,
   keyed: (i: number, matchKeys: string[]) => boolean,
+  kept: Map<string, MemoryRow[]>,
 ): Promise<{ near: { record: MemoryRecord; cosine: number }[][]; scanned: Map<string, MemoryRow[]> }> {
   const near = items.map(() => [] as { record: MemoryRecord; cosine: number }[]);
-  const scanned = new Map<string, MemoryRow[]>();
   const who = (key: string) => items[groups.get(key)![0]].row;
+  const scanned = new Map<string, MemoryRow[]>();
+  for (const key of scanning.keys()) if (kept.has(key)) scanned.set(key, kept.get(key)!);
   const known = new Map<string, { userIds: string[]; most: number }>();
   for (const [key, most] of scanning) {
-    if (most === undefined) continue;
+    if (most === undefined || scanned.has(key)) continue;
     const { accountId, userId } = who(key);
     const account = known.get(accountId) ?? { userIds: [], most: 0 };
     account.userIds.push(userId);
     account.most += most;
     known.set(accountId, account);
   }
-  await Promise.all([
-    ...[...known].map(async ([accountId, { userIds, most }]) => {
-      const rows = await store.currentMemoriesOf(accountId, userIds, most + 1);
-      // More than their last sequence numbers allow would mean those numbers were wrong: searched instead.
-      if (rows.length > most) return;
-      for (const userId of userIds) scanned.set(userKey({ accountId, userId }), []);
-      for (const r of rows) scanned.get(userKey(r))!.push(r);
-    }),
-    ...[...scanning].filter(([, most]) => most === undefined).map(async ([key]) => {
-      const { accountId, userId } = who(key);
-      const read = (await store.memoriesAfter({ accountId, userId, current: true }, undefined, NEAR_SCAN + 1, true)) as MemoryRow[];
-      if (read.length <= NEAR_SCAN) scanned.set(key, read);
-    }),
-  ]);
+  const unkept = [...scanning].filter(([key, most]) => most === undefined && !scanned.has(key)).map(([key]) => key);
+  const readWhole = async () => {
+    const read = new Map<string, MemoryRow[]>();
+    await Promise.all([
+      ...[...known].map(async ([accountId, { userIds, most }]) => {
+        const rows = await store.currentMemoriesOf(accountId, userIds, most + 1);
+        // More than their last sequence numbers allow would mean those numbers were wrong: searched instead.
+        if (rows.length > most) return;
+        for (const userId of userIds) read.set(userKey({ accountId, userId }), []);
+        for (const r of rows) read.get(userKey(r))!.push(r);
+      }),
+      ...unkept.map(async (key) => {
+        const { accountId, userId } = who(key);
+        const rows = (await store.memoriesAfter({ accountId, userId, current: true }, undefined, NEAR_SCAN + 1, true)) as MemoryRow[];
+        if (rows.length <= NEAR_SCAN) read.set(key, rows);
+      }),
+    ]);
+    return read;
+  };
+  if (known.size || unkept.length) for (const [key, rows] of await store.keepingCurrentRows(readWhole)) scanned.set(key, rows);
   await Promise.all(
     [...groups].map(async ([key, indexes]) => {
       const { accountId, userId } = who(key);

@@ -1,4 +1,5 @@
 import { MmError } from "../errors.js";
+import type { CurrentRows } from "./current-rows.js";
 import { MAX_VECTOR_PARTITIONS, vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
 import { isVersionGone, loadLance, sqlString, sqlStringList, type Table, type VectorQuery } from "./lance.js";
 import { cmp, newestFirstPage, NEWEST_FIRST, OLDEST_FIRST, type PageWindow } from "./pages.js";
@@ -608,6 +609,8 @@ export abstract class MemoryWrites {
     protected readonly segments: Segment[],
     /** Users' last sequence numbers as this process last wrote them (kept by the store across writes). */
     private readonly lastSeqs: LastSeqs,
+    /** Users' every current memory as this process last read or wrote them: each commit here updates it. */
+    private readonly currentRows: CurrentRows,
   ) {}
 
   private get active(): Table {
@@ -647,13 +650,16 @@ export abstract class MemoryWrites {
     });
     const homes = rewritten.length ? await this.homesOf(rewritten) : new Map<string, Table>();
     const here = rewritten.filter((r) => (homes.get(r.id) ?? this.active) === this.active);
+    const before = await this.active.version();
     try {
       if (here.length) await this.active.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([...rows, ...here].map(toArrowRow));
       else await this.active.add(rows.map(toArrowRow));
     } catch (err) {
       known.byUser.clear();
+      this.currentRows.forget();
       throw err;
     }
+    this.currentRows.committed(segment.name, before, await this.active.version(), rows, here, !known.othersWrote);
     for (const [key, after] of next) {
       known.byUser.delete(key); // most recent last, so the oldest go first when there are too many
       known.byUser.set(key, after - 1);
@@ -694,10 +700,18 @@ export abstract class MemoryWrites {
       bySegment.set(table, [...(bySegment.get(table) ?? []), row]);
     }
     for (const [table, group] of bySegment) {
+      const before = await table.version();
       // A rewrite keeps every row's sequence number: the last ones stay known past its commit.
-      const known = table === this.active && this.lastSeqs.version === (await table.version());
-      await table.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(group.map(toArrowRow));
-      if (known) this.lastSeqs.version = await table.version();
+      const known = table === this.active && this.lastSeqs.version === before;
+      try {
+        await table.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(group.map(toArrowRow));
+      } catch (err) {
+        this.currentRows.forget();
+        throw err;
+      }
+      const after = await table.version();
+      if (known) this.lastSeqs.version = after;
+      this.currentRows.committed(this.segments.find((s) => s.table === table)!.name, before, after, [], group, !this.lastSeqs.othersWrote);
     }
   }
 
@@ -729,6 +743,7 @@ export abstract class MemoryWrites {
     if (!table) return false;
     // The user's last sequence number may be the deleted one's: asked again, it is given again.
     this.lastSeqs.byUser.clear();
+    this.currentRows.forget();
     await table.delete(where);
     return true;
   }

@@ -4,6 +4,7 @@ import { MmError } from "../errors.js";
 import type { EmbedderConfig } from "../embedder/types.js";
 import { describeEmbedder } from "../embedder/index.js";
 import { checkCoordination } from "./coordination.js";
+import { CurrentRows } from "./current-rows.js";
 import { connectDatabase, connectTables, documentsOf, sharedFor } from "./database.js";
 import { Document, FileDocuments, TableDocuments, type DocumentDriver } from "./documents.js";
 import type { Freshness } from "./freshness.js";
@@ -13,7 +14,7 @@ import { sqlString, type Connection, type Session, type Table } from "./lance.js
 import { coordinationDir, placeOf, type StorePlace } from "./location.js";
 import { WRITE_LOCK_TIMEOUT_MS } from "./lock.js";
 import { MAINTAINED_STAMP, maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
-import { addLaterColumns, lastSeqsOf, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type RoutingCache } from "./memories.js";
+import { addLaterColumns, lastSeqsOf, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type MemoryRow, type RoutingCache } from "./memories.js";
 import type { PageWindow } from "./pages.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
 import { FIRST_SEGMENT, SegmentSet, segmentList, segmentName, type Segment } from "./segments.js";
@@ -84,6 +85,8 @@ export class Store extends MemoryReads {
   writes = 0;
   /** Users' last sequence numbers as this process last wrote them (StoreWriter.insertMemories). */
   readonly lastSeqs: LastSeqs = { segment: "", version: -1, byUser: new Map(), othersWrote: true };
+  /** Users' every current memory as this process last read or wrote them (detection's scan; storage/current-rows.ts). */
+  readonly currentRows = new CurrentRows();
   private graphReads: GraphReads;
 
   private constructor(
@@ -316,6 +319,34 @@ export class Store extends MemoryReads {
     // As of now: under the lock, caught up, the handles are at the latest rows.
     const last = await lastSeqsOf(this.lastSeqs, await this.segments(), userIds.map((userId) => ({ accountId, userId })));
     return new Map(userIds.map((u, i) => [u, last[i]]));
+  }
+
+  /**
+   * Every current memory of these users, whole, oldest first, for those whose rows this process
+   * keeps (CurrentRows): nothing is read. Under the write lock only, where no other process can
+   * change a memory row.
+   */
+  async keptCurrentRows(users: { accountId: string; userId: string }[]): Promise<Map<string, MemoryRow[]>> {
+    const kept = new Map<string, MemoryRow[]>();
+    if (this.view || !users.length || !(await this.currentRows.holds(await this.segments(), !this.lastSeqs.othersWrote))) return kept;
+    for (const u of users) {
+      const rows = this.currentRows.get(u.accountId, u.userId);
+      if (rows) kept.set(`${u.accountId}\u0000${u.userId}`, [...rows]);
+    }
+    return kept;
+  }
+
+  /**
+   * Reads `read`, every current memory of some users (`accountId\0userId` → their rows, oldest
+   * first), and keeps what it read for keptCurrentRows when no commit came between. Under the write lock only.
+   */
+  async keepingCurrentRows(read: () => Promise<Map<string, MemoryRow[]>>): Promise<Map<string, MemoryRow[]>> {
+    if (this.view) return read();
+    const segments = await this.segments();
+    const before = await this.currentRows.versions(segments);
+    const rows = await read();
+    await this.currentRows.remember(segments, before, rows);
+    return rows;
   }
 
   /** The graph table, once its handle is within the read-consistency interval (storage/freshness.ts). */
@@ -641,7 +672,7 @@ export class StoreWriter extends MemoryWrites {
     segments: Segment[],
     graph: Table,
   ) {
-    super(segments, store.lastSeqs);
+    super(segments, store.lastSeqs, store.currentRows);
     this.graph = new GraphWrites(graph, segments, (point) => store.hooks?.(point));
   }
 
@@ -657,11 +688,14 @@ export class StoreWriter extends MemoryWrites {
     return this.graph.replaceEntity(e);
   }
 
+  // Both rewrite memories' links: what the process keeps of memory rows is forgotten (storage/current-rows.ts).
   deleteEntityCascade(accountId: string, id: string): Promise<{ deleted: boolean; deletedRelations: number }> {
+    this.store.currentRows.forget();
     return this.graph.deleteEntityCascade(accountId, id);
   }
 
   mergeEntities(keep: EntityRecord, other: EntityRecord): Promise<{ movedRelations: number; droppedRelations: number; movedLinks: number }> {
+    this.store.currentRows.forget();
     return this.graph.mergeEntities(keep, other);
   }
 
