@@ -987,6 +987,32 @@ export function saysChanged(content: string): boolean {
 export function changedByModel(newer: string, older: string, cosine: number, keyed: boolean): string | undefined {
   if (speakerOf(older) || cosine < (keyed ? SAID_CHANGED.keyed : SAID_CHANGED.near)) return undefined;
   const said = changeWords(older);
-  const word = [...changeWords(newer)].find((w) => !said.has(w));
-  return word && `"${word}", cosine ${cosine.toFixed(2)}`;
+  const words = [...changeWords(newer)];
+  const word = words.find((w) => !said.has(w));
+  if (!word || (happenedOnADay(older) && ON_A_DAY.test(newer) && !words.some((w) => CHANGED_WORD.test(w)))) return undefined;
+  return `"${word}", cosine ${cosine.toFixed(2)}`;
 }
+
+/** A note of something that happened on a day: a verb in the past ("had", "closed", "talked about") and the day. */
+function happenedOnADay(content: string): boolean {
+  return ON_A_DAY.test(content) && PAST_VERB.test(content.replace(/^\s*\p{Lu}/u, (c) => c.toLowerCase()));
+}
+
+/**
+ * A day something happened on: "on Friday", "on 3 March", "on the 14th", "on day 12", "yesterday",
+ * "last Sunday". A note of what happened on a day (a verb in the past), then a note of a day, the
+ * newer saying no word of change ("Biscuit had his rabies jab on 3 March" / "… his kennel cough
+ * vaccine on 17 March", "Ana talked about the garden on day 0" / "Ana booked the garden on day
+ * 40"), are two events, both true: the model's reading leaves them alone. "Moved", "rebooked" or
+ * "now" in the newer still count, and so does a plan ("Flight KQ101 departs 23:40 on the 4th" /
+ * "Airline retimed KQ101, it leaves at 01:15 on the 5th").
+ */
+const MONTH = "(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*";
+const ON_A_DAY = new RegExp(
+  String.raw`\b(?:on (?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|(?:the )?\d{1,2}(?:st|nd|rd|th)?(?: of)? ${MONTH}|${MONTH} \d{1,2}(?:st|nd|rd|th)?\b|the \d{1,2}(?:st|nd|rd|th)|day \d+)|yesterday|last (?:night|weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day))\b`,
+  "i",
+);
+/** EVENT_VERB, for a test. */
+const PAST_VERB = new RegExp(EVENT_VERB.source);
+/** One of CHANGED's words, whole. */
+const CHANGED_WORD = new RegExp(`^${CHANGED.source}$`);

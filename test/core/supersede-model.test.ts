@@ -44,6 +44,27 @@ describe("what a note says changed (no model)", () => {
     expect(changedByModel("Dana bought a two-bedroom in Astoria.", "Dana rents a studio in Williamsburg.", SAID_CHANGED.near - 0.01, true)).toBeDefined();
     expect(changedByModel("I moved to Berlin.", "Caroline: I live in Paris.", 0.99, true)).toBeUndefined();
   });
+
+  it.each([
+    ["Biscuit got his rabies jab on 3 March", "Biscuit finished his kennel cough course on 17 March"],
+    ["Ana talked about the garden on day 0, noting detail 0.", "Ana booked the garden on day 40, noting detail 66."],
+    ["Watered the monstera on Sunday", "Repotted the fiddle-leaf fig on Sunday"],
+    ["Emailed the plumber yesterday", "Booked the plumber for a visit on Friday"],
+  ])("leaves two notes of what happened on days alone: %s / %s", (older, newer) => {
+    expect(changedByModel(newer, older, 0.99, true)).toBeUndefined();
+  });
+
+  it.each([
+    // A word of change in the newer note.
+    ["Booked Dr Haddad for a filling on 3 March", "Rebooked the filling on 10 March"],
+    ["Ran the team retro on Friday", "We moved the retro on Monday to the big room"],
+    // A plan is no event that happened.
+    ["Flight to Nairobi KQ101 departs 23:40 on the 4th", "Airline retimed KQ101, it leaves at 01:15 on the 5th"],
+    // The newer note names no day.
+    ["Had a check-up at the Elm Street clinic on 2 May", "Registered with the Riverside practice"],
+  ])("still reads a change after a note of a day: %s / %s", (older, newer) => {
+    expect(changedByModel(newer, older, 0.99, true)).toBeDefined();
+  });
 });
 
 /** The real model (use-lite, bundled) on a real store: notes the patterns and frames don't read, each pair from test/fixtures/supersede. */
