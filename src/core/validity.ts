@@ -1,4 +1,5 @@
 import { MmError, validationError } from "../errors.js";
+import { userKey } from "../storage/current-rows.js";
 import type { MemoryRecord, MemoryRow, Store, StoreWriter } from "../storage/store.js";
 import { dot } from "./ranking.js";
 import { changedByModel, lookupKeysOf, factsOf, isFactKey, replacementReason, saysChanged, textKey, TEXT_KEY, type Fact } from "./supersede.js";
@@ -468,11 +469,6 @@ function nearestOf(v: Float32Array, rows: MemoryRow[], k: number): { record: Mem
     best.splice(at, 0, { record: r, cosine });
   }
   return best;
-}
-
-/** A user's key in the maps of a plan: account and user. */
-function userKey(row: { accountId: string; userId: string }): string {
-  return `${row.accountId}\u0000${row.userId}`;
 }
 
 function sameList(a: string[], b: string[]): boolean {

@@ -43,7 +43,7 @@ export class CurrentRows {
     if (!this.users.size) return false;
     const versions = await versionsOf(segments);
     const sameSegments = versions.size === this.at.size && [...versions.keys()].every((name) => this.at.has(name));
-    if (sameSegments && (quiet || [...versions].every(([name, v]) => this.at.get(name) === v))) {
+    if (sameSegments && (quiet || sameVersions(versions, this.at))) {
       this.at = versions;
       return true;
     }
@@ -53,7 +53,7 @@ export class CurrentRows {
 
   /** A user's kept rows (call holds() first, under the same write lock). */
   get(accountId: string, userId: string): MemoryRow[] | undefined {
-    const key = userKey(accountId, userId);
+    const key = userKey({ accountId, userId });
     const rows = this.users.get(key);
     if (rows) {
       // Most recently used last: trim() drops from the front.
@@ -74,8 +74,8 @@ export class CurrentRows {
    */
   async remember(segments: Segment[], before: Map<string, number>, byUser: Map<string, MemoryRow[]>): Promise<void> {
     const after = await versionsOf(segments);
-    if (after.size !== before.size || [...after].some(([name, v]) => before.get(name) !== v)) return;
-    if (this.users.size && (after.size !== this.at.size || [...after].some(([name, v]) => this.at.get(name) !== v))) this.forget();
+    if (!sameVersions(after, before)) return;
+    if (this.users.size && !sameVersions(after, this.at)) this.forget();
     this.at = after;
     for (const [key, rows] of byUser) {
       this.drop(key);
@@ -95,7 +95,7 @@ export class CurrentRows {
     if (!this.at.has(segment) || (!quiet && (this.at.get(segment) !== before || after !== before + 1))) return this.forget();
     this.at.set(segment, after);
     for (const row of [...rewritten, ...inserted]) {
-      const rows = this.users.get(userKey(row.accountId, row.userId));
+      const rows = this.users.get(userKey(row));
       if (!rows) continue;
       // A rewritten row that was current goes; one current now (restored, or new) comes in its place in the order.
       const was = rows.findIndex((r) => r.id === row.id);
@@ -130,8 +130,14 @@ export class CurrentRows {
   }
 }
 
-function userKey(accountId: string, userId: string): string {
-  return `${accountId}\u0000${userId}`;
+/** How a user's rows are keyed here and in what keptCurrentRows returns (core/validity.ts keys its plan's users the same way). */
+export function userKey(user: { accountId: string; userId: string }): string {
+  return `${user.accountId}\u0000${user.userId}`;
+}
+
+/** Whether two version records name the same segments at the same versions. */
+function sameVersions(a: Map<string, number>, b: Map<string, number>): boolean {
+  return a.size === b.size && [...a].every(([name, v]) => b.get(name) === v);
 }
 
 async function versionsOf(segments: Segment[]): Promise<Map<string, number>> {

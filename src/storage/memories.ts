@@ -648,8 +648,8 @@ export abstract class MemoryWrites {
       row.seq = next.get(key)!;
       next.set(key, row.seq + 1);
     });
-    const homes = rewritten.length ? await this.homesOf(rewritten) : new Map<string, Table>();
-    const here = rewritten.filter((r) => (homes.get(r.id) ?? this.active) === this.active);
+    const homes = rewritten.length ? await this.homesOf(rewritten) : new Map<string, Segment>();
+    const here = rewritten.filter((r) => (homes.get(r.id) ?? segment) === segment);
     const before = await this.active.version();
     try {
       if (here.length) await this.active.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute([...rows, ...here].map(toArrowRow));
@@ -659,7 +659,8 @@ export abstract class MemoryWrites {
       this.currentRows.forget();
       throw err;
     }
-    this.currentRows.committed(segment.name, before, await this.active.version(), rows, here, !known.othersWrote);
+    const after = await this.active.version();
+    this.currentRows.committed(segment.name, before, after, rows, here, !known.othersWrote);
     for (const [key, after] of next) {
       known.byUser.delete(key); // most recent last, so the oldest go first when there are too many
       known.byUser.set(key, after - 1);
@@ -669,7 +670,7 @@ export abstract class MemoryWrites {
       known.byUser.delete(key);
     }
     known.segment = segment.name;
-    known.version = await this.active.version();
+    known.version = after;
     return rewritten.filter((r) => !here.includes(r));
   }
 
@@ -678,12 +679,12 @@ export abstract class MemoryWrites {
    * row per segment one after another: a create that replaced 20 notes spent 100 ms of 2 s on
    * them). A store of one segment (up to segmentRows memories) holds them all in it: no query.
    */
-  private async homesOf(rows: MemoryRow[]): Promise<Map<string, Table>> {
-    const home = new Map<string, Table>();
+  private async homesOf(rows: MemoryRow[]): Promise<Map<string, Segment>> {
+    const home = new Map<string, Segment>();
     if (this.segments.length === 1) return home;
     const where = `id IN (${[...new Set(rows.map((r) => r.id))].map(sqlString).join(", ")})`;
     const held = await Promise.all(this.segments.map((s) => s.table.query().where(where).select(["id"]).toArray()));
-    held.forEach((found, i) => found.forEach((r) => home.has(String(r.id)) || home.set(String(r.id), this.segments[i].table)));
+    held.forEach((found, i) => found.forEach((r) => home.has(String(r.id)) || home.set(String(r.id), this.segments[i])));
     return home;
   }
 
@@ -694,12 +695,12 @@ export abstract class MemoryWrites {
   async replaceMemories(rows: MemoryRow[]): Promise<void> {
     if (!rows.length) return;
     const home = await this.homesOf(rows);
-    const bySegment = new Map<Table, MemoryRow[]>();
+    const bySegment = new Map<Segment, MemoryRow[]>();
     for (const row of rows) {
-      const table = home.get(row.id) ?? this.active;
-      bySegment.set(table, [...(bySegment.get(table) ?? []), row]);
+      const segment = home.get(row.id) ?? this.segments[this.segments.length - 1];
+      bySegment.set(segment, [...(bySegment.get(segment) ?? []), row]);
     }
-    for (const [table, group] of bySegment) {
+    for (const [{ name, table }, group] of bySegment) {
       const before = await table.version();
       // A rewrite keeps every row's sequence number: the last ones stay known past its commit.
       const known = table === this.active && this.lastSeqs.version === before;
@@ -711,7 +712,7 @@ export abstract class MemoryWrites {
       }
       const after = await table.version();
       if (known) this.lastSeqs.version = after;
-      this.currentRows.committed(this.segments.find((s) => s.table === table)!.name, before, after, [], group, !this.lastSeqs.othersWrote);
+      this.currentRows.committed(name, before, after, [], group, !this.lastSeqs.othersWrote);
     }
   }
 

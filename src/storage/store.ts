@@ -4,7 +4,7 @@ import { MmError } from "../errors.js";
 import type { EmbedderConfig } from "../embedder/types.js";
 import { describeEmbedder } from "../embedder/index.js";
 import { checkCoordination } from "./coordination.js";
-import { CurrentRows } from "./current-rows.js";
+import { CurrentRows, userKey } from "./current-rows.js";
 import { connectDatabase, connectTables, documentsOf, sharedFor } from "./database.js";
 import { Document, FileDocuments, TableDocuments, type DocumentDriver } from "./documents.js";
 import type { Freshness } from "./freshness.js";
@@ -331,7 +331,7 @@ export class Store extends MemoryReads {
     if (this.view || !users.length || !(await this.currentRows.holds(await this.segments(), !this.lastSeqs.othersWrote))) return kept;
     for (const u of users) {
       const rows = this.currentRows.get(u.accountId, u.userId);
-      if (rows) kept.set(`${u.accountId}\u0000${u.userId}`, [...rows]);
+      if (rows) kept.set(userKey(u), [...rows]);
     }
     return kept;
   }
