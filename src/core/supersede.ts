@@ -819,9 +819,17 @@ let lastFolded = { text: "", folded: "" };
 /**
  * Why `newer` replaces `older` (of one user and agent, `older` current), or undefined when it
  * doesn't: a fact both state with different values, a negation of an older fact, or a switch away
- * from an older value.
+ * from an older value. Not when all that changed is the day two events happened on ("Went to the
+ * dentist on 3 March" / "Went to the dentist on 9 October": twoEventsOnTwoDays).
  */
 export function replacementReason(newer: string, older: string, newerFacts = factsOf(newer), olderFacts = factsOf(older)): string | undefined {
+  const reason = statedReplacement(newer, older, newerFacts, olderFacts);
+  if (!reason || !twoEventsOnTwoDays(newer, older)) return reason;
+  // Read again without their days: what is left changed, or only the day did.
+  return statedReplacement(newer.replace(ON_DAYS, " "), older.replace(ON_DAYS, " "));
+}
+
+function statedReplacement(newer: string, older: string, newerFacts = factsOf(newer), olderFacts = factsOf(older)): string | undefined {
   if (lastFolded.text !== newer) lastFolded = { text: newer, folded: fold(newer) };
   const foldedNew = lastFolded.folded;
   if (ADDITIVE.test(foldedNew)) return undefined;
@@ -989,9 +997,21 @@ export function changedByModel(newer: string, older: string, cosine: number, key
   const said = changeWords(older);
   const words = [...changeWords(newer)];
   const word = words.find((w) => !said.has(w));
-  if (!word || (happenedOnADay(older) && ON_A_DAY.test(newer) && !words.some((w) => CHANGED_WORD.test(w)))) return undefined;
+  if (!word || twoEventsOnTwoDays(newer, older, said, words)) return undefined;
   return `"${word}", cosine ${cosine.toFixed(2)}`;
 }
+
+/**
+ * `older` says what happened on a day, and `newer` names a day without a word of change: two
+ * events, both true. A word of change both say names the thing rather than a change ("Booked the
+ * plumber for the new kitchen on Monday" / "Finished painting the new kitchen on Saturday"), when
+ * it is one of NAMING_CHANGE; "moved" said twice is still a second move.
+ */
+function twoEventsOnTwoDays(newer: string, older: string, said = changeWords(older), words = [...changeWords(newer)]): boolean {
+  return happenedOnADay(older) && ON_A_DAY.test(newer) && !words.some((w) => CHANGED_WORD.test(w) && !(NAMING_CHANGE.has(w) && said.has(w)));
+}
+/** Words of change that two notes of one thing can both say without anything changing: "the new job", "went to the dentist". */
+const NAMING_CHANGE = new Set(["new", "newly", "went"]);
 
 /** A note of something that happened on a day: a verb in the past ("had", "closed", "talked about") and the day. */
 function happenedOnADay(content: string): boolean {
@@ -1012,6 +1032,8 @@ const ON_A_DAY = new RegExp(
   String.raw`\b(?:on (?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|(?:the )?\d{1,2}(?:st|nd|rd|th)?(?: of)? ${MONTH}|${MONTH} \d{1,2}(?:st|nd|rd|th)?\b|the \d{1,2}(?:st|nd|rd|th)|day \d+)|yesterday|last (?:night|weekend|(?:mon|tues|wednes|thurs|fri|satur|sun)day))\b`,
   "i",
 );
+/** Every day ON_A_DAY finds in a note. */
+const ON_DAYS = new RegExp(ON_A_DAY.source, "gi");
 /** EVENT_VERB, for a test. */
 const PAST_VERB = new RegExp(EVENT_VERB.source);
 /** One of CHANGED's words, whole. */

@@ -50,6 +50,8 @@ describe("what a note says changed (no model)", () => {
     ["Ana talked about the garden on day 0, noting detail 0.", "Ana booked the garden on day 40, noting detail 66."],
     ["Watered the monstera on Sunday", "Repotted the fiddle-leaf fig on Sunday"],
     ["Emailed the plumber yesterday", "Booked the plumber for a visit on Friday"],
+    // "new" both say names the thing: no word of change.
+    ["Bo talked about the new job on day 5, noting detail 52.", "Bo booked the new job on day 26, noting detail 85."],
   ])("leaves two notes of what happened on days alone: %s / %s", (older, newer) => {
     expect(changedByModel(newer, older, 0.99, true)).toBeUndefined();
   });
@@ -58,6 +60,7 @@ describe("what a note says changed (no model)", () => {
     // A word of change in the newer note.
     ["Booked Dr Haddad for a filling on 3 March", "Rebooked the filling on 10 March"],
     ["Ran the team retro on Friday", "We moved the retro on Monday to the big room"],
+    ["Had lunch at the canteen on Monday", "Had lunch at the new place on Friday"],
     // A plan is no event that happened.
     ["Flight to Nairobi KQ101 departs 23:40 on the 4th", "Airline retimed KQ101, it leaves at 01:15 on the 5th"],
     // The newer note names no day.

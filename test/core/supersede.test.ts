@@ -92,6 +92,11 @@ describe("rules beyond the dev set's phrasings", () => {
     ["an account closed", "I keep my passwords in 1Password.", "Moved everything to Proton Pass and deleted the 1Password account."],
     ["an offer accepted", "I'm a nurse at St Mary's Hospital.", "Accepted the offer from Royal Free, starting in March."],
     ["a start at a named place, no subject", "I work for Deliveroo in the ops team.", "Starting at Ocado on the 3rd."],
+    // Two events on two days, and something besides the day changed, or a word of change says so.
+    ["a plan retimed", "Dentist appointment on 3 March", "Dentist appointment moved to 17 March"],
+    ["a second move", "Moved to Berlin on 3 March", "Moved to Munich on 9 October"],
+    ["a new employer on another day", "Started at Zalando on 1 March", "Started at Bolt on 1 October"],
+    ["a new number on another day", "Got a new phone number on 3 March: 555-0101", "Got a new phone number on 9 October: 555-0199"],
   ])("%s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(true);
   });
@@ -113,6 +118,11 @@ describe("rules beyond the dev set's phrasings", () => {
     ["two new things a place has", "Our office now has standing desks.", "Our office now has a nap room."],
     ["two items of a list", "Reading list: Middlemarch", "Reading list: The Left Hand of Darkness"],
     ["a start at a time, not a place", "I work for Deliveroo in the ops team.", "Starting at 9 tomorrow for the stocktake."],
+    // Two events on two days: only the day differs, and "went" or "new" names what both are about.
+    ["two visits on two days", "Went to the dentist on 3 March", "Went to the dentist on 9 October"],
+    ["two jobs on one new thing", "Booked the plumber for the new kitchen on Monday", "Finished painting the new kitchen on Saturday"],
+    ["two visits to one new house", "We visited the new house on Saturday", "We measured the new house on Sunday"],
+    ["two logged events of one topic", "Bo booked the new job on day 95646, noting detail 64.", "Bo finished the new job on day 99606, noting detail 33."],
   ])("leaves alone: %s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(false);
   });
