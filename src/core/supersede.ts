@@ -702,7 +702,7 @@ function labelFact(content: string): Fact | undefined {
     if (/(?:^|\s)\p{Lu}[\p{L}'’.-]*$/u.test(label) && !LABEL_HEADS.test(head)) return undefined;
     if (/\s/.test(label) && label.split(/\s+/).every((w) => /^[\p{Lu}&]/u.test(w))) return undefined;
   }
-  if (MANY_LABELS.test(head) && !identified) return undefined;
+  if ((MANY_LABELS.test(head) && !identified) || LOG_OPENING.test(words[0])) return undefined;
   if (!key && !identified && !(words.length === 1 ? LABEL_ALONE.test(head) : LABEL_HEADS.test(head) || LABEL_PHRASES.test(words.slice(-2).join(" ")))) return undefined;
   const value = fold(rest)
     .split(/\s+[-–—]\s+|\s*[(;]|,\s+|\.\s+|[!?]/)[0]
@@ -882,7 +882,14 @@ const UNIT_WORD =
 const GIVES_VALUE = /^(?:at|is|are|was|to|from|costs?|now|of|by|for|about|around|approx|=|:|x|has|have|takes?|weighs?|pays?|needs?|every)$|[:=]$/;
 /** A note that logs what happened (spent, ran, paid, today): two such notes with other numbers are two events. */
 const LOGGED =
-  /\b(?:today|yesterday|tonight|this morning|this afternoon|this evening|last night|last week|this week|just|again|[a-z]{3,}ed|spent|ran|paid|bought|ate|drank|slept|swam|rode|drove|walked|did|had|got|took|made|won|lost|sold|gave|saw|met|wrote|sent|read|came|went|left|hit|scored|lifted|logged|burned)\b/;
+  /\b(?:today|yesterday|tonight|this morning|this afternoon|this evening|last night|last week|this week|just|again|[a-z]{3,}ed|spent|ran|paid|bought|ate|drank|slept|swam|rode|drove|walked|did|had|got|took|made|won|lost|sold|gave|saw|met|wrote|sent|read|came|went|left|hit|scored|lifted|logged|burned|burnt|fed|flew|threw|caught|brought|taught|sang|began|drew|grew|wore|woke|felt|kept|built|spoke)\b/;
+/**
+ * The first word of a label that logs what was done ("Filled up the car: 42 litres", "Paid the
+ * plumber: £120"): a log entry, of which there are many, not a label of one value. Participles
+ * that name an attribute ("Preferred seat:", "Updated address:") are not among them.
+ */
+const LOG_OPENING =
+  /^(?:filled|topped|refuell?ed|paid|spent|ran|walked|cycled|swam|rode|drove|fed|ate|drank|slept|cooked|cleaned|washed|watered|mowed|bought|sold|sent|gave|took|got|did|had|met|read|wrote|won|lost|scored|lifted|logged|burned|burnt|weighed|charged)$/;
 
 /**
  * Twin notes with another number ("User takes metformin 500 mg twice daily" / "… 1000 mg …",

@@ -123,6 +123,9 @@ describe("rules beyond the dev set's phrasings", () => {
     ["two jobs on one new thing", "Booked the plumber for the new kitchen on Monday", "Finished painting the new kitchen on Saturday"],
     ["two visits to one new house", "We visited the new house on Saturday", "We measured the new house on Sunday"],
     ["two logged events of one topic", "Bo booked the new job on day 95646, noting detail 64.", "Bo finished the new job on day 99606, noting detail 33."],
+    // Logs: what was done, with another number.
+    ["two feeds at two times", "Fed Biscuit at 7am", "Fed Biscuit at 6pm"],
+    ["two fill-ups written as labels", "Filled up the car: 42 litres", "Filled up the car: 38 litres"],
   ])("leaves alone: %s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(false);
   });
@@ -131,6 +134,7 @@ describe("rules beyond the dev set's phrasings", () => {
 describe("labelled values: one label, one value", () => {
   it.each([
     ["a phone number under one label", "Mobile: 0412 111 908", "Mobile: 0412 338 771"],
+    ["a label whose first word is a participle", "Preferred seat: aisle", "Preferred seat: window"],
     ["an employer, a qualifier after each", "Employer: Shopify (remote)", "Employer: Stripe (Dublin office)"],
     ["an agent's key", "user.city = Porto", "user.city = Lisbon"],
     ["an agent's key with an underscore", "reports_to: Benedikt Vogel", "reports_to: Sunita Pillai"],
