@@ -9,7 +9,7 @@
 //   passes the default threshold (0.5); and how many older facts detection marked replaced;
 // - still-true pairs: both facts in the top 5, and neither marked replaced.
 //
-//   node scripts/supersede-eval.mjs [--heldout | --heldout2 | --check | --check2 | --check3 | --check4 | --heldout3 | --heldout4 | --heldout5 | --heldout6 | --heldout7 | --heldout8 | --heldout9 | --heldout10 | --heldout11] [--off] [--misses] [--json file] [--fixtures dir]
+//   node scripts/supersede-eval.mjs [--heldout | --heldout2 | --check | --check2 | --check3 | --check4 | --heldout3 | --heldout4 | --heldout5 | --heldout6 | --heldout7 | --heldout8 | --heldout9 | --heldout10 | --heldout11 | --logs] [--off] [--misses] [--json file] [--fixtures dir]
 //     --heldout   the first held-out files (measured once, then their misses were read: no longer clean)
 //     --heldout2  the second held-out files (measured once clean, then tuned on by the frames round)
 //     --check     an internal check set written for the frames round (measured once clean, then tuned on)
@@ -24,6 +24,7 @@
 //     --heldout9  a seventh blind set, written while round six was made, measured once clean and not read
 //     --heldout10 an eighth blind set, written while round eight was made, measured once clean before it and once after, not read
 //     --heldout11 a ninth, written after round eight, measured once clean on it, not read
+//     --logs      logged events (60 still-true pairs, 40 replaced facts), written blind after the log rules; its even lines were read, its odd lines not
 //     --fixtures  read the split's two files from this directory instead of test/fixtures/supersede/ (the fillers stay there)
 //     --off       detection off (autoSupersede: false): the figures before this feature
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -37,7 +38,7 @@ const { openContext } = await dist("core/context.js");
 const { addMemoriesFromLines, searchMemories } = await dist("core/memories.js");
 
 const args = process.argv.slice(2);
-const SPLITS = ["heldout11", "heldout10", "check5", "heldout9", "heldout8", "heldout7", "heldout6", "heldout5", "heldout4", "heldout3", "heldout2", "heldout", "check4", "check3", "check2", "check"];
+const SPLITS = ["logs", "heldout11", "heldout10", "check5", "heldout9", "heldout8", "heldout7", "heldout6", "heldout5", "heldout4", "heldout3", "heldout2", "heldout", "check4", "check3", "check2", "check"];
 const split = SPLITS.find((s) => args.includes(`--${s}`)) ?? "dev";
 const detect = !args.includes("--off");
 const jsonOut = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;

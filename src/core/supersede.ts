@@ -62,7 +62,7 @@ export const VALUE_KEY = "value:";
  * out again the keys of memories an older mm stored (Store refreshMatchKeys), and a newer memory
  * finds them by what the rules read now. Never looked up.
  */
-export const KEYS_MARK = "keys:7";
+export const KEYS_MARK = "keys:8";
 
 /** A key that says what a memory states (a fact's attribute or value), not its whole text or KEYS_MARK. */
 export function isFactKey(key: string): boolean {
@@ -73,7 +73,7 @@ export function isFactKey(key: string): boolean {
 const ADDITIVE = /\b(also|too|as well|in addition|additionally|second)\b/;
 /** A clause that states no fact: a question, a wish, a plan, a condition. */
 const HYPOTHETICAL =
-  /\b(if|would|could|might|maybe|perhaps|hope|hoping|wish|want to|wants to|wanna|plan to|planning to|planning on|thinking about|thinking of|considering|dream|dreaming|someday|one day|should|supposed to|going to|gonna)\b/i;
+  /\b(if|would|could|might|maybe|perhaps|hope|hoping|wish|want to|wants to|wanna|plan to|planning to|planning on|thinking about|thinking of|considering|dream|dreaming|someday|one day|should|supposed to|(?<!\b(?:started|start|starting|been|keep|kept|stopped|stop) )going to|gonna)\b/i;
 /** "may" as a verb ("I may move"), not the month ("in May"). */
 const MAY = /\bmay\b/;
 
@@ -838,7 +838,9 @@ function statedReplacement(newer: string, older: string, newerFacts = factsOf(ne
     for (const o of olderFacts) {
       if (o.negated || o.frame) continue;
       if (f.negated) {
-        const matches = f.attr[0] === "switch" ? o.value !== "" && mentions(o.value, f.value) && o.subject === f.subject : sameAttr(f, o) && mentions(o.value, f.value);
+        // A switch away from what a label states ("… instead of Fade Room" / "Usual barber: Ali at Fade Room") is the user's.
+        const switchedFrom = o.value !== "" && mentions(o.value, f.value) && (o.subject === f.subject || (o.subject === "label" && f.subject === "self"));
+        const matches = f.attr[0] === "switch" ? switchedFrom : sameAttr(f, o) && mentions(o.value, f.value);
         if (matches) return `no longer ${o.attr.join(" ")}: ${o.value}`;
         continue;
       }

@@ -61,6 +61,7 @@ describe("what a note says changed (no model)", () => {
     ["Booked Dr Haddad for a filling on 3 March", "Rebooked the filling on 10 March"],
     ["Ran the team retro on Friday", "We moved the retro on Monday to the big room"],
     ["Had lunch at the canteen on Monday", "Had lunch at the new place on Friday"],
+    ["I live in a flat in York", "Moved again, now in Leeds"],
     // A plan is no event that happened.
     ["Flight to Nairobi KQ101 departs 23:40 on the 4th", "Airline retimed KQ101, it leaves at 01:15 on the 5th"],
     // The newer note names no day.

@@ -97,6 +97,7 @@ describe("rules beyond the dev set's phrasings", () => {
     ["a second move", "Moved to Berlin on 3 March", "Moved to Munich on 9 October"],
     ["a new employer on another day", "Started at Zalando on 1 March", "Started at Bolt on 1 October"],
     ["a new number on another day", "Got a new phone number on 3 March: 555-0101", "Got a new phone number on 9 October: 555-0199"],
+    ["a switch away from what a label states", "Usual hairdresser: Mia at Cut Above", "Started going to Jo at Snip Studio instead of Cut Above"],
   ])("%s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(true);
   });
@@ -126,6 +127,7 @@ describe("rules beyond the dev set's phrasings", () => {
     // Logs: what was done, with another number.
     ["two feeds at two times", "Fed Biscuit at 7am", "Fed Biscuit at 6pm"],
     ["two fill-ups written as labels", "Filled up the car: 42 litres", "Filled up the car: 38 litres"],
+    ["a switch still planned", "Usual hairdresser: Mia at Cut Above", "I'm going to try Jo at Snip Studio instead of Cut Above"],
   ])("leaves alone: %s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(false);
   });
