@@ -62,7 +62,7 @@ export const VALUE_KEY = "value:";
  * out again the keys of memories an older mm stored (Store refreshMatchKeys), and a newer memory
  * finds them by what the rules read now. Never looked up.
  */
-export const KEYS_MARK = "keys:8";
+export const KEYS_MARK = "keys:9";
 
 /** A key that says what a memory states (a fact's attribute or value), not its whole text or KEYS_MARK. */
 export function isFactKey(key: string): boolean {
@@ -655,9 +655,11 @@ function readFacts(content: string): Fact[] {
     }
   }
   const labelled = labelFact(content);
-  if (labelled) facts.push(labelled);
+  if (labelled) facts.push(labelled.fact);
   const who = speaker ? `speaker:${fold(speaker[1]).replace(/\s+/g, "-")}` : undefined;
-  return facts.filter((f) => f.attr.length && f.subject !== "other").map((f) => (who && f.subject === "self" ? { ...f, subject: who } : f));
+  const read = facts.filter((f) => f.attr.length && f.subject !== "other").map((f) => (who && f.subject === "self" ? { ...f, subject: who } : f));
+  // A label read as a label ("Mobile: …", which SPEAKER also takes for a name) is no speaker's line.
+  return labelled?.own ? [...read, labelled.own] : read;
 }
 
 /** "Caroline: …", "Dr. Weber: …" at the start of a memory: who is speaking. */
@@ -681,7 +683,7 @@ function speakerOf(content: string): RegExpExecArray | null {
  * has many facts. Chosen on every set of test/fixtures/supersede/ (docs/memory-validity.md, round
  * six).
  */
-function labelFact(content: string): Fact | undefined {
+function labelFact(content: string): { fact: Fact; own?: Fact } | undefined {
   const m = LABELLED.exec(content);
   if (!m) return undefined;
   const [, raw, qualifier, separator, rest] = m;
@@ -719,8 +721,20 @@ function labelFact(content: string): Fact | undefined {
     if (!/[\d@]|[\s(]\p{Lu}/u.test(rest) && englishCount(stemWord(first)) > 0) return undefined;
   }
   const name = [...words, ...(qualifier ? fold(qualifier).replace(/[^\p{L}\p{N}\s]/gu, "").split(/\s+/).filter(Boolean) : [])].join("-");
-  return { subject: "label", attr: [name], value };
+  // A label of the user's own attribute ("Address:", "Employer:", "Home address:") states it as the
+  // patterns read it, so a note in words ("Moved into 3 Carlton Court today", "Started at Bolt")
+  // replaces it, and it replaces them. Not another's ("Mum's address:") or an agent's key.
+  const attr = SYNONYMS[words.join(" ")] ?? words.join(" ");
+  const own = !key && !/['’]s\b/u.test(label) && USER_LABELS.has(attr) ? { subject: "self", attr: [attr], value } : undefined;
+  return { fact: { subject: "label", attr: [name], value }, own };
 }
+
+/**
+ * The user's attributes the patterns read that a label can name alone (after SYNONYMS: "Address:",
+ * "Home:", "Employer:"): those one has one of. Not phones or emails, of which people keep several
+ * ("Phone: 020 7946 0011 (home)" beside "My mobile is 07700 900123").
+ */
+const USER_LABELS = new Set(["home", "employer"]);
 
 /** "Label: value", "Label (qualifier): value", "label = value" at the start of a memory. */
 const LABELLED = /^\s*(\p{L}[\p{L}\p{N}'’#&./_ -]{0,60}?)\s*(\([^)]{1,40}\))?\s*([:=])\s*(\S[^]*)$/u;

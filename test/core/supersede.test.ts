@@ -98,6 +98,8 @@ describe("rules beyond the dev set's phrasings", () => {
     ["a new employer on another day", "Started at Zalando on 1 March", "Started at Bolt on 1 October"],
     ["a new number on another day", "Got a new phone number on 3 March: 555-0101", "Got a new phone number on 9 October: 555-0199"],
     ["a switch away from what a label states", "Usual hairdresser: Mia at Cut Above", "Started going to Jo at Snip Studio instead of Cut Above"],
+    ["a move in words after an address label", "Address: 14 Elm Road, Bristol BS6 5AB", "Moved into 3 Carlton Court, Bath today"],
+    ["an employer label after a job in words", "I work at Zalando as a backend dev", "Employer: Bolt (Tallinn)"],
   ])("%s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(true);
   });
@@ -128,6 +130,9 @@ describe("rules beyond the dev set's phrasings", () => {
     ["two feeds at two times", "Fed Biscuit at 7am", "Fed Biscuit at 6pm"],
     ["two fill-ups written as labels", "Filled up the car: 42 litres", "Filled up the car: 38 litres"],
     ["a switch still planned", "Usual hairdresser: Mia at Cut Above", "I'm going to try Jo at Snip Studio instead of Cut Above"],
+    ["another's address under a label", "Address: 14 Elm Road, Bristol", "Mum's address: 7 Birch Close, Harrogate"],
+    ["a note about the person a label names", "Manager: Sunita Pillai", "Sunita is on leave until March"],
+    ["a second phone beside a phone label", "Phone: 020 7946 0011 (home)", "My mobile is 07700 900123"],
   ])("leaves alone: %s", (_why, older, newer) => {
     expect(replaces(older, newer)).toBe(false);
   });
