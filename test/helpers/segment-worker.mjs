@@ -1,16 +1,18 @@
 // A second process on a store, for the maintenance race and crash tests (test/storage/maintenance-race.test.ts).
 // Runs the built code (dist/), as `mm` would. Every line it prints is an acknowledgement: printed
 // only after the commit it reports returned.
-//   write <dir> <name> <rounds>   add 1-3 memories per round; every third round delete one of its own
+//   write <dir> <name> <rounds> [<until-file> <most>]   add 1-3 memories per round; every third round
+//     delete one of its own; with an until-file, go on past <rounds> until that file exists (at most <most> rounds)
 //   maintain <dir>                print "started", then run a forced maintenance pass without the write lock
 // The store's tuning comes from MM_TEST_TUNING (JSON); KILL_AT=<hook point> kills the process there.
+import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const { Store } = await import(join(root, "dist/storage/store.js"));
 const { maintain } = await import(join(root, "dist/storage/maintenance.js"));
-const [mode, dir, name, rounds] = process.argv.slice(2);
+const [mode, dir, name, rounds, untilFile, most] = process.argv.slice(2);
 const tuning = JSON.parse(process.env.MM_TEST_TUNING ?? "{}");
 const store = await Store.open(dir, { tuning });
 store.hooks = (point) => {
@@ -22,7 +24,8 @@ if (mode === "write") {
   let seed = [...name].reduce((a, c) => a * 31 + c.charCodeAt(0), 7);
   const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
   const mine = [];
-  for (let i = 0; i < Number(rounds); i++) {
+  const more = (i) => i < Number(rounds) || (untilFile !== undefined && i < Number(most) && !existsSync(untilFile));
+  for (let i = 0; more(i); i++) {
     const at = new Date().toISOString();
     const rows = Array.from({ length: 1 + Math.floor(random() * 3) }, (_, j) => ({
       id: `mem_${name}_${String(i).padStart(4, "0")}_${j}`,
