@@ -187,8 +187,9 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   for (const rows of [...scanned.values(), ...kept.values()]) for (const r of rows) read.set(r.id, r);
   for (const [accountId, keysByUser] of keysByAccount) {
     for (const [userId, userKeys] of keysByUser) {
-      const rows = scanned.get(userKey({ accountId, userId })) ?? kept.get(userKey({ accountId, userId }));
-      if (rows) candidates.set(userKey({ accountId, userId }), matchingAmong(rows, userKeys));
+      const key = userKey({ accountId, userId });
+      const rows = scanned.get(key) ?? kept.get(key);
+      if (rows) candidates.set(key, matchingAmong(rows, userKeys));
     }
   }
   await ask((key) => scans(key) && !scanned.has(key));

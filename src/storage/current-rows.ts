@@ -1,4 +1,5 @@
 import type { MemoryRow } from "./memories.js";
+import { cmp } from "./pages.js";
 import type { Segment } from "./segments.js";
 
 /** Rows kept in all (about 2.5 KB each with a 512-dimension vector: some 25 MB at most). */
@@ -104,7 +105,7 @@ export class CurrentRows {
         this.size--;
       }
       if (row.supersededBy) continue;
-      const at = rows.findIndex((r) => r.createdAt > row.createdAt || (r.createdAt === row.createdAt && r.id > row.id));
+      const at = rows.findIndex((r) => (cmp(r.createdAt, row.createdAt) || cmp(r.id, row.id)) > 0);
       rows.splice(at < 0 ? rows.length : at, 0, stored(row));
       this.size++;
     }
@@ -130,7 +131,7 @@ export class CurrentRows {
   }
 }
 
-/** How a user's rows are keyed here and in what keptCurrentRows returns (core/validity.ts keys its plan's users the same way). */
+/** How a user is keyed here, in what keptCurrentRows returns, in core/validity.ts's plan and in storage/memories.ts's LastSeqs. */
 export function userKey(user: { accountId: string; userId: string }): string {
   return `${user.accountId}\u0000${user.userId}`;
 }

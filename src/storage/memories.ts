@@ -1,5 +1,5 @@
 import { MmError } from "../errors.js";
-import type { CurrentRows } from "./current-rows.js";
+import { userKey, type CurrentRows } from "./current-rows.js";
 import { MAX_VECTOR_PARTITIONS, vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
 import { isVersionGone, loadLance, sqlString, sqlStringList, type Table, type VectorQuery } from "./lance.js";
 import { cmp, newestFirstPage, NEWEST_FIRST, OLDEST_FIRST, type PageWindow } from "./pages.js";
@@ -171,10 +171,9 @@ export async function lastSeqsOf(known: LastSeqs, segments: Segment[], users: { 
     known.segment = active.name;
     known.version = await active.table.version();
   }
-  const keyOf = (u: { accountId: string; userId: string }) => `${u.accountId}\u0000${u.userId}`;
-  const unknown = new Map(users.filter((u) => !known.byUser.has(keyOf(u))).map((u) => [keyOf(u), u]));
+  const unknown = new Map(users.filter((u) => !known.byUser.has(userKey(u))).map((u) => [userKey(u), u]));
   for (const [key, last] of await Promise.all([...unknown].map(async ([key, u]) => [key, await lastSeqIn(segments, u.accountId, u.userId)] as const))) known.byUser.set(key, last);
-  return users.map((u) => known.byUser.get(keyOf(u))!);
+  return users.map((u) => known.byUser.get(userKey(u))!);
 }
 
 /** Users whose last sequence number a store keeps (~100 bytes each). */
@@ -640,10 +639,9 @@ export abstract class MemoryWrites {
     const known = this.lastSeqs;
     const segment = this.segments[this.segments.length - 1];
     const last = await lastSeqsOf(known, this.segments, rows);
-    const keyOf = (row: MemoryRow) => `${row.accountId}\u0000${row.userId}`;
     const next = new Map<string, number>();
     rows.forEach((row, i) => {
-      const key = keyOf(row);
+      const key = userKey(row);
       if (!next.has(key)) next.set(key, last[i] + 1);
       row.seq = next.get(key)!;
       next.set(key, row.seq + 1);
