@@ -157,7 +157,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   const [vector, matches, vectorHits] = await Promise.all([
     embedding,
     terms.length ? keywordMatches(ctx, terms, filter) : undefined,
-    ctx.store.searchMemories(embedding, filter, CANDIDATES, true),
+    ctx.store.searchMemories(embedding, filter, CANDIDATES, { withVectors: true }),
   ]);
   const byId = new Map<string, Candidate>();
   /** Where each hit's row is, when it came without its vector (topVectors). */

@@ -430,7 +430,7 @@ async function nearestOlder(
         const v = items[i].row.vector;
         const hits = rows
           ? nearestOf(v, rows, NEAR_CANDIDATES)
-          : (await store.searchMemories(v, { accountId, userId, current: true }, NEAR_CANDIDATES)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
+          : (await store.searchMemories(v, { accountId, userId, current: true }, NEAR_CANDIDATES, { approximateAbove: NEAR_SCAN })).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
         near[i] = hits.filter((h) => h.record.agentId === items[i].row.agentId && !keyed(i, h.record.matchKeys));
       }
     }),

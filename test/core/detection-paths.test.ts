@@ -47,6 +47,9 @@ describe("detection decides the same whether it reads a user's memories whole or
     // Both ways were taken, and they had something to decide.
     expect(wholeReads.mock.calls.length).toBeGreaterThan(10);
     expect(searches.mock.calls.length).toBeGreaterThan(10);
+    // Each search for the nearest may be approximate above NEAR_SCAN memories (through a vector
+    // index, once the segment has one: storage/memories.ts segmentPlan); this store has none.
+    expect(searches.mock.calls.map(([, , , options]) => options?.approximateAbove)).toEqual(searches.mock.calls.map(() => NEAR_SCAN));
     expect(marked).toBeGreaterThan(10);
   }, 300_000);
 });

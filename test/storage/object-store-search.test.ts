@@ -87,7 +87,7 @@ describe("search on an object store reads vectors through the index (real Azurit
     // there now) is not trusted: the vector is read by id instead.
     const scope2 = { accountId: "acct_default", userId: "user2" };
     const [first, second] = rows.filter((r) => r.userId === "user2");
-    const hits = await viaIndex.store.searchMemories(first.vector, scope2, 5, true);
+    const hits = await viaIndex.store.searchMemories(first.vector, scope2, 5, { withVectors: true });
     const addressOfSecond = hits.find((h) => h.record.id === second.id)?.at ?? hits.find((h) => h.record.id !== first.id)!.at!;
     expect(hits.every((h) => h.at && !h.vector)).toBe(true);
     const read = await viaIndex.store.vectorsOf(scope2, [

@@ -51,6 +51,11 @@ async function fill(store: Store, total: number, from = 0, batch = 1_000): Promi
 }
 
 const ids = (hits: { record: { id: string } }[]) => hits.map((h) => h.record.id);
+/** The cosine of `v` with row `id`'s vector (rows() numbers its ids). */
+const cosineTo = (v: Float32Array, id: string) => {
+  const u = vector(Number(id.slice("mem_".length)));
+  return v.reduce((sum, x, j) => sum + x * u[j]!, 0);
+};
 
 describe("vector index policy", () => {
   it("builds at the minimum size with √rows partitions, and retrains only after 4× growth", () => {
@@ -118,6 +123,29 @@ describe("automatic vector index (real LanceDB)", () => {
     // The narrow filter is exact: identical to the ground truth.
     const small = { accountId: "acct_default", userId: "small" };
     expect(ids(await store.searchMemories(vector(7), small, 10))).toEqual(ids(await exact.searchMemories(vector(7), small, 10)));
+
+    // Detection's nearest older notes (core/validity.ts) can do with approximate hits: a scope of
+    // more rows than it names goes through the index even where exact search would be chosen,
+    // probing a quarter of the partitions at most. Asked near the scope's own memories (a new
+    // note is near its user's), the hits are the scope's own, with exact distances, and most are
+    // those exact search finds. (Far from them, partitions that hold none of the scope's rows can
+    // leave fewer hits than asked: what is missed is far anyway.)
+    const smallWhere = "accountId = 'acct_default' AND userId = 'small'";
+    expect(await store.vectorPlans(smallWhere, 5, 100)).toEqual([{ exact: false, nprobes: Math.floor(partitions / 4) }]);
+    expect(await store.vectorPlans(smallWhere, 5, 240)).toEqual([{ exact: true }]);
+    let near = 0;
+    for (let q = 0; q < 20; q++) {
+      const v = vector(2_000_000 + 50 * q); // in one of user "small"'s clusters, as rows() puts them
+      const [approx, truth] = await Promise.all([store.searchMemories(v, small, 5, { approximateAbove: 100 }), exact.searchMemories(v, small, 5)]);
+      expect(approx).toHaveLength(5);
+      const truthIds = new Set(ids(truth));
+      near += ids(approx).filter((id) => truthIds.has(id)).length;
+      for (const hit of approx) {
+        expect(hit.record.userId).toBe("small");
+        expect(hit.distance).toBeCloseTo(1 - cosineTo(v, hit.record.id), 5);
+      }
+    }
+    expect(near / 100).toBeGreaterThanOrEqual(0.8);
 
     // A row added after the build is not in the index yet, but search still finds it.
     const late = rows(12_000, 12_001);
