@@ -99,6 +99,11 @@ export interface Candidate {
    * weight in the words it lacks (0 otherwise). See `hybridRaw`.
    */
   missingShare?: number;
+  /**
+   * For a memory in no conversation that holds some of the query's words: whether it lacks a name
+   * the query gives that other memories of the scope hold (core/search.ts namesOf). See `hybridScore`.
+   */
+  missingName?: boolean;
   /** Hybrid: the scope's nearest memory when it shares no word with the query: its `leadScore` (see LEAD). */
   lead?: number;
   /** Hybrid: the memory's embedding, read with its cosine, for comparing the best hits with each other (NEWER). */
@@ -186,11 +191,17 @@ export function hybridRaw(coverage: number, neighbourCoverage: number, cosine: n
  * when the cosine reaches meaningMidpoint. A memory with every query word has raw ≥ 0.55 and
  * scores ≥ 0.999; one sharing no word with the query needs a cosine of 0.62, or the lead (LEAD,
  * applied by `rank`).
+ *
+ * A note that lacks a name the question gives, where other notes of the scope hold it
+ * (`missingName`), is about someone or something else: "Randi's phone number 913 44 208" doesn't
+ * answer "what's Arne's phone number?" when the user has notes about Arne. Its words count for
+ * nothing and the meaning floor doesn't lift it: the model's cosine of two notes of one kind is
+ * high whoever they are about (0.7 and more for two phone numbers).
  */
-export function hybridScore(coverage: number, neighbourCoverage: number, cosine: number, p: HybridParams = HYBRID, missingShare = 0): number {
+export function hybridScore(coverage: number, neighbourCoverage: number, cosine: number, p: HybridParams = HYBRID, missingShare = 0, missingName = false): number {
   const c = clamp01(cosine);
-  const score = sigmoid(p.slope * (hybridRaw(coverage, neighbourCoverage, c, p, missingShare) - p.midpoint));
-  return c >= p.meaningMidpoint ? Math.max(score, sigmoid(p.meaningSlope * (c - p.meaningMidpoint))) : score;
+  const score = sigmoid(p.slope * (hybridRaw(coverage, neighbourCoverage, c, p, missingName ? 1 : missingShare) - p.midpoint));
+  return c >= p.meaningMidpoint && !missingName ? Math.max(score, sigmoid(p.meaningSlope * (c - p.meaningMidpoint))) : score;
 }
 
 export function rank(mode: SearchMode, candidates: Candidate[]): Ranked[] {
@@ -201,7 +212,7 @@ export function rank(mode: SearchMode, candidates: Candidate[]): Ranked[] {
         ? semanticScore(c.cosine ?? 0)
         : mode === "keyword"
           ? keywordScore(c.coverage ?? 0)
-          : hybridScore(c.coverage ?? 0, c.neighbourCoverage ?? 0, c.cosine ?? 0, HYBRID, c.missingShare ?? 0),
+          : hybridScore(c.coverage ?? 0, c.neighbourCoverage ?? 0, c.cosine ?? 0, HYBRID, c.missingShare ?? 0, c.missingName),
   }));
   if (mode === "hybrid" && !ranked.some((r) => r.score >= LEAD.unless)) {
     candidates.forEach((c, i) => {

@@ -3,7 +3,7 @@ import type { MemoryFilter, MemoryRecord, MemoryWordHit, RowAt, VectorHit } from
 import { embedQuery, type Context } from "./context.js";
 import { conversationOf } from "./conversation.js";
 import { observationSubject } from "./observation.js";
-import { coverage, englishCount, queryTerms, termWeights, type Term } from "./keyword.js";
+import { coverage, englishCount, queryTerms, stemWord, termWeights, type Term } from "./keyword.js";
 import { CANDIDATES, HYBRID, KEYWORD_POOL, LEAD, NEWER, cosine, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
 import { replacedAfterReplacing, validityFilter } from "./validity.js";
 
@@ -156,7 +156,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   const embedding = embedQuery(ctx, denseQuery(input.query));
   const [vector, matches, vectorHits] = await Promise.all([
     embedding,
-    terms.length ? keywordMatches(ctx, terms, filter) : undefined,
+    terms.length ? keywordMatches(ctx, terms, filter, namesOf(input.query)) : undefined,
     ctx.store.searchMemories(embedding, filter, CANDIDATES, { withVectors: true }),
   ]);
   const byId = new Map<string, Candidate>();
@@ -168,7 +168,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
       record,
       cosine: 1 - distance,
       vector,
-      ...(matches?.evidenceOf(record) ?? { coverage: 0, neighbourCoverage: 0, missingShare: 0 }),
+      ...(matches?.evidenceOf(record) ?? { coverage: 0, neighbourCoverage: 0, missingShare: 0, missingName: false }),
     });
   };
   for (const h of vectorHits) add(h);
@@ -184,7 +184,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   // fetch every batch: hybrid p50 22 -> 68 ms in the 10k bench before the discount was counted.)
   const farthest = Math.min(...vectorHits.map((h) => 1 - h.distance));
   const pool = matches.pool().filter((p) => !(p.id && byId.has(p.id)));
-  const bound = (p: (typeof pool)[number]) => hybridScore(p.coverage, p.neighbourCoverage, farthest, HYBRID, p.missingShare);
+  const bound = (p: (typeof pool)[number]) => hybridScore(p.coverage, p.neighbourCoverage, farthest, HYBRID, p.missingShare, p.missingName);
   pool.sort((a, b) => bound(b) - bound(a) || cmp(b.id ?? "", a.id ?? "") || b.seq - a.seq);
   let unfetched = 0;
   for (let i = 0; i < Math.min(pool.length, KEYWORD_POOL); i += COSINE_BATCH) {
@@ -258,6 +258,23 @@ interface PoolEntry {
   neighbourCoverage: number;
   /** For a matched memory in no conversation, the query weight share of the words it lacks (ranking.ts hybridRaw); else 0. */
   missingShare: number;
+  /** For a matched memory in no conversation, whether it lacks a name of the query that other memories of the scope hold (ranking.ts hybridScore). */
+  missingName: boolean;
+}
+
+/**
+ * The stems of the words a question capitalises after its first: the people, places and things it
+ * names ("what's Arne's phone number?" → arne; a possessive's "'s" dropped). Its first word is left
+ * out, capitalised as any sentence's is ("Dinner with Jess?").
+ */
+export function namesOf(query: string): Set<string> {
+  const names = new Set<string>();
+  const first = query.search(/\S/u);
+  for (const m of query.matchAll(/(?<![\p{L}\p{N}])\p{Lu}[\p{L}'’-]*/gu)) {
+    if (m.index === first) continue;
+    names.add(stemWord(m[0].replace(/['’]s$/u, "")));
+  }
+  return names;
 }
 
 /**
@@ -269,7 +286,7 @@ interface PoolEntry {
  * Neighbours (seq ± 1 of the same user) lend coverage only when both are turns of the same
  * conversation (core/conversation.ts): a person's separate notes lend each other nothing.
  */
-async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter) {
+async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter, names = new Set<string>()) {
   const [size, ...perTerm] = await Promise.all([ctx.store.countMemories(filter), ...terms.map((t) => ctx.store.memoriesWithWord(t.word, filter, WORD_LOOKUP_MAX))]);
   const weights = termWeights(terms, { size, docFreq: perTerm.map((rows) => rows.length) });
   const at = (userId: string, seq: number) => `${userId}\u0000${seq}`;
@@ -282,14 +299,22 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter)
     }
   });
   const absentTotal = weights.absent.reduce((a, b) => a + b, 0);
-  /** Each matched memory's coverage, the query weight share of the words it lacks, and its conversation. */
-  const infos = new Map<string, { coverage: number; missing: number; conversation: string | null }>();
+  /** The query's names that some memory of the scope holds. */
+  const named = terms.flatMap((t, i) => (names.has(t.stem) && perTerm[i].length ? [i] : []));
+  type Info = { coverage: number; missing: number; missingName: boolean; conversation: string | null };
+  /** Each matched memory's coverage, the query weight share of the words it lacks, whether it lacks a name, and its conversation. */
+  const infos = new Map<string, Info>();
   /** The same, by position (user and seq), for the neighbours' evidence. */
-  const byPosition = new Map<string, { coverage: number; missing: number; conversation: string | null }>();
+  const byPosition = new Map<string, Info>();
   for (const m of matched.values()) {
     let missing = 0;
     for (let i = 0; i < terms.length; i++) if (!m.terms.has(i)) missing += weights.absent[i];
-    const info = { coverage: coverage(weights, (i) => m.terms.has(i)), missing: absentTotal > 0 ? missing / absentTotal : 0, conversation: conversationOf(m.metadata, m.tags) };
+    const info = {
+      coverage: coverage(weights, (i) => m.terms.has(i)),
+      missing: absentTotal > 0 ? missing / absentTotal : 0,
+      missingName: named.some((i) => !m.terms.has(i)),
+      conversation: conversationOf(m.metadata, m.tags),
+    };
     infos.set(m.id, info);
     if (m.seq > 0) byPosition.set(at(m.userId, m.seq), info);
   }
@@ -310,6 +335,7 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter)
       coverage: info?.coverage ?? 0,
       neighbourCoverage: seq > 0 && conversation !== null ? neighbourBest(userId, seq, (c) => c === conversation) : 0,
       missingShare: conversation === null ? (info?.missing ?? 0) : 0,
+      missingName: conversation === null && (info?.missingName ?? false),
     };
   };
   return {
@@ -332,7 +358,7 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter)
         for (const seq of [m.seq - 1, m.seq + 1]) {
           if (seq < 1 || seen.has(at(m.userId, seq))) continue;
           seen.add(at(m.userId, seq));
-          out.push({ userId: m.userId, seq, coverage: 0, neighbourCoverage: neighbourBest(m.userId, seq, (c) => c !== null), missingShare: 0 });
+          out.push({ userId: m.userId, seq, coverage: 0, neighbourCoverage: neighbourBest(m.userId, seq, (c) => c !== null), missingShare: 0, missingName: false });
         }
       }
       return out;
