@@ -263,16 +263,17 @@ interface PoolEntry {
 }
 
 /**
- * The stems of the words a question capitalises after its first: the people, places and things it
- * names ("what's Arne's phone number?" → arne; a possessive's "'s" dropped). Its first word is left
- * out, capitalised as any sentence's is ("Dinner with Jess?").
+ * The stems of the names whose possession a question asks about: the capitalised words before an
+ * "'s" ("what's Arne's phone number?" → arne; "Jens Bauer's email" → jens, bauer). A name that only
+ * sets the scene ("what's my flight to Lisbon?", "the door code for the Kraków Airbnb") is left
+ * out: a newer note about the same flight or door often doesn't repeat it ("TAP cancelled my
+ * morning flight…"), and counting such names cost three replaced-fact scenarios their newest note
+ * ranked first (docs/search-quality.md).
  */
 export function namesOf(query: string): Set<string> {
   const names = new Set<string>();
-  const first = query.search(/\S/u);
-  for (const m of query.matchAll(/(?<![\p{L}\p{N}])\p{Lu}[\p{L}'’-]*/gu)) {
-    if (m.index === first) continue;
-    names.add(stemWord(m[0].replace(/['’]s$/u, "")));
+  for (const m of query.matchAll(/(?<![\p{L}\p{N}])((?:\p{Lu}[\p{L}-]*\.?\s+)*\p{Lu}[\p{L}-]*)['’]s(?![\p{L}\p{N}])/gu)) {
+    for (const w of m[1].split(/\s+/u)) names.add(stemWord(w.replace(/\.$/u, "")));
   }
   return names;
 }

@@ -119,10 +119,12 @@ describe("a note about someone else, for a question that names someone (real mod
     expect(own[0].score).toBeGreaterThan(0.99);
   });
 
-  it("names are the words a question capitalises after its first", () => {
+  it("names are the capitalised words before a possessive's \"'s\"", () => {
     expect([...namesOf("what's Arne's phone number?")]).toEqual([stemWord("Arne")]);
-    expect([...namesOf("Dinner with Jess at Dishoom?")]).toEqual([stemWord("Jess"), stemWord("Dishoom")]);
-    expect([...namesOf("is my iPhone insured?")]).toEqual([]);
-    expect([...namesOf("  Jens Bauer’s email")]).toEqual([stemWord("Bauer")]);
+    expect([...namesOf("  Jens Bauer’s email")]).toEqual([stemWord("Jens"), stemWord("Bauer")]);
+    expect([...namesOf("when is Mom's follow-up?")]).toEqual([stemWord("Mom")]);
+    // Names that only set the scene are not asked about.
+    expect([...namesOf("what's my flight to Lisbon?")]).toEqual([]);
+    expect([...namesOf("is my iPhone's screen insured?")]).toEqual([]);
   });
 });
