@@ -852,9 +852,11 @@ function statedReplacement(newer: string, older: string, newerFacts = factsOf(ne
     for (const o of olderFacts) {
       if (o.negated || o.frame) continue;
       if (f.negated) {
-        // A switch away from what a label states ("… instead of Fade Room" / "Usual barber: Ali at Fade Room") is the user's.
-        const switchedFrom = o.value !== "" && mentions(o.value, f.value) && (o.subject === f.subject || (o.subject === "label" && f.subject === "self"));
-        const matches = f.attr[0] === "switch" ? switchedFrom : sameAttr(f, o) && mentions(o.value, f.value);
+        const matches =
+          f.attr[0] === "switch"
+            ? // A switch away from what a label states ("… instead of Fade Room" / "Usual barber: Ali at Fade Room") is the user's.
+              o.value !== "" && (o.subject === f.subject || (o.subject === "label" && f.subject === "self")) && mentions(o.value, f.value)
+            : sameAttr(f, o) && mentions(o.value, f.value);
         if (matches) return `no longer ${o.attr.join(" ")}: ${o.value}`;
         continue;
       }
