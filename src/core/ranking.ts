@@ -76,12 +76,24 @@ export function leadScore(cosine: number, secondCosine: number, p = LEAD): numbe
  * the two notes' embeddings have a cosine of `same` or more, or of `related` or more when the
  * newer one scores `matches` or more for the query on its own; and the newer one is nearly as close
  * to the question by meaning (its cosine to the query at least `asNear` times the older one's).
+ * Or a cosine of `sharing` or more when the two share an uncommon word (SUBTLEX-US counts under
+ * `uncommon`: "metoprolol", "Brompton", "standup") that doesn't open both notes (a subject both are
+ * about: "Oscar swims…" / "Oscar's passport…") and isn't a day or a month: the thing that changed
+ * ("Taking metoprolol 25mg" / "Cardiologist bumped the metoprolol up to 50"; round nine).
  * Turns of a conversation are left as they rank (a conversation's past is asked about). Chosen on
  * test/fixtures/supersede's development and check sets and bench/everyday's dev users, and
  * `related` and `asNear` loosened on the later held-out sets (docs/memory-validity.md, rounds three
  * and seven, has the figures).
  */
-export const NEWER: Readonly<{ top: number; same: number; related: number; matches: number; asNear: number }> = { top: 10, same: 0.7, related: 0.4, matches: 0.1, asNear: 0.6 };
+export const NEWER: Readonly<{ top: number; same: number; related: number; matches: number; asNear: number; sharing: number; uncommon: number }> = {
+  top: 10,
+  same: 0.7,
+  related: 0.4,
+  matches: 0.1,
+  asNear: 0.6,
+  sharing: 0.3,
+  uncommon: 1_000,
+};
 
 /** Keyword calibration: score = σ(slope · (coverage − midpoint)). */
 export const KEYWORD: Readonly<{ slope: number; midpoint: number }> = { slope: 29, midpoint: 0.225 };

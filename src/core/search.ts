@@ -78,10 +78,34 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
       if (!o?.vector || !m?.vector) continue;
       const c = cosine(o.vector, m.vector);
       const near = (m.cosine ?? 0) >= NEWER.asNear * (o.cosine ?? 0);
-      if (near && (c >= NEWER.same || (c >= NEWER.related && scoreOf(n) >= NEWER.matches))) lifted.set(n.record.id, scoreOf(older));
+      const about = c >= NEWER.same || (c >= NEWER.related && scoreOf(n) >= NEWER.matches) || (c >= NEWER.sharing && sharesUncommonWord(older.record.content, n.record.content));
+      if (near && about) lifted.set(n.record.id, scoreOf(older));
     }
   }
   return lifted.size ? ranked.map((h) => (lifted.has(h.record.id) ? { ...h, score: lifted.get(h.record.id)! } : h)) : ranked;
+}
+
+/** Days and months (and their abbreviations), as stems: two notes on one day are not about one thing. */
+const CALENDAR = new Set(
+  "jan feb mar apr may jun jul aug sep sept oct nov dec januari februari march april june juli august septemb octob novemb decemb mon tue tues wed thu thur thurs fri sat sun monday tuesday wednesday thursday friday saturday sunday".split(" "),
+);
+
+/** A note's words as stems (a possessive "'s" dropped), in order. */
+function stemsOf(text: string): string[] {
+  return (text.match(/\p{L}[\p{L}'’-]*/gu) ?? []).map((w) => stemWord(w.replace(/['’]s$/u, "")));
+}
+
+/**
+ * Whether two notes share a word English rarely uses (fewer than NEWER.uncommon occurrences in
+ * SUBTLEX-US): what a change is about, "metoprolol" or "Brompton", whatever the new value is. Not
+ * a word that opens both notes, which names who or what both are about ("Oscar swims…" /
+ * "Oscar's passport…", "User prefers…" / "User's birthday…"), nor a day or a month.
+ */
+function sharesUncommonWord(older: string, newer: string): boolean {
+  const [a, b] = [stemsOf(older), stemsOf(newer)];
+  const uncommon = (w: string) => w.length >= 3 && !CALENDAR.has(w) && englishCount(w) < NEWER.uncommon && !(w === a[0] && w === b[0]);
+  const inOlder = new Set(a.filter(uncommon));
+  return b.some((w) => inOlder.has(w) && uncommon(w));
 }
 
 /** Whether `text` holds the number `n` as a number of its own (not within a longer one: "47" doesn't hold "7"). */

@@ -9,6 +9,20 @@ import { useModelStore } from "../helpers/model-store.js";
  */
 const FILLERS = ["Cleaned out the garage over the weekend", "The plumber comes on Friday morning", "Need to renew the car insurance", "Tried a new ramen place downtown, too salty"];
 
+/** Pairs of notes, older first, that are close only loosely by meaning. */
+const SHARING = [
+  // They share the uncommon word the change is about.
+  ["oldDose", "meds", "Taking metoprolol 25mg every morning"],
+  ["newDose", "meds", "Cardiologist bumped the metoprolol up to 50"],
+  ["oldBike", "commute", "I commute on a Brompton"],
+  ["newBike", "commute", "The Brompton got stolen, taking the tram for now"],
+  // They share only the name both open with, or a month: about different things.
+  ["swim", "kid", "Oscar swims Tue and Thu at 5pm at Hillcrest pool"],
+  ["passport", "kid", "Oscar's passport expires in August"],
+  ["landing", "trip", "Ana's flight lands Oct 3 at 14:10"],
+  ["flat", "trip", "Booked the Kraków flat from Oct 3 to Oct 9"],
+] as const;
+
 describe("newer notes about the same thing rank first (real model)", () => {
   const ctx = useModelStore("mm-newer-");
   const add = async (userId: string, content: string, metadata?: Record<string, unknown>) => {
@@ -33,6 +47,8 @@ describe("newer notes about the same thing rank first (real model)", () => {
     ids.chatNew = await add("chat", "Got a new phone, my number is 555-0199 now", { sessionId: "s1" });
     ids.locker7 = await add("notes", "The code for locker 7 at the gym is 4412");
     ids.locker12 = await add("notes", "The code for locker 12 at the gym is 9087");
+    for (const user of ["meds", "commute", "kid", "trip"]) for (const f of FILLERS) await add(user, f);
+    for (const [key, user, content] of SHARING) ids[key] = await add(user, content);
     ids.dog = await add("pets", "We have a dog named Rex");
     ids.cat = await add("pets", "We also have a cat called Tom");
   });
@@ -77,6 +93,24 @@ describe("newer notes about the same thing rank first (real model)", () => {
     const byId = new Map(results.map((r) => [r.id, r.score]));
     expect(byId.get(ids.newPhone)).toBe(byId.get(ids.oldPhone));
     expect(byId.get(ids.chatNew)).toBeLessThan(byId.get(ids.chatOld)!);
+  });
+
+  it.each([
+    ["what dose of metoprolol am I on?", "meds", "newDose", "oldDose"],
+    ["how do I get to work?", "commute", "newBike", "oldBike"],
+  ])("%j: a newer note sharing the uncommon word the change is about comes first", async (query, userId, newer, older) => {
+    const results = await search(query, { userId });
+    expect(results.slice(0, 2).map((r) => r.id)).toEqual([ids[newer], ids[older]]);
+    expect(results[0].score).toBe(results[1].score);
+  });
+
+  it.each([
+    ["when does Oscar swim?", "kid", "swim", "passport"],
+    ["when does Ana land?", "trip", "landing", "flat"],
+  ])("%j: a shared opening name or a shared month doesn't make two notes one thing", async (query, userId, answer, other) => {
+    const results = await search(query, { userId });
+    expect(results[0].id).toBe(ids[answer]);
+    expect(results.find((r) => r.id === ids[other])!.score).toBeLessThan(results[0].score);
   });
 
   it("keeps two facts that are both true in the top 5", async () => {
