@@ -70,6 +70,9 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
   const numbers = query.match(/\d+/g) ?? [];
   const lifted = new Map<string, number>();
   const scoreOf = (h: Ranked) => lifted.get(h.record.id) ?? h.score;
+  // Each note's words are stemmed once, however many pairs it is in.
+  const stems = new Map<string, string[]>();
+  const stemsOf = (r: MemoryRecord) => stems.get(r.id) ?? stems.set(r.id, wordStems(r.content)).get(r.id)!;
   for (const [i, older] of top.entries()) {
     for (const n of top.slice(i + 1)) {
       if (n.record.userId !== older.record.userId || !newer(n.record, older.record) || scoreOf(n) >= scoreOf(older)) continue;
@@ -78,7 +81,7 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
       if (!o?.vector || !m?.vector) continue;
       const c = cosine(o.vector, m.vector);
       const near = (m.cosine ?? 0) >= NEWER.asNear * (o.cosine ?? 0);
-      const about = c >= NEWER.same || (c >= NEWER.related && scoreOf(n) >= NEWER.matches) || (c >= NEWER.sharing && sharesUncommonWord(older.record.content, n.record.content));
+      const about = c >= NEWER.same || (c >= NEWER.related && scoreOf(n) >= NEWER.matches) || (c >= NEWER.sharing && sharesUncommonWord(stemsOf(older.record), stemsOf(n.record)));
       if (near && about) lifted.set(n.record.id, scoreOf(older));
     }
   }
@@ -91,18 +94,17 @@ const CALENDAR = new Set(
 );
 
 /** A note's words as stems (a possessive "'s" dropped), in order. */
-function stemsOf(text: string): string[] {
+function wordStems(text: string): string[] {
   return (text.match(/\p{L}[\p{L}'’-]*/gu) ?? []).map((w) => stemWord(w.replace(/['’]s$/u, "")));
 }
 
 /**
- * Whether two notes share a word English rarely uses (fewer than NEWER.uncommon occurrences in
- * SUBTLEX-US): what a change is about, "metoprolol" or "Brompton", whatever the new value is. Not
+ * Whether two notes (their words' stems, `wordStems`) share a word English rarely uses (fewer than
+ * NEWER.uncommon occurrences in SUBTLEX-US): what a change is about, "metoprolol" or "Brompton", whatever the new value is. Not
  * a word that opens both notes, which names who or what both are about ("Oscar swims…" /
  * "Oscar's passport…", "User prefers…" / "User's birthday…"), nor a day or a month.
  */
-function sharesUncommonWord(older: string, newer: string): boolean {
-  const [a, b] = [stemsOf(older), stemsOf(newer)];
+function sharesUncommonWord(a: string[], b: string[]): boolean {
   const uncommon = (w: string) => w.length >= 3 && !CALENDAR.has(w) && englishCount(w) < NEWER.uncommon && !(w === a[0] && w === b[0]);
   const inOlder = new Set(a.filter(uncommon));
   return b.some((w) => inOlder.has(w) && uncommon(w));
