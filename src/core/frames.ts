@@ -90,8 +90,9 @@ const RELATIONS =
 /** Things one has several of at once: a new value adds, unless the sentence says it changed. */
 const MANY =
   /^(?:pet|dog|cat|allerg|allergic|kid|child|children|son|daughter|hobby|language|speak|friend|meet|meeting|appointment|visit|call|class|lesson|birthday|party|event|trip|flight|guest|order|ticket|task|project|book|film|movie|show|concert|game|match|deadline|bill|payment|subscription|plant|car|bike|list(?!en))/;
-const DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun";
-const MONTHS = "january|february|march|april|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
+/** Days and months as frames read them (and search's newerFirst, core/search.ts): alternations for a regular expression. */
+export const DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun";
+export const MONTHS = "january|february|march|april|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
 const DATE_WORD = new RegExp(String.raw`^(?:(?:${DAYS})s?|${MONTHS}|weekdays?|weekends?|noon|midnight|mornings?|afternoons?|evenings?)$`, "i");
 const PART_OF_MONTH = new RegExp(String.raw`^(?:mid|early|late)-(?:${MONTHS}|may)$`, "i");
 const NUMBER_WORD = /^(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|half|once|twice)$/i;

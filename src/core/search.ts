@@ -2,6 +2,7 @@ import { parseSearchMemories, type SearchMemoriesInput } from "../schemas/memory
 import type { MemoryFilter, MemoryRecord, MemoryWordHit, RowAt, VectorHit } from "../storage/store.js";
 import { embedQuery, type Context } from "./context.js";
 import { conversationOf } from "./conversation.js";
+import { DAYS, MONTHS } from "./frames.js";
 import { observationSubject } from "./observation.js";
 import { coverage, englishCount, queryTerms, stemWord, termWeights, type Term } from "./keyword.js";
 import { CANDIDATES, HYBRID, KEYWORD_POOL, LEAD, NEWER, cosine, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
@@ -88,10 +89,8 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
   return lifted.size ? ranked.map((h) => (lifted.has(h.record.id) ? { ...h, score: lifted.get(h.record.id)! } : h)) : ranked;
 }
 
-/** Days and months (and their abbreviations), as stems: two notes on one day are not about one thing. */
-const CALENDAR = new Set(
-  "jan feb mar apr may jun jul aug sep sept oct nov dec januari februari march april june juli august septemb octob novemb decemb mon tue tues wed thu thur thurs fri sat sun monday tuesday wednesday thursday friday saturday sunday".split(" "),
-);
+/** Days and months (and their abbreviations) as stems: two notes on one day are not about one thing. */
+const CALENDAR = new Set(`${DAYS}|${MONTHS}`.split("|").map(stemWord));
 
 /** A note's words as stems (a possessive "'s" dropped), in order. */
 function wordStems(text: string): string[] {
@@ -100,14 +99,15 @@ function wordStems(text: string): string[] {
 
 /**
  * Whether two notes (their words' stems, `wordStems`) share a word English rarely uses (fewer than
- * NEWER.uncommon occurrences in SUBTLEX-US): what a change is about, "metoprolol" or "Brompton", whatever the new value is. Not
- * a word that opens both notes, which names who or what both are about ("Oscar swims…" /
- * "Oscar's passport…", "User prefers…" / "User's birthday…"), nor a day or a month.
+ * NEWER.uncommon occurrences in SUBTLEX-US): what a change is about, "metoprolol" or "Brompton",
+ * whatever the new value is. Not a word that opens both notes, which names who or what both are
+ * about ("Oscar swims…" / "Oscar's passport…", "User prefers…" / "User's birthday…"), nor a day or
+ * a month.
  */
 function sharesUncommonWord(a: string[], b: string[]): boolean {
   const uncommon = (w: string) => w.length >= 3 && !CALENDAR.has(w) && englishCount(w) < NEWER.uncommon && !(w === a[0] && w === b[0]);
   const inOlder = new Set(a.filter(uncommon));
-  return b.some((w) => inOlder.has(w) && uncommon(w));
+  return b.some((w) => inOlder.has(w));
 }
 
 /** Whether `text` holds the number `n` as a number of its own (not within a longer one: "47" doesn't hold "7"). */
