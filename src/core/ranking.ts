@@ -80,12 +80,18 @@ export function leadScore(cosine: number, secondCosine: number, p = LEAD): numbe
  * `uncommon`: "metoprolol", "Brompton", "standup") that doesn't open both notes (a subject both are
  * about: "Oscar swims…" / "Oscar's passport…") and isn't a day or a month: the thing that changed
  * ("Taking metoprolol 25mg" / "Cardiologist bumped the metoprolol up to 50"; round nine).
+ * Or, whatever the newer one's cosine to the question, when the newer one says something changed
+ * (supersede.ts saysChanged: "ported my number over to Mint" after "Mobile carrier: Verizon"), their
+ * cosine is `changed` or more, no other of the user's best hits is as close to the older one, and
+ * at most `changedRank` of the user's other best hits are closer to the question by meaning (round
+ * ten: a change is told in other words than the fact it replaces, so its cosine to the question is
+ * often half the older one's).
  * Turns of a conversation are left as they rank (a conversation's past is asked about). Chosen on
  * test/fixtures/supersede's development and check sets and bench/everyday's dev users, and
  * `related` and `asNear` loosened on the later held-out sets (docs/memory-validity.md, rounds three
  * and seven, has the figures).
  */
-export const NEWER: Readonly<{ top: number; same: number; related: number; matches: number; asNear: number; sharing: number; uncommon: number }> = {
+export const NEWER: Readonly<{ top: number; same: number; related: number; matches: number; asNear: number; sharing: number; uncommon: number; changed: number; changedRank: number }> = {
   top: 10,
   same: 0.7,
   related: 0.4,
@@ -93,6 +99,8 @@ export const NEWER: Readonly<{ top: number; same: number; related: number; match
   asNear: 0.6,
   sharing: 0.3,
   uncommon: 1_000,
+  changed: 0.4,
+  changedRank: 2,
 };
 
 /** Keyword calibration: score = σ(slope · (coverage − midpoint)). */

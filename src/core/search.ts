@@ -5,6 +5,7 @@ import { conversationOf } from "./conversation.js";
 import { DAYS, MONTHS } from "./frames.js";
 import { observationSubject } from "./observation.js";
 import { coverage, englishCount, queryTerms, stemWord, termWeights, type Term } from "./keyword.js";
+import { saysChanged } from "./supersede.js";
 import { CANDIDATES, HYBRID, KEYWORD_POOL, LEAD, NEWER, cosine, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
 import { replacedAfterReplacing, validityFilter } from "./validity.js";
 
@@ -52,7 +53,9 @@ export function rankHits(input: SearchMemoriesInput, candidates: Candidate[]): R
  * older one's score, and with it, by the tie rule, its place, when it is nearly as close to the
  * question by meaning: "Moved to Berlin last month, I live in Kreuzberg now" above "I live in a
  * small flat in Paris" for "where do I live?", whether or not the replacement was detected when it
- * was stored. Nothing is hidden: two facts that are both true both keep their place in the list,
+ * was stored; and a newer note that says something changed ("ported my number over to Mint") above
+ * the note it is nearest to ("Mobile carrier: Verizon"), though told in other words. Nothing is
+ * hidden: two facts that are both true both keep their place in the list,
  * only their order changes. Turns of a conversation are left as they rank, and so are
  * observations mm named with their entity ("Luis Ferreira: drives the white F-250"): the shared
  * name makes their embeddings close whatever they say; nor, over a note holding a number the
@@ -71,9 +74,19 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
   const numbers = query.match(/\d+/g) ?? [];
   const lifted = new Map<string, number>();
   const scoreOf = (h: Ranked) => lifted.get(h.record.id) ?? h.score;
-  // Each note's words are stemmed once, however many pairs it is in.
+  // Each note's words are stemmed, and read for a word of change, once, however many pairs it is in.
   const stems = new Map<string, string[]>();
   const stemsOf = (r: MemoryRecord) => stems.get(r.id) ?? stems.set(r.id, wordStems(r.content)).get(r.id)!;
+  const changes = new Map<string, boolean>();
+  const saysChange = (r: MemoryRecord) => changes.get(r.id) ?? changes.set(r.id, saysChanged(r.content)).get(r.id)!;
+  const others = (a: Ranked, b: Ranked) => top.filter((h) => h !== a && h !== b && h.record.userId === a.record.userId);
+  // A newer note that says something changed, nearest the older one of all the user's best hits
+  // and among the closest to the question by meaning (round ten).
+  const changedFrom = (older: Ranked, n: Ranked, o: Candidate, m: Candidate, c: number) =>
+    c >= NEWER.changed &&
+    saysChange(n.record) &&
+    others(older, n).every((h) => { const v = byId.get(h.record.id)?.vector; return !v || cosine(o.vector!, v) < c; }) &&
+    top.filter((h) => h !== n && h.record.userId === n.record.userId && (byId.get(h.record.id)?.cosine ?? 0) > (m.cosine ?? 0)).length <= NEWER.changedRank;
   for (const [i, older] of top.entries()) {
     for (const n of top.slice(i + 1)) {
       if (n.record.userId !== older.record.userId || !newer(n.record, older.record) || scoreOf(n) >= scoreOf(older)) continue;
@@ -83,7 +96,7 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
       const c = cosine(o.vector, m.vector);
       const near = (m.cosine ?? 0) >= NEWER.asNear * (o.cosine ?? 0);
       const about = c >= NEWER.same || (c >= NEWER.related && scoreOf(n) >= NEWER.matches) || (c >= NEWER.sharing && sharesUncommonWord(stemsOf(older.record), stemsOf(n.record)));
-      if (near && about) lifted.set(n.record.id, scoreOf(older));
+      if ((near && about) || changedFrom(older, n, o, m, c)) lifted.set(n.record.id, scoreOf(older));
     }
   }
   return lifted.size ? ranked.map((h) => (lifted.has(h.record.id) ? { ...h, score: lifted.get(h.record.id)! } : h)) : ranked;

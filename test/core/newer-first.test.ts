@@ -23,6 +23,25 @@ const SHARING = [
   ["flat", "trip", "Booked the Kraków flat from Oct 3 to Oct 9"],
 ] as const;
 
+/**
+ * Notes, older first, where the newer one says something changed in other words than the older
+ * one (its cosine to the question about half the older one's; round ten), and notes that say
+ * something changed about something else.
+ */
+const CHANGED = [
+  ["oldSalary", "salary", "My salary goes into the Barclays account"],
+  ["newSalary", "salary", "Asked payroll to pay wages into my Revolut account instead"],
+  ["oldWifi", "wifi", "The wifi password is otter-42"],
+  ["newWifi", "wifi", "Someone guessed otter so I changed it, it is heron-77 now"],
+  // A change far from the question by meaning: three of the user's notes are closer to it.
+  ["pay", "card", "My salary goes into the Barclays account"],
+  ["card", "card", "Barclays sent a new debit card, the old one expires in May"],
+  // A change to something else, with a note nearer the older one than it is.
+  ["password", "alarm", "The wifi password is otter-42"],
+  ["router", "alarm", "The wifi router is in the hall cupboard"],
+  ["alarm", "alarm", "Someone guessed the alarm code so I changed it to 7391"],
+] as const;
+
 describe("newer notes about the same thing rank first (real model)", () => {
   const ctx = useModelStore("mm-newer-");
   const add = async (userId: string, content: string, metadata?: Record<string, unknown>) => {
@@ -49,6 +68,8 @@ describe("newer notes about the same thing rank first (real model)", () => {
     ids.locker12 = await add("notes", "The code for locker 12 at the gym is 9087");
     for (const user of ["meds", "commute", "kid", "trip"]) for (const f of FILLERS) await add(user, f);
     for (const [key, user, content] of SHARING) ids[key] = await add(user, content);
+    for (const user of ["salary", "wifi", "card", "alarm"]) for (const f of FILLERS) await add(user, f);
+    for (const [key, user, content] of CHANGED) ids[key] = await add(user, content);
     ids.dog = await add("pets", "We have a dog named Rex");
     ids.cat = await add("pets", "We also have a cat called Tom");
   });
@@ -96,9 +117,13 @@ describe("newer notes about the same thing rank first (real model)", () => {
   });
 
   it.each([
+    // Sharing the uncommon word the change is about (round nine).
     ["what dose of metoprolol am I on?", "meds", "newDose", "oldDose"],
     ["how do I get to work?", "commute", "newBike", "oldBike"],
-  ])("%j: a newer note sharing the uncommon word the change is about comes first", async (query, userId, newer, older) => {
+    // Saying something changed, in other words (round ten).
+    ["which bank is my salary paid into?", "salary", "newSalary", "oldSalary"],
+    ["what is the wifi password?", "wifi", "newWifi", "oldWifi"],
+  ])("%j: a newer note loosely close by meaning comes first", async (query, userId, newer, older) => {
     const results = await search(query, { userId });
     expect(results.slice(0, 2).map((r) => r.id)).toEqual([ids[newer], ids[older]]);
     expect(results[0].score).toBe(results[1].score);
@@ -111,6 +136,15 @@ describe("newer notes about the same thing rank first (real model)", () => {
     const results = await search(query, { userId });
     expect(results[0].id).toBe(ids[answer]);
     expect(results.find((r) => r.id === ids[other])!.score).toBeLessThan(results[0].score);
+  });
+
+  it.each([
+    ["which bank is my salary paid into?", "card", "pay", "card"],
+    ["what is the wifi password?", "alarm", "password", "alarm"],
+  ])("%j: a change far from the question, or nearer another note, doesn't take the answer's place", async (query, userId, answer, change) => {
+    const results = await search(query, { userId });
+    expect(results.slice(0, 2).map((r) => r.id)).toContain(ids[answer]);
+    expect(results.find((r) => r.id === ids[change])!.score).toBeLessThan(results.find((r) => r.id === ids[answer])!.score);
   });
 
   it("keeps two facts that are both true in the top 5", async () => {
