@@ -85,7 +85,8 @@ export function leadScore(cosine: number, secondCosine: number, p = LEAD): numbe
  * cosine is `changed` or more, no other of the user's best hits is as close to the older one, and
  * at most `changedRank` of the user's other best hits are closer to the question by meaning (round
  * ten: a change is told in other words than the fact it replaces, so its cosine to the question is
- * often half the older one's).
+ * often half the older one's); the older one then takes the newer one's own score, as a replaced
+ * note would fall under the threshold.
  * Turns of a conversation are left as they rank (a conversation's past is asked about). Chosen on
  * test/fixtures/supersede's development and check sets and bench/everyday's dev users, and
  * `related` and `asNear` loosened on the later held-out sets (docs/memory-validity.md, rounds three

@@ -54,9 +54,9 @@ export function rankHits(input: SearchMemoriesInput, candidates: Candidate[]): R
  * question by meaning: "Moved to Berlin last month, I live in Kreuzberg now" above "I live in a
  * small flat in Paris" for "where do I live?", whether or not the replacement was detected when it
  * was stored; and a newer note that says something changed ("ported my number over to Mint") above
- * the note it is nearest to ("Mobile carrier: Verizon"), though told in other words. Nothing is
- * hidden: two facts that are both true both keep their place in the list,
- * only their order changes. Turns of a conversation are left as they rank, and so are
+ * the note it is nearest to ("Mobile carrier: Verizon"), though told in other words, the older one
+ * taking the newer one's score in exchange. Nothing is hidden: two facts that are both true both
+ * keep their place in the list. Turns of a conversation are left as they rank, and so are
  * observations mm named with their entity ("Luis Ferreira: drives the white F-250"): the shared
  * name makes their embeddings close whatever they say; nor, over a note holding a number the
  * question names, a newer note without it. The vectors come with the cosines the
@@ -73,6 +73,8 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
   // a newer note without it doesn't take that note's place.
   const numbers = query.match(/\d+/g) ?? [];
   const lifted = new Map<string, number>();
+  /** Older notes a newer one says changed, with the newer one's own score (round ten). */
+  const lowered = new Map<string, number>();
   const scoreOf = (h: Ranked) => lifted.get(h.record.id) ?? h.score;
   // Each note's words are stemmed, and read for a word of change, once, however many pairs it is in.
   const stems = new Map<string, string[]>();
@@ -81,7 +83,7 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
   const saysChange = (r: MemoryRecord) => changes.get(r.id) ?? changes.set(r.id, saysChanged(r.content)).get(r.id)!;
   const others = (a: Ranked, b: Ranked) => top.filter((h) => h !== a && h !== b && h.record.userId === a.record.userId);
   // A newer note that says something changed, nearest the older one of all the user's best hits
-  // and among the closest to the question by meaning (round ten).
+  // and among the closest to the question by meaning (round ten). The two exchange scores.
   const changedFrom = (older: Ranked, n: Ranked, o: Candidate, m: Candidate, c: number) =>
     c >= NEWER.changed &&
     saysChange(n.record) &&
@@ -96,10 +98,16 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
       const c = cosine(o.vector, m.vector);
       const near = (m.cosine ?? 0) >= NEWER.asNear * (o.cosine ?? 0);
       const about = c >= NEWER.same || (c >= NEWER.related && scoreOf(n) >= NEWER.matches) || (c >= NEWER.sharing && sharesUncommonWord(stemsOf(older.record), stemsOf(n.record)));
-      if ((near && about) || changedFrom(older, n, o, m, c)) lifted.set(n.record.id, scoreOf(older));
+      if (near && about) lifted.set(n.record.id, scoreOf(older));
+      else if (changedFrom(older, n, o, m, c)) {
+        // It says the older note changed: the older note takes its score in exchange.
+        lowered.set(older.record.id, Math.min(lowered.get(older.record.id) ?? older.score, n.score));
+        lifted.set(n.record.id, scoreOf(older));
+      }
     }
   }
-  return lifted.size ? ranked.map((h) => (lifted.has(h.record.id) ? { ...h, score: lifted.get(h.record.id)! } : h)) : ranked;
+  if (!lifted.size) return ranked;
+  return ranked.map((h) => (lifted.has(h.record.id) ? { ...h, score: lifted.get(h.record.id)! } : lowered.has(h.record.id) ? { ...h, score: lowered.get(h.record.id)! } : h));
 }
 
 /** Days and months (and their abbreviations) as stems: two notes on one day are not about one thing. */

@@ -117,16 +117,26 @@ describe("newer notes about the same thing rank first (real model)", () => {
   });
 
   it.each([
-    // Sharing the uncommon word the change is about (round nine).
     ["what dose of metoprolol am I on?", "meds", "newDose", "oldDose"],
     ["how do I get to work?", "commute", "newBike", "oldBike"],
-    // Saying something changed, in other words (round ten).
-    ["which bank is my salary paid into?", "salary", "newSalary", "oldSalary"],
-    ["what is the wifi password?", "wifi", "newWifi", "oldWifi"],
-  ])("%j: a newer note loosely close by meaning comes first", async (query, userId, newer, older) => {
+  ])("%j: a newer note sharing the uncommon word the change is about comes first", async (query, userId, newer, older) => {
     const results = await search(query, { userId });
     expect(results.slice(0, 2).map((r) => r.id)).toEqual([ids[newer], ids[older]]);
     expect(results[0].score).toBe(results[1].score);
+  });
+
+  it.each([
+    ["which bank is my salary paid into?", "salary", "newSalary", "oldSalary"],
+    ["what is the wifi password?", "wifi", "newWifi", "oldWifi"],
+  ])("%j: a newer note saying something changed, in other words, comes first, and the older one falls under 0.5", async (query, userId, newer, older) => {
+    const results = await search(query, { userId });
+    expect(results[0].id).toBe(ids[newer]);
+    expect(results[0].score).toBeGreaterThan(0.5);
+    expect(results.find((r) => r.id === ids[older])!.score).toBeLessThan(0.5);
+    // At the default threshold only the newer one is returned.
+    const atDefault = (await searchMemories(ctx(), { query, userId })).results.map((r) => r.id);
+    expect(atDefault).toContain(ids[newer]);
+    expect(atDefault).not.toContain(ids[older]);
   });
 
   it.each([
