@@ -116,7 +116,7 @@ function fitAndReport(convs, smalls) {
     return out;
   };
   const ranked = (fs, score) => scored(fs, score).sort((a, b) => b.score - a.score || (a.createdAt < b.createdAt ? 1 : -1));
-  const hybrid = (p) => Object.assign((f) => hybridScore(f.coverage, f.nb, f.cosine, p, f.missing), { hybrid: true });
+  const hybrid = (p) => Object.assign((f) => hybridScore({ coverage: f.coverage, neighbourCoverage: f.nb, cosine: f.cosine, missingShare: f.missing }, p), { hybrid: true });
   const keyword = (p) => (f) => (f.coverage > 0 ? keywordScore(f.coverage, p) : -1);
 
   function locomoFigures(convList, score) {
@@ -210,7 +210,7 @@ function fitAndReport(convs, smalls) {
         break;
       }
     }
-    const raw = (f) => hybridRaw(f.coverage, f.nb, f.cosine, best.p, f.missing);
+    const raw = (f) => hybridRaw({ coverage: f.coverage, neighbourCoverage: f.nb, cosine: f.cosine, missingShare: f.missing }, best.p);
     const pos = [];
     const neg = [];
     for (const conv of convList) {

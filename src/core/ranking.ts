@@ -131,6 +131,9 @@ export interface Candidate {
   vector?: Float32Array;
 }
 
+/** What a hybrid score is computed from: a candidate's evidence, each missing part 0 (or false). */
+export type HybridEvidence = Pick<Candidate, "coverage" | "neighbourCoverage" | "cosine" | "missingShare" | "missingName">;
+
 export interface Ranked {
   record: MemoryRecord;
   score: number;
@@ -202,7 +205,8 @@ export function keywordScore(coverage: number, p: { slope: number; midpoint: num
  * note stands alone, so a missing word is missing; a conversation's turn is read with the turns
  * around it, so there it isn't discounted.
  */
-export function hybridRaw(coverage: number, neighbourCoverage: number, cosine: number, p: HybridParams = HYBRID, missingShare = 0): number {
+export function hybridRaw(e: HybridEvidence, p: HybridParams = HYBRID): number {
+  const { coverage = 0, neighbourCoverage = 0, cosine = 0, missingShare = 0 } = e;
   const keyword = Math.max(coverage * (1 - missingShare), Math.min(p.neighbourCap, p.neighbourShare * neighbourCoverage));
   return p.keywordWeight * keyword + (1 - p.keywordWeight) * clamp01(cosine);
 }
@@ -219,10 +223,10 @@ export function hybridRaw(coverage: number, neighbourCoverage: number, cosine: n
  * nothing and the meaning floor doesn't lift it: the model's cosine of two notes of one kind is
  * high whoever they are about (0.7 and more for two phone numbers).
  */
-export function hybridScore(coverage: number, neighbourCoverage: number, cosine: number, p: HybridParams = HYBRID, missingShare = 0, missingName = false): number {
-  const c = clamp01(cosine);
-  const score = sigmoid(p.slope * (hybridRaw(coverage, neighbourCoverage, c, p, missingName ? 1 : missingShare) - p.midpoint));
-  return c >= p.meaningMidpoint && !missingName ? Math.max(score, sigmoid(p.meaningSlope * (c - p.meaningMidpoint))) : score;
+export function hybridScore(e: HybridEvidence, p: HybridParams = HYBRID): number {
+  const c = clamp01(e.cosine ?? 0);
+  const score = sigmoid(p.slope * (hybridRaw({ ...e, cosine: c, missingShare: e.missingName ? 1 : e.missingShare }, p) - p.midpoint));
+  return c >= p.meaningMidpoint && !e.missingName ? Math.max(score, sigmoid(p.meaningSlope * (c - p.meaningMidpoint))) : score;
 }
 
 export function rank(mode: SearchMode, candidates: Candidate[]): Ranked[] {
@@ -233,7 +237,7 @@ export function rank(mode: SearchMode, candidates: Candidate[]): Ranked[] {
         ? semanticScore(c.cosine ?? 0)
         : mode === "keyword"
           ? keywordScore(c.coverage ?? 0)
-          : hybridScore(c.coverage ?? 0, c.neighbourCoverage ?? 0, c.cosine ?? 0, HYBRID, c.missingShare ?? 0, c.missingName),
+          : hybridScore(c),
   }));
   if (mode === "hybrid" && !ranked.some((r) => r.score >= LEAD.unless)) {
     candidates.forEach((c, i) => {

@@ -6,7 +6,7 @@ import { DAYS, MONTHS } from "./frames.js";
 import { observationSubject } from "./observation.js";
 import { coverage, englishCount, queryTerms, stemWord, termWeights, type Term } from "./keyword.js";
 import { saysChanged } from "./supersede.js";
-import { CANDIDATES, HYBRID, KEYWORD_POOL, LEAD, NEWER, cosine, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
+import { CANDIDATES, KEYWORD_POOL, LEAD, NEWER, cosine, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
 import { replacedAfterReplacing, validityFilter } from "./validity.js";
 
 /** A search hit (spec §2.1): no metadata, no updatedAt; agentId and tags only when set. */
@@ -231,7 +231,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   // fetch every batch: hybrid p50 22 -> 68 ms in the 10k bench before the discount was counted.)
   const farthest = Math.min(...vectorHits.map((h) => 1 - h.distance));
   const pool = matches.pool().filter((p) => !(p.id && byId.has(p.id)));
-  const bound = (p: (typeof pool)[number]) => hybridScore(p.coverage, p.neighbourCoverage, farthest, HYBRID, p.missingShare, p.missingName);
+  const bound = (p: (typeof pool)[number]) => hybridScore({ ...p, cosine: farthest });
   pool.sort((a, b) => bound(b) - bound(a) || cmp(b.id ?? "", a.id ?? "") || b.seq - a.seq);
   let unfetched = 0;
   for (let i = 0; i < Math.min(pool.length, KEYWORD_POOL); i += COSINE_BATCH) {

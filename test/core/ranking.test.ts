@@ -52,26 +52,26 @@ describe("scores", () => {
   });
 
   it("hybrid: a memory holding every query word scores ≥ 0.99 whatever its cosine", () => {
-    for (const cosine of [-0.3, 0, 0.1, 0.5]) expect(hybridScore(1, 0, cosine)).toBeGreaterThan(0.99);
+    for (const cosine of [-0.3, 0, 0.1, 0.5]) expect(hybridScore({ coverage: 1, cosine })).toBeGreaterThan(0.99);
   });
 
   it("hybrid: a neighbour inherits a capped share of a match's coverage, so a fact added next to a match needs meaning too", () => {
-    const matchRaw = hybridRaw(1, 0, 0.3);
-    const neighbourRaw = hybridRaw(0, 1, 0.3);
+    const matchRaw = hybridRaw({ coverage: 1, cosine: 0.3 });
+    const neighbourRaw = hybridRaw({ neighbourCoverage: 1, cosine: 0.3 });
     expect(neighbourRaw).toBeLessThan(matchRaw);
     expect(neighbourRaw).toBeCloseTo(HYBRID.keywordWeight * HYBRID.neighbourCap + (1 - HYBRID.keywordWeight) * 0.3, 10);
     // An unrelated neighbour (cosine 0.3) stays under 0.5; a related one (0.5) passes.
-    expect(hybridScore(0, 1, 0.3)).toBeLessThan(0.5);
-    expect(hybridScore(0, 1, 0.5)).toBeGreaterThan(0.5);
+    expect(hybridScore({ neighbourCoverage: 1, cosine: 0.3 })).toBeLessThan(0.5);
+    expect(hybridScore({ neighbourCoverage: 1, cosine: 0.5 })).toBeGreaterThan(0.5);
     // Own coverage wins over a neighbour's share when larger.
-    expect(hybridRaw(0.6, 1, 0.3)).toBeCloseTo(HYBRID.keywordWeight * 0.6 + (1 - HYBRID.keywordWeight) * 0.3, 10);
+    expect(hybridRaw({ coverage: 0.6, neighbourCoverage: 1, cosine: 0.3 })).toBeCloseTo(HYBRID.keywordWeight * 0.6 + (1 - HYBRID.keywordWeight) * 0.3, 10);
   });
 
   it("hybrid lets a strong meaning-only match pass 0.5, and keeps weak ones far out", () => {
-    expect(hybridScore(0, 0, 0.7)).toBeGreaterThan(0.9);
-    expect(hybridScore(0, 0, HYBRID.meaningMidpoint + 0.01)).toBeGreaterThan(0.5);
-    expect(hybridScore(0, 0, 0.45)).toBeLessThan(0.05);
-    expect(hybridScore(0, 0, 0.35)).toBeLessThan(0.01);
+    expect(hybridScore({ cosine: 0.7 })).toBeGreaterThan(0.9);
+    expect(hybridScore({ cosine: HYBRID.meaningMidpoint + 0.01 })).toBeGreaterThan(0.5);
+    expect(hybridScore({ cosine: 0.45 })).toBeLessThan(0.05);
+    expect(hybridScore({ cosine: 0.35 })).toBeLessThan(0.01);
   });
 
   it("the scope's nearest memory sharing no query word passes 0.5 by its lead over the next, only when nothing else is likely relevant", () => {
@@ -86,7 +86,7 @@ describe("scores", () => {
     const byWords = { record: rec("c", 3), cosine: 0.3, coverage: 1, neighbourCoverage: 0 };
     const ranked = rank("hybrid", [lone, byWords]);
     expect(ranked[1].score).toBeGreaterThan(0.99);
-    expect(ranked[0].score).toBe(hybridScore(0, 0, 0.52));
+    expect(ranked[0].score).toBe(hybridScore({ cosine: 0.52 }));
     // Other modes ignore it.
     expect(rank("semantic", [lone])[0].score).toBe(0.52);
   });
@@ -95,7 +95,7 @@ describe("scores", () => {
     const c = [{ record: rec("a", 1), cosine: 0.4, coverage: 1, neighbourCoverage: 0 }];
     expect(rank("semantic", c)[0].score).toBe(0.4);
     expect(rank("keyword", c)[0].score).toBe(keywordScore(1));
-    expect(rank("hybrid", c)[0].score).toBe(hybridScore(1, 0, 0.4));
+    expect(rank("hybrid", c)[0].score).toBe(hybridScore({ coverage: 1, cosine: 0.4 }));
   });
 });
 
