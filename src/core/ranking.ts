@@ -225,7 +225,8 @@ export function hybridRaw(e: HybridEvidence, p: HybridParams = HYBRID): number {
  */
 export function hybridScore(e: HybridEvidence, p: HybridParams = HYBRID): number {
   const c = clamp01(e.cosine ?? 0);
-  const score = sigmoid(p.slope * (hybridRaw({ ...e, cosine: c, missingShare: e.missingName ? 1 : e.missingShare }, p) - p.midpoint));
+  const raw = hybridRaw({ coverage: e.coverage, neighbourCoverage: e.neighbourCoverage, cosine: c, missingShare: e.missingName ? 1 : e.missingShare }, p);
+  const score = sigmoid(p.slope * (raw - p.midpoint));
   return c >= p.meaningMidpoint && !e.missingName ? Math.max(score, sigmoid(p.meaningSlope * (c - p.meaningMidpoint))) : score;
 }
 

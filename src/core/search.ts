@@ -231,7 +231,9 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   // fetch every batch: hybrid p50 22 -> 68 ms in the 10k bench before the discount was counted.)
   const farthest = Math.min(...vectorHits.map((h) => 1 - h.distance));
   const pool = matches.pool().filter((p) => !(p.id && byId.has(p.id)));
-  const bound = (p: (typeof pool)[number]) => hybridScore({ ...p, cosine: farthest });
+  // Each entry's bound worked out once, not once per comparison of the sort.
+  const bounds = new Map(pool.map((p) => [p, hybridScore({ ...p, cosine: farthest })]));
+  const bound = (p: (typeof pool)[number]) => bounds.get(p)!;
   pool.sort((a, b) => bound(b) - bound(a) || cmp(b.id ?? "", a.id ?? "") || b.seq - a.seq);
   let unfetched = 0;
   for (let i = 0; i < Math.min(pool.length, KEYWORD_POOL); i += COSINE_BATCH) {

@@ -9,9 +9,12 @@ import { useModelStore } from "../helpers/model-store.js";
  */
 const FILLERS = ["Cleaned out the garage over the weekend", "The plumber comes on Friday morning", "Need to renew the car insurance", "Tried a new ramen place downtown, too salty"];
 
-/** Pairs of notes, older first, that are close only loosely by meaning. */
-const SHARING = [
-  // They share the uncommon word the change is about.
+/**
+ * Notes, older first, that are close only loosely by meaning: pairs about one thing, and notes
+ * about different things (each user's notes after four fillers).
+ */
+const LOOSE = [
+  // They share the uncommon word the change is about (round nine).
   ["oldDose", "meds", "Taking metoprolol 25mg every morning"],
   ["newDose", "meds", "Cardiologist bumped the metoprolol up to 50"],
   ["oldBike", "commute", "I commute on a Brompton"],
@@ -21,14 +24,8 @@ const SHARING = [
   ["passport", "kid", "Oscar's passport expires in August"],
   ["landing", "trip", "Ana's flight lands Oct 3 at 14:10"],
   ["flat", "trip", "Booked the Kraków flat from Oct 3 to Oct 9"],
-] as const;
-
-/**
- * Notes, older first, where the newer one says something changed in other words than the older
- * one (its cosine to the question about half the older one's; round ten), and notes that say
- * something changed about something else.
- */
-const CHANGED = [
+  // The newer one says something changed in other words than the older one (its cosine to the
+  // question about half the older one's; round ten).
   ["oldSalary", "salary", "My salary goes into the Barclays account"],
   ["newSalary", "salary", "Asked payroll to pay wages into my Revolut account instead"],
   ["oldWifi", "wifi", "The wifi password is otter-42"],
@@ -66,10 +63,8 @@ describe("newer notes about the same thing rank first (real model)", () => {
     ids.chatNew = await add("chat", "Got a new phone, my number is 555-0199 now", { sessionId: "s1" });
     ids.locker7 = await add("notes", "The code for locker 7 at the gym is 4412");
     ids.locker12 = await add("notes", "The code for locker 12 at the gym is 9087");
-    for (const user of ["meds", "commute", "kid", "trip"]) for (const f of FILLERS) await add(user, f);
-    for (const [key, user, content] of SHARING) ids[key] = await add(user, content);
-    for (const user of ["salary", "wifi", "card", "alarm"]) for (const f of FILLERS) await add(user, f);
-    for (const [key, user, content] of CHANGED) ids[key] = await add(user, content);
+    for (const user of new Set(LOOSE.map(([, u]) => u))) for (const f of FILLERS) await add(user, f);
+    for (const [key, user, content] of LOOSE) ids[key] = await add(user, content);
     ids.dog = await add("pets", "We have a dog named Rex");
     ids.cat = await add("pets", "We also have a cat called Tom");
   });
