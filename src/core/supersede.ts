@@ -1018,12 +1018,23 @@ export function saysChanged(content: string): boolean {
  * never replaced this way.
  */
 export function changedByModel(newer: string, older: string, cosine: number, keyed: boolean): string | undefined {
-  if (speakerOf(older) || cosine < (keyed ? SAID_CHANGED.keyed : SAID_CHANGED.near)) return undefined;
+  if (cosine < (keyed ? SAID_CHANGED.keyed : SAID_CHANGED.near)) return undefined;
+  const word = wordOfChange(newer, older);
+  return word && `"${word}", cosine ${cosine.toFixed(2)}`;
+}
+
+/**
+ * What changedByModel reads in the words alone: the word of change `newer` says and `older` doesn't,
+ * unless `older` is a transcript turn or the two are two events on two days. Detection reads an
+ * older note's vector only when this finds one (core/validity.ts).
+ */
+export function wordOfChange(newer: string, older: string): string | undefined {
+  if (speakerOf(older)) return undefined;
   const said = changeWords(older);
   const words = [...changeWords(newer)];
   const word = words.find((w) => !said.has(w));
   if (!word || twoEventsOnTwoDays(newer, older, said, words)) return undefined;
-  return `"${word}", cosine ${cosine.toFixed(2)}`;
+  return word;
 }
 
 /**

@@ -2,7 +2,7 @@ import { MmError, validationError } from "../errors.js";
 import { userKey } from "../storage/current-rows.js";
 import type { MemoryRecord, MemoryRow, Store, StoreWriter } from "../storage/store.js";
 import { dot } from "./ranking.js";
-import { changedByModel, lookupKeysOf, factsOf, isFactKey, replacementReason, saysChanged, textKey, TEXT_KEY, type Fact } from "./supersede.js";
+import { changedByModel, lookupKeysOf, factsOf, isFactKey, replacementReason, saysChanged, textKey, TEXT_KEY, wordOfChange, type Fact } from "./supersede.js";
 
 /**
  * Which memories are true now: replaced facts (supersededBy, supersededAt, supersedes), duplicates,
@@ -87,12 +87,12 @@ export interface Plan {
 
 /**
  * How many of a user's older memories sharing a fact key with a new one detection compares it
- * with: the newest. Each comparison parses the older text, so a user with thousands of notes of
- * one shape (an agent storing "Bo said the tea plan for … is at …" over and over) paid for all of
- * them on every create: 5,000 such notes took a create from 51 to 560 ms. A fact changes against
- * what the user said of it lately; an older note beyond these keeps its place, and search still
- * ranks the newer one first (core/search.ts, newerFirst). Only these are read from the store
- * (Store.currentMemoriesMatching). Duplicates are looked for among all.
+ * with: the latest stored (highest sequence numbers). Each comparison parses the older text, so a
+ * user with thousands of notes of one shape (an agent storing "Bo said the tea plan for … is at …"
+ * over and over) paid for all of them on every create: 5,000 such notes took a create from 51 to
+ * 560 ms. A fact changes against what the user said of it lately; an older note beyond these keeps
+ * its place, and search still ranks the newer one first (core/search.ts, newerFirst). Only these
+ * are read from the store (Store.currentMemoriesMatching). Duplicates are looked for among all.
  */
 export const DETECT_CANDIDATES = 200;
 
@@ -148,7 +148,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // The model's reading (supersede.ts changedByModel) for a new memory that says something changed:
   // its nearest older memories by the model that share no key with it ("Took Biscuit to Paws & Claws
   // Vet" after "Biscuit's vet is Oakwood Animal Hospital"), and the vectors of those that share one,
-  // from the rows read whole below (the scan's, or the candidates').
+  // from the rows read whole below (the scan's, or those the words leave to the model).
   const changed = items.map((it) => it.detect && saysChanged(it.row.content));
   const keys = items.map((_, i) => (changed[i] ? new Set(lookupOf(i).filter(isFactKey)) : new Set<string>()));
   const keyed = (i: number, matchKeys: string[]) => matchKeys.some((k) => keys[i].has(k));
@@ -161,10 +161,8 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // Candidates come from one query per account (each a round of requests on an object store),
   // asked while the nearest are looked for. A user whose every current memory is read for the
   // nearest (scanning) has its candidates picked from those rows, and asked for only when there
-  // were too many to read. A user with a new memory that says something changed gets the
-  // candidates whole, vectors included: the model's reading compares it with those sharing a key,
-  // and a replaced one is rewritten whole. A user whose every current memory the process keeps from
-  // its last reads and writes (storage/current-rows.ts) is asked nothing: all come from those.
+  // were too many to read. A user whose every current memory the process keeps from its last reads
+  // and writes (storage/current-rows.ts) is asked nothing: all come from those.
   const kept = await store.keptCurrentRows([...groups.values()].map((indexes) => items[indexes[0]].row));
   const scanning = await scannedUsers(store, items, nearGroups);
   const scans = (key: string) => scanning.has(key);
@@ -176,11 +174,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       const asked = new Map([...keysByUser].filter(([userId]) => only(userKey({ accountId, userId }))));
       if (!asked.size) continue;
       const exact = new Set([...asked.values()].flat().filter((k) => k.startsWith(TEXT_KEY)));
-      const whole = [...asked.keys()].some((userId) => nearGroups.has(userKey({ accountId, userId })));
-      for (const [userId, rows] of await store.currentMemoriesMatching(accountId, asked, { perUser: DETECT_CANDIDATES, exact }, whole)) {
-        candidates.set(userKey({ accountId, userId }), rows);
-        if (whole) for (const r of rows as MemoryRow[]) read.set(r.id, r);
-      }
+      for (const [userId, rows] of await store.currentMemoriesMatching(accountId, asked, { perUser: DETECT_CANDIDATES, exact })) candidates.set(userKey({ accountId, userId }), rows);
     }
   };
   const [{ near, scanned }] = await Promise.all([nearestOlder(store, items, nearGroups, scanning, keyed, kept), ask((key) => !scans(key) && !kept.has(key))]);
@@ -194,6 +188,30 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   }
   await ask((key) => scans(key) && !scanned.has(key));
 
+  /** The older memories of the same user and agent that detection compares incoming `i` with. */
+  const olderOf = (i: number) => (candidates.get(userKey(items[i].row)) ?? []).filter((r) => r.agentId === items[i].row.agentId);
+  /** replacementReason of incoming `i` and an older memory, worked out once. */
+  const reasons = items.map(() => new Map<string, string | undefined>());
+  const reasonOf = (i: number, old: MemoryRecord) => {
+    if (!reasons[i].has(old.id)) reasons[i].set(old.id, replacementReason(items[i].row.content, old.content, facts[i]));
+    return reasons[i].get(old.id);
+  };
+  // The model's reading of a memory that says something changed needs the vectors of the
+  // candidates sharing a fact key with it whose words don't decide (no replacementReason), when it
+  // says a word of change they don't (wordOfChange): only those are read whole, in one query
+  // per account. The candidates themselves are read without vectors or history: reading 200 per
+  // user whole was more than half of what a create read on Azurite at 100,000 memories (3.3 MB,
+  // 1.5 MB without; docs/object-storage.md, "eighth pass").
+  const unread = new Map<string, Set<string>>();
+  items.forEach((it, i) => {
+    if (!changed[i] || settled[i].error || !facts[i].length) return;
+    for (const old of olderOf(i).filter((r) => r.matchKeys.some(isFactKey)).slice(-DETECT_CANDIDATES)) {
+      if (read.has(old.id) || !keyed(i, old.matchKeys) || reasonOf(i, old) || !wordOfChange(it.row.content, old.content)) continue;
+      unread.set(it.row.accountId, (unread.get(it.row.accountId) ?? new Set()).add(old.id));
+    }
+  });
+  for (const rows of await Promise.all([...unread].map(([accountId, ids]) => store.getMemoryRows(accountId, [...ids])))) for (const r of rows) read.set(r.id, r);
+
   const superseded = new Set<string>();
   // Each incoming memory's text key, once: a batch compares each memory with every earlier one.
   const texts: (string | undefined)[] = [];
@@ -202,7 +220,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     if (settled[i].error) return;
     const row = it.row;
     const same = (r: { agentId: string | null }) => r.agentId === row.agentId;
-    const older = (candidates.get(userKey(row)) ?? []).filter((r) => same(r) && !superseded.has(r.id));
+    const older = olderOf(i).filter((r) => !superseded.has(r.id));
     const earlier = items.slice(0, i).map((e, j) => ({ e, j })).filter(({ e, j }) => !settled[j].error && !settled[j].duplicateOf && !inBatch.has(j) && e.row.accountId === row.accountId && e.row.userId === row.userId && same(e.row));
     if (it.dedupe && !it.supersedes?.length) {
       const key = textOf(i);
@@ -235,9 +253,9 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     const factful = older.filter((r) => r.matchKeys.some(isFactKey));
     for (const old of factful.slice(-DETECT_CANDIDATES)) {
       if (superseded.has(old.id)) continue;
-      // A memory that says something changed has its user in nearGroups: its candidates were read whole.
+      // Read whole above, when the model's reading may decide.
       const vector = changed[i] && keyed(i, old.matchKeys) ? read.get(old.id)?.vector : undefined;
-      const reason = replacementReason(row.content, old.content, facts[i]) ?? (vector && changedByModel(row.content, old.content, dot(row.vector, vector), true));
+      const reason = reasonOf(i, old) ?? (vector && changedByModel(row.content, old.content, dot(row.vector, vector), true));
       if (!reason) continue;
       marks.set(old.id, { by: i, reason });
       settled[i].replaced.push(old.id);
@@ -440,15 +458,15 @@ async function nearestOlder(
 
 /**
  * What Store.currentMemoriesMatching answers, picked from a user's every current memory (oldest
- * first): those sharing a key with `keys`; past DETECT_CANDIDATES of them, the newest that many
- * and every one sharing an exact-text key.
+ * first): those sharing a key with `keys`; past DETECT_CANDIDATES of them, the latest stored that
+ * many (highest seq) and every one sharing an exact-text key.
  */
 function matchingAmong(rows: MemoryRow[], keys: string[]): MemoryRecord[] {
   const wanted = new Set(keys);
   const matching = rows.filter((r) => r.matchKeys.some((k) => wanted.has(k)));
   if (matching.length <= DETECT_CANDIDATES) return matching;
-  const from = matching.length - DETECT_CANDIDATES;
-  return matching.filter((r, i) => i >= from || r.matchKeys.some((k) => k.startsWith(TEXT_KEY) && wanted.has(k)));
+  const latest = new Set([...matching].sort((a, b) => b.seq - a.seq).slice(0, DETECT_CANDIDATES));
+  return matching.filter((r) => latest.has(r) || r.matchKeys.some((k) => k.startsWith(TEXT_KEY) && wanted.has(k)));
 }
 
 /**

@@ -3,6 +3,8 @@ import { userKey, type CurrentRows } from "./current-rows.js";
 import { MAX_VECTOR_PARTITIONS, vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
 import { isVersionGone, loadLance, sqlString, sqlStringList, type Table, type VectorQuery } from "./lance.js";
 import { cmp, newestFirstPage, NEWEST_FIRST, OLDEST_FIRST, type PageWindow } from "./pages.js";
+/** A user's memories in the reverse of the order they were stored in (seq ties: any order). */
+const LATEST_STORED = [{ columnName: "seq", ascending: false }];
 import type { Segment } from "./segments.js";
 import type { SearchPlan, StoreTuning } from "./store-types.js";
 
@@ -509,24 +511,26 @@ export abstract class MemoryReads {
    * one of that user's keys.
    *
    * With `newest`, a user's rows are only those with one of `newest.exact` keys (every one of
-   * them, however old) and the newest `newest.perUser` of the rest. A user with thousands of notes
-   * of one shape shares a key with all of them, and reading them all cost a create at 100,000
-   * memories 40 of its 100 ms. The query then asks for the newest perUser × users rows first;
-   * only when it gets that many does it ask again, side by side: for the exact keys alone, and per
-   * user for each user with fewer than perUser rows among them (another's may have crowded theirs
-   * out; a user with perUser rows there has its newest).
+   * them, however old) and the latest stored `newest.perUser` of the rest: the highest sequence
+   * numbers (seq), not the latest createdAt. A user with thousands of notes of one shape shares a
+   * key with all of them, and reading them all cost a create at 100,000 memories 40 of its 100 ms.
+   * The query asks for the perUser × users rows of highest seq, and beside it a second one for the
+   * exact keys alone; only when the first gets that many rows does it ask again, per user, for each
+   * user with fewer than perUser rows among them (another's may have crowded theirs out; a user with
+   * perUser rows there has its latest). Sorting the matches by seq, a 4-byte integer, instead of
+   * createdAt, a 24-character string, cut this query on Azurite from 88 requests (3 MB) to 12
+   * (1.1 MB) for 8 users at 100,000 memories (130–170 → 42–49 ms); the two orders differ only for
+   * memories imported after newer ones, and for memories from before sequence numbers (all 0, ties
+   * in any order).
    *
-   * `whole` reads whole rows, vectors and history included, in the same query: detection compares
-   * a note that says something changed with them by the model, and may mark one replaced (a
-   * rewrite of its whole row); a second query for either was a second round of requests on an
-   * object store.
+   * Records only, without vectors or history: detection reads whole the few of them the model's
+   * reading needs (core/validity.ts), and the ones it marks replaced.
    */
   async currentMemoriesMatching(
     accountId: string,
     keysByUser: Map<string, string[]>,
     newest?: { perUser: number; exact: Set<string> },
-    whole = false,
-  ): Promise<Map<string, (MemoryRecord & { vector?: Float32Array; history?: string | null })[]>> {
+  ): Promise<Map<string, MemoryRecord[]>> {
     const out = new Map<string, MemoryRecord[]>();
     const users = [...keysByUser].filter(([, keys]) => keys.length);
     for (const [userId] of keysByUser) out.set(userId, []);
@@ -534,26 +538,27 @@ export abstract class MemoryReads {
     const read = async (userIds: string[], keys: string[], limit?: number) => {
       if (!keys.length) return [];
       const where = `${memoryWhere({ accountId, current: true })} AND userId IN (${userIds.map(sqlString).join(", ")}) AND array_has_any(matchKeys, ${sqlStringList([...new Set(keys)])})`;
-      const columns = whole ? [...ROW_COLUMNS, "vector"] : RECORD_COLUMNS;
-      return this.fromSegments((t) => (limit ? t.query().where(where).orderBy(NEWEST_FIRST).limit(limit) : t.query().where(where)).select(columns), whole);
+      return this.fromSegments((t) => (limit ? t.query().where(where).orderBy(LATEST_STORED).limit(limit) : t.query().where(where)).select(RECORD_COLUMNS));
     };
     const cap = newest && newest.perUser * users.length;
-    let rows = await read(users.map(([u]) => u), users.flatMap(([, keys]) => keys), cap);
+    const userIds = users.map(([u]) => u);
+    const exact = newest ? users.flatMap(([, keys]) => keys.filter((k) => newest.exact.has(k))) : [];
+    // The rows of the exact keys are asked beside the first query, not after it: on an object
+    // store each query is a round of requests, and a group of creates from users with many
+    // memories hits the cap nearly every time.
+    let [rows, exactRows] = await Promise.all([read(userIds, users.flatMap(([, keys]) => keys), cap), read(userIds, exact)]);
     if (newest && rows.length >= cap!) {
-      // The newest cap of them all (each segment gave its newest cap). A user with perUser rows
-      // among them has its newest; one with fewer may have been crowded out.
-      rows = rows.sort((a, b) => cmp(b.createdAt, a.createdAt) || cmp(b.id, a.id)).slice(0, cap);
+      // The cap of them all latest stored (each segment gave its cap; a user's sequence numbers go
+      // on across segments). A user with perUser rows among them has its latest; one with fewer
+      // may have been crowded out.
+      rows = rows.sort((a, b) => b.seq - a.seq || cmp(b.createdAt, a.createdAt) || cmp(b.id, a.id)).slice(0, cap);
       const count = new Map<string, number>();
       for (const r of rows) count.set(r.userId, (count.get(r.userId) ?? 0) + 1);
       const crowded = users.filter(([u]) => (count.get(u) ?? 0) < newest.perUser);
-      const exact = users.flatMap(([, keys]) => keys.filter((k) => newest.exact.has(k)));
-      const asked = await Promise.all([
-        ...crowded.map(([u, keys]) => read([u], keys.filter((k) => !newest.exact.has(k)), newest.perUser)),
-        read(users.map(([u]) => u), exact),
-      ]);
-      const kept = rows.filter((r) => !crowded.some(([u]) => u === r.userId));
-      rows = [...new Map([...kept, ...asked.flat()].map((r) => [r.id, r])).values()];
+      const asked = await Promise.all(crowded.map(([u, keys]) => read([u], keys.filter((k) => !newest.exact.has(k)), newest.perUser)));
+      rows = [...rows.filter((r) => !crowded.some(([u]) => u === r.userId)), ...asked.flat()];
     }
+    rows = [...new Map([...rows, ...exactRows].map((r) => [r.id, r])).values()];
     rows.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
     const wanted = new Map(users.map(([u, keys]) => [u, new Set(keys)]));
     for (const r of rows) if (r.matchKeys.some((k) => wanted.get(r.userId)?.has(k))) out.get(r.userId)!.push(r);

@@ -15,6 +15,7 @@ import {
   type BatchLineResult,
 } from "../../src/core/memories.js";
 import { DETECT_CANDIDATES } from "../../src/core/validity.js";
+import { factsOf, lookupKeysOf } from "../../src/core/supersede.js";
 import { loadLance } from "../../src/storage/lance.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
@@ -107,6 +108,19 @@ describe("replaced facts", () => {
     expect(h.replacedBy.map((l) => l.id)).toEqual([berlin.id]);
     expect((await memoryHistory(ctx, berlin.id)).replaced.map((l) => l.id)).toEqual([lyon.id, paris.id]);
     expect((await memoryHistory(ctx, paris.id)).replacedBy.map((l) => l.id)).toEqual([lyon.id, berlin.id]);
+  });
+
+  it("takes a user's latest stored candidates, by sequence number, not by createdAt", async () => {
+    // A clock that runs backwards: each memory is stored later but dated earlier.
+    let t = Date.parse("2026-06-01T00:00:00.000Z");
+    const ctx = await openContext({ storeDir: await tempDir(), embedder: createTestEmbedder(), clock: () => new Date((t -= 60_000)) });
+    const made: string[] = [];
+    for (let i = 0; i < 6; i++) made.push((await createMemory(ctx, { content: `My locker code is ${100 + i}`, userId: "u", autoSupersede: false })).id);
+    const keys = lookupKeysOf("My locker code is 9", factsOf("My locker code is 9"));
+    const picked = await ctx.store.write(async () => (await ctx.store.currentMemoriesMatching(ctx.accountId, new Map([["u", keys]]), { perUser: 2, exact: new Set() })).get("u")!);
+    // The last two stored (the earliest dated), oldest first by createdAt.
+    expect(picked.map((r) => r.id)).toEqual([made[5], made[4]]);
+    await ctx.close();
   });
 
   it("compares a new fact with the user's newest older memories that share its key, not with all of them", async () => {

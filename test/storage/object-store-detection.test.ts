@@ -94,37 +94,58 @@ describe("detection's reads on an object store (real Azurite)", () => {
     await Promise.all([a.close(), b.close()]);
   });
 
-  it("of a user with more memories than are read whole: the candidates come whole with their vectors, and the user's memories are searched", async () => {
+  it("of a user with more memories than are read whole: the candidates come without vectors, the user's memories are searched, and only a candidate the model must read is read whole", async () => {
     const uri = `az://${await azurite().container()}/many`;
     const ctx = await open(uri, await tempDir());
     const old = await createMemory(ctx, { content: OLD, userId: "ana" });
+    const rents = await createMemory(ctx, { content: "Dana rents a studio in Williamsburg.", userId: "ana" });
     await createMemory(ctx, { content: "The tomatoes on the balcony turned red.", userId: "ana" });
     vi.spyOn(ctx.store, "memoriesAtMost").mockResolvedValue(new Map([["ana", NEAR_SCAN + 1]]));
-    ctx.store.currentRows.forget(); // the tomatoes' create read ana's few memories, and the process kept them
+    ctx.store.currentRows.forget(); // the creates read ana's few memories, and the process kept them
 
-    const reads = readsOf(ctx);
+    // The words decide (self.home: paris → berlin): no vector is read, and the replaced row is read
+    // whole once, to mark it.
+    let reads = readsOf(ctx);
     const made = await createMemory(ctx, { content: NEW, userId: "ana" });
     expect(made.supersedes).toEqual([old.id]);
     expect(reads.users).not.toHaveBeenCalled();
     expect(reads.candidates).toHaveBeenCalledTimes(1);
-    expect(reads.candidates.mock.calls[0][3]).toBe(true); // whole rows, vectors included
+    const candidates = [...(await reads.candidates.mock.results[0].value).values()].flat();
+    expect(candidates.map((r) => r.id)).toContain(old.id);
+    for (const r of candidates) expect(r).not.toHaveProperty("vector");
     expect(reads.search).toHaveBeenCalledTimes(1);
-    // Before: a second round for the candidates' vectors, and a third read of the replaced row to mark it.
     expect(reads.vectorsOf).not.toHaveBeenCalled();
-    expect(reads.rows).not.toHaveBeenCalled();
+    expect(reads.rows).toHaveBeenCalledTimes(1);
+    expect(reads.rows.mock.calls[0][1]).toEqual([old.id]);
+
+    // The words share a key ("Dana", the home) but don't decide; "bought" is a word of change the
+    // older note doesn't say: the model's reading needs that candidate's vector. It is read whole
+    // once, before the plan, and the mark uses the same row.
+    vi.restoreAllMocks();
+    vi.spyOn(ctx.store, "memoriesAtMost").mockResolvedValue(new Map([["ana", NEAR_SCAN + 1]]));
+    ctx.store.currentRows.forget();
+    reads = readsOf(ctx);
+    const bought = await createMemory(ctx, { content: "Dana bought a studio in Williamsburg.", userId: "ana" });
+    expect(bought.supersedes).toEqual([rents.id]);
+    expect(reads.rows).toHaveBeenCalledTimes(1);
+    expect(reads.rows.mock.calls[0][1]).toEqual([rents.id]);
+    expect((await ctx.store.getMemory(ctx.accountId, rents.id))!.supersededBy).toBe(bought.id);
     await ctx.close();
   });
 
   it("a note that says nothing changed reads its candidates without vectors, as before", async () => {
     const uri = `az://${await azurite().container()}/plain`;
     const ctx = await open(uri, await tempDir());
-    await createMemory(ctx, { content: "My dentist is Dr. Lee.", userId: "ana" });
+    const lee = await createMemory(ctx, { content: "My dentist is Dr. Lee.", userId: "ana" });
     const reads = readsOf(ctx);
-    await createMemory(ctx, { content: "My dentist is Dr. Smith.", userId: "ana" });
+    const smith = await createMemory(ctx, { content: "My dentist is Dr. Smith.", userId: "ana" });
+    expect(smith.supersedes).toEqual([lee.id]);
     expect(reads.candidates).toHaveBeenCalledTimes(1);
-    expect(reads.candidates.mock.calls[0][3]).toBe(false);
     expect(reads.users).not.toHaveBeenCalled();
     expect(reads.search).not.toHaveBeenCalled();
+    // Only the replaced row, to mark it.
+    expect(reads.rows).toHaveBeenCalledTimes(1);
+    expect(reads.rows.mock.calls[0][1]).toEqual([lee.id]);
     await ctx.close();
   });
 });
