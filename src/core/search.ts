@@ -32,8 +32,61 @@ export interface MemorySearchHit {
  */
 export async function searchMemories(ctx: Context, raw: unknown): Promise<{ results: MemorySearchHit[] }> {
   const input = parseSearchMemories(raw);
-  const results = rankHits(input, await gatherCandidates(ctx, input, scopeOf(ctx, input), { prune: true }));
+  const scope = scopeOf(ctx, input);
+  // By default the replaced memories are searched too, each lending its score to the memory that
+  // replaced it (inherited), and none returned.
+  const inheriting = scope.current === true;
+  const candidates = await gatherCandidates(ctx, input, inheriting ? { ...scope, current: undefined } : scope, { prune: true });
+  const results = rankHits(input, candidates, inheriting ? await replacersOf(ctx, scope, candidates) : undefined);
   return { results: results.map(({ record, score }) => toSearchHit(record, score)) };
+}
+
+/**
+ * The memory that is current now for each replaced candidate (following supersededBy to the end
+ * of its chain), when the search's scope admits it. Those among the candidates come from there; the
+ * others are read, a round per step of a chain (most chains are one step).
+ */
+async function replacersOf(ctx: Context, scope: MemoryFilter, candidates: Candidate[]): Promise<Map<string, MemoryRecord>> {
+  const known = new Map(candidates.map((c) => [c.record.id, c.record]));
+  const out = new Map<string, MemoryRecord>();
+  let waiting = candidates.filter((c) => c.record.supersededBy).map((c) => ({ from: c.record.id, at: c.record.supersededBy! }));
+  for (let step = 0; waiting.length && step < MAX_CHAIN; step++) {
+    const missing = [...new Set(waiting.map((w) => w.at).filter((id) => !known.has(id)))];
+    if (missing.length) for (const r of await ctx.store.memoriesByIds({ ...scope, current: undefined }, missing)) known.set(r.id, r);
+    const next: typeof waiting = [];
+    for (const w of waiting) {
+      const r = known.get(w.at);
+      if (!r) continue; // deleted, or outside the scope (another agent's, other tags)
+      if (r.supersededBy) next.push({ from: w.from, at: r.supersededBy });
+      else out.set(w.from, r);
+    }
+    waiting = next;
+  }
+  return out;
+}
+
+/** Steps of a replacement chain a search follows to the memory current now. */
+const MAX_CHAIN = 8;
+
+/**
+ * Replaced memories out of the ranking, each lending its score to the memory current now in its
+ * place: "Keys handed back to the agency, we sleep in the Montreuil house tonight" answers "where
+ * do we live?" as well as the "flat above the bakery on Rue Oberkampf" it replaced did, though
+ * told in other words. A memory keeps its own score when that is higher. (Round eleven,
+ * docs/memory-validity.md.)
+ */
+function inherited(ranked: Ranked[], replacers: Map<string, MemoryRecord>): Ranked[] {
+  const lent = new Map<string, { record: MemoryRecord; score: number }>();
+  for (const h of ranked) {
+    const r = h.record.supersededBy ? replacers.get(h.record.id) : undefined;
+    if (r && h.score > (lent.get(r.id)?.score ?? -Infinity)) lent.set(r.id, { record: r, score: h.score });
+  }
+  const out = ranked.filter((h) => !h.record.supersededBy).map((h) => {
+    const l = lent.get(h.record.id);
+    lent.delete(h.record.id);
+    return l && l.score > h.score ? { ...h, score: l.score } : h;
+  });
+  return [...out, ...lent.values()];
 }
 
 /**
@@ -41,8 +94,9 @@ export async function searchMemories(ctx: Context, raw: unknown): Promise<{ resu
  * above the threshold, and a replaced memory after its replacement. Exported so a test can rank
  * every candidate (`searchCandidates`) the way a search ranks the pruned ones.
  */
-export function rankHits(input: SearchMemoriesInput, candidates: Candidate[]): Ranked[] {
+export function rankHits(input: SearchMemoriesInput, candidates: Candidate[], replacers?: Map<string, MemoryRecord>): Ranked[] {
   let ranked = rank(input.mode, candidates);
+  if (replacers) ranked = inherited(ranked, replacers);
   if (input.mode === "hybrid") ranked = newerFirst(ranked, candidates, input.query);
   return replacedAfterReplacing(best(ranked, input.threshold, input.limit));
 }

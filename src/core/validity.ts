@@ -2,7 +2,7 @@ import { MmError, validationError } from "../errors.js";
 import { userKey } from "../storage/current-rows.js";
 import type { MemoryRecord, MemoryRow, Store, StoreWriter } from "../storage/store.js";
 import { dot } from "./ranking.js";
-import { changedByModel, lookupKeysOf, factsOf, isFactKey, replacementReason, saysChanged, textKey, TEXT_KEY, wordOfChange, type Fact } from "./supersede.js";
+import { changedByModel, endedReason, lookupKeysOf, factsOf, isFactKey, replacementReason, saysChanged, saysEnded, textKey, TEXT_KEY, wordOfChange, type Fact } from "./supersede.js";
 
 /**
  * Which memories are true now: replaced facts (supersededBy, supersededAt, supersedes), duplicates,
@@ -150,12 +150,15 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // Vet" after "Biscuit's vet is Oakwood Animal Hospital"), and the vectors of those that share one,
   // from the rows read whole below (the scan's, or those the words leave to the model).
   const changed = items.map((it) => it.detect && saysChanged(it.row.content));
+  // A memory that says something it names ended ("Last day at Zalando was Friday") is compared with
+  // its nearest older memories too: the words, not the model, decide (supersede.ts endedReason).
+  const ends = items.map((it) => it.detect && saysEnded(it.row.content));
   const keys = items.map((_, i) => (changed[i] ? new Set(lookupOf(i).filter(isFactKey)) : new Set<string>()));
   const keyed = (i: number, matchKeys: string[]) => matchKeys.some((k) => keys[i].has(k));
   /** Per user, the incoming memories whose nearest are looked for. */
   const nearGroups = new Map<string, number[]>();
   items.forEach((it, i) => {
-    if (changed[i] && !settled[i].error) nearGroups.set(userKey(it.row), [...(nearGroups.get(userKey(it.row)) ?? []), i]);
+    if ((changed[i] || ends[i]) && !settled[i].error) nearGroups.set(userKey(it.row), [...(nearGroups.get(userKey(it.row)) ?? []), i]);
   });
 
   // Candidates come from one query per account (each a round of requests on an object store),
@@ -201,7 +204,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // says a word of change they don't (wordOfChange): only those are read whole, in one query
   // per account. The candidates themselves are read without vectors or history: reading 200 per
   // user whole was more than half of what a create read on Azurite at 100,000 memories (3.3 MB,
-  // 1.5 MB without; docs/object-storage.md, "eighth pass").
+  // 1.5 MB without: docs/object-storage.md, "Measured", eighth pass).
   const unread = new Map<string, Set<string>>();
   items.forEach((it, i) => {
     if (!changed[i] || settled[i].error || !facts[i].length) return;
@@ -243,7 +246,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     // What only the model finds: stated facts (fact keys), not duplicates or talk.
     for (const { record: old, cosine: c } of near[i]) {
       if (superseded.has(old.id) || !old.matchKeys.some(isFactKey)) continue;
-      const reason = changedByModel(row.content, old.content, c, false);
+      const reason = (changed[i] ? changedByModel(row.content, old.content, c, false) : undefined) ?? (ends[i] ? endedReason(row.content, old.content) : undefined);
       if (!reason) continue;
       marks.set(old.id, { by: i, reason });
       settled[i].replaced.push(old.id);
@@ -255,7 +258,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       if (superseded.has(old.id)) continue;
       // Read whole above, when the model's reading may decide.
       const vector = changed[i] && keyed(i, old.matchKeys) ? read.get(old.id)?.vector : undefined;
-      const reason = reasonOf(i, old) ?? (vector && changedByModel(row.content, old.content, dot(row.vector, vector), true));
+      const reason = reasonOf(i, old) ?? (vector && changedByModel(row.content, old.content, dot(row.vector, vector), true)) ?? (ends[i] ? endedReason(row.content, old.content) : undefined);
       if (!reason) continue;
       marks.set(old.id, { by: i, reason });
       settled[i].replaced.push(old.id);
@@ -265,7 +268,8 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       if (!facts[j].length && !it.detect) continue;
       const reason =
         replacementReason(row.content, e.row.content, facts[i], facts[j].length ? facts[j] : factsOf(e.row.content)) ??
-        (changed[i] && e.row.matchKeys.some(isFactKey) ? changedByModel(row.content, e.row.content, dot(row.vector, e.row.vector), keyed(i, e.row.matchKeys)) : undefined);
+        (changed[i] && e.row.matchKeys.some(isFactKey) ? changedByModel(row.content, e.row.content, dot(row.vector, e.row.vector), keyed(i, e.row.matchKeys)) : undefined) ??
+        (ends[i] && e.row.matchKeys.some(isFactKey) ? endedReason(row.content, e.row.content) : undefined);
       if (!reason) continue;
       inBatch.set(j, { by: i, reason });
       settled[i].replaced.push(e.row.id);

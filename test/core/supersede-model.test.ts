@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { addMemoriesFromLines } from "../../src/core/memories.js";
-import { changedByModel, replacementReason, saysChanged, SAID_CHANGED } from "../../src/core/supersede.js";
+import { addMemoriesFromLines, createMemory } from "../../src/core/memories.js";
+import { searchMemories } from "../../src/core/search.js";
+import { changedByModel, endedReason, replacementReason, saysChanged, saysEnded, SAID_CHANGED } from "../../src/core/supersede.js";
 import { useModelStore } from "../helpers/model-store.js";
 
 describe("what a note says changed (no model)", () => {
@@ -72,6 +73,26 @@ describe("what a note says changed (no model)", () => {
 });
 
 /** The real model (use-lite, bundled) on a real store: notes the patterns and frames don't read, each pair from test/fixtures/supersede. */
+describe("what a note says ended (no model)", () => {
+  it("a word of ending next to a name the older note carries", () => {
+    expect(endedReason("Priya retired in March, Ledgerline gave us Tom instead", "Our accountant is Priya Shah at Ledgerline")).toBe('"retired" Priya');
+    expect(endedReason("HipChat is read-only since the Slack move", "Team chat runs on HipChat")).toBe('"read-only" HipChat');
+    expect(endedReason("Last day at Brightwell was Friday", "I work in procurement at Brightwell")).toBe('"last day at" Brightwell');
+    expect(endedReason("cancelled the Spotify family plan", "We pay for Spotify Family")).toBe('"cancelled" Spotify');
+    // The name must stand next to the word, and the older note must carry it.
+    expect(endedReason("Amazon parcel delivered, left in the porch", "Amazon parcel delivered, left with the neighbour at no. 12")).toBeUndefined();
+    expect(endedReason("Priya retired in March", "Our accountant is Tom Baker")).toBeUndefined();
+    expect(endedReason("Tom said Priya's sister quit smoking", "Our accountant is Priya Shah")).toBeUndefined();
+    // No wish, no transcript turn, and what happened on a day stays true.
+    expect(endedReason("If Priya retired we would need a new accountant", "Our accountant is Priya Shah")).toBeUndefined();
+    expect(endedReason("Priya retired last year.", "Caroline: Priya is our accountant")).toBeUndefined();
+    expect(endedReason("Gary's retired, Kasia runs the business now", "Gary fixed the boiler on Monday.")).toBeUndefined();
+    expect(saysEnded("Gary's retired, Kasia runs the business now")).toBe(true);
+    expect(saysEnded("I retired last year")).toBe(false); // no name
+    expect(saysEnded("Caroline: Gary retired!")).toBe(false);
+  });
+});
+
 describe("replaced facts read by the model", () => {
   const ctx = useModelStore("mm-supersede-model-");
   let user = 0;
@@ -109,6 +130,30 @@ describe("replaced facts read by the model", () => {
     await add(["Hana says her favourite colour is purple now.", "Moved the tomatoes to a bigger pot."]);
     const marked = await Promise.all(ids.map(async (id) => (await ctx().store.getMemory(ctx().accountId, id))!.supersededBy));
     expect(marked).toEqual([ids[2], null, null, null]);
+  });
+
+  it("an older note whose named thing a newer note says ended, found among the nearest by the model", async () => {
+    expect(await replayed(["Our accountant is Priya Shah at Ledgerline.", "Priya retired in March, Ledgerline gave us Tom instead."])).toEqual([true, false]);
+    expect(await replayed(["Team chat runs on HipChat.", "HipChat is read-only since the move to Slack."])).toEqual([true, false]);
+    // An event stays true; a parcel left somewhere ends nothing.
+    expect(await replayed(["Gary fixed the boiler on Monday.", "Gary's retired, Kasia runs the business now."])).toEqual([false, false]);
+    expect(await replayed(["Amazon parcel delivered, left with the neighbour at no. 12", "Amazon parcel delivered, left in the porch"])).toEqual([false, false]);
+  });
+
+  it("search: a replaced memory lends its score to the memory that replaced it, told in other words", async () => {
+    const userId = `u${++user}`;
+    for (const content of ["Need to return the library books by Friday.", "The tomatoes on the balcony finally turned red.", "Bought new running shoes at the outlet on Saturday."]) await createMemory(ctx(), { content, userId });
+    const flat = await createMemory(ctx(), { content: "We live in the flat above the bakery on Rue Oberkampf, 3rd floor.", userId });
+    const house = await createMemory(ctx(), { content: "Keys handed back to the agency this morning, we sleep in the Montreuil house tonight.", userId, supersedes: [flat.id] });
+    const question = { query: "where do we live?", userId };
+    // Asked for the replaced memories too, nothing is lent: each has its own score.
+    const all = (await searchMemories(ctx(), { ...question, includeSuperseded: true, threshold: 0 })).results;
+    const own = all.find((h) => h.id === house.id)!.score;
+    const now = (await searchMemories(ctx(), { ...question, threshold: 0 })).results;
+    expect(own).toBeLessThan(0.5); // its own words are far from the question
+    expect(now[0].id).toBe(house.id);
+    expect(now[0].score).toBeGreaterThanOrEqual(0.5);
+    expect(now.map((h) => h.id)).not.toContain(flat.id);
   });
 
   it("leaves still-true pairs written to look like replacements", async () => {
