@@ -33,9 +33,11 @@ export interface MemorySearchHit {
 export async function searchMemories(ctx: Context, raw: unknown): Promise<{ results: MemorySearchHit[] }> {
   const input = parseSearchMemories(raw);
   const scope = scopeOf(ctx, input);
-  // By default the replaced memories are searched too, each lending its score to the memory that
-  // replaced it (inherited), and none returned.
-  const inheriting = scope.current === true;
+  // By default (hybrid mode, current memories) the replaced memories are searched too, each lending
+  // its score to the memory that replaced it (inherited), and none returned. Not in semantic or
+  // keyword mode: there the store's query takes the `limit` best, and replaced ones would take
+  // current ones' places.
+  const inheriting = scope.current === true && input.mode === "hybrid";
   const candidates = await gatherCandidates(ctx, input, inheriting ? { ...scope, current: undefined } : scope, { prune: true });
   const results = rankHits(input, candidates, inheriting ? await replacersOf(ctx, scope, candidates) : undefined);
   return { results: results.map(({ record, score }) => toSearchHit(record, score)) };

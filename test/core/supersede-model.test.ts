@@ -154,6 +154,10 @@ describe("replaced facts read by the model", () => {
     expect(now[0].id).toBe(house.id);
     expect(now[0].score).toBeGreaterThanOrEqual(0.5);
     expect(now.map((h) => h.id)).not.toContain(flat.id);
+    // Semantic mode takes the `limit` nearest current memories, replaced ones not among them: nothing is lent.
+    const semantic = (await searchMemories(ctx(), { ...question, mode: "semantic", threshold: 0, limit: 3 })).results;
+    expect(semantic).toHaveLength(3);
+    expect(semantic.map((h) => h.id)).not.toContain(flat.id);
   });
 
   it("leaves still-true pairs written to look like replacements", async () => {
