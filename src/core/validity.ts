@@ -193,6 +193,8 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
 
   /** The older memories of the same user and agent that detection compares incoming `i` with. */
   const olderOf = (i: number) => (candidates.get(userKey(items[i].row)) ?? []).filter((r) => r.agentId === items[i].row.agentId);
+  /** Those of them that state a fact (a fact key): the ones a fact of `i` may replace. */
+  const factful = (older: MemoryRecord[]) => older.filter((r) => r.matchKeys.some(isFactKey));
   /** replacementReason of incoming `i` and an older memory, worked out once. */
   const reasons = items.map(() => new Map<string, string | undefined>());
   const reasonOf = (i: number, old: MemoryRecord) => {
@@ -201,14 +203,16 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   };
   // The model's reading of a memory that says something changed needs the vectors of the
   // candidates sharing a fact key with it whose words don't decide (no replacementReason), when it
-  // says a word of change they don't (wordOfChange): only those are read whole, in one query
-  // per account. The candidates themselves are read without vectors or history: reading 200 per
-  // user whole was more than half of what a create read on Azurite at 100,000 memories (3.3 MB,
-  // 1.5 MB without: docs/object-storage.md, "Measured", eighth pass).
+  // says a word of change they don't (wordOfChange): only those are read whole, in one query per
+  // account. All the candidates are looked at, not DETECT_CANDIDATES of them: the loop below skips
+  // the ones already marked replaced, and so may reach further back. The candidates themselves are
+  // read without vectors or history: reading 200 per user whole was more than half of what a
+  // create read on Azurite at 100,000 memories (3.3 MB, 1.5 MB without: docs/object-storage.md,
+  // "Measured", eighth pass).
   const unread = new Map<string, Set<string>>();
   items.forEach((it, i) => {
     if (!changed[i] || settled[i].error || !facts[i].length) return;
-    for (const old of olderOf(i).filter((r) => r.matchKeys.some(isFactKey)).slice(-DETECT_CANDIDATES)) {
+    for (const old of factful(olderOf(i))) {
       if (read.has(old.id) || !keyed(i, old.matchKeys) || reasonOf(i, old) || !wordOfChange(it.row.content, old.content)) continue;
       unread.set(it.row.accountId, (unread.get(it.row.accountId) ?? new Set()).add(old.id));
     }
@@ -253,8 +257,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       superseded.add(old.id);
     }
     if (!it.detect || !facts[i].length) return;
-    const factful = older.filter((r) => r.matchKeys.some(isFactKey));
-    for (const old of factful.slice(-DETECT_CANDIDATES)) {
+    for (const old of factful(older).slice(-DETECT_CANDIDATES)) {
       if (superseded.has(old.id)) continue;
       // Read whole above, when the model's reading may decide.
       const vector = changed[i] && keyed(i, old.matchKeys) ? read.get(old.id)?.vector : undefined;

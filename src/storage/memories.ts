@@ -3,10 +3,11 @@ import { userKey, type CurrentRows } from "./current-rows.js";
 import { MAX_VECTOR_PARTITIONS, vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
 import { isVersionGone, loadLance, sqlString, sqlStringList, type Table, type VectorQuery } from "./lance.js";
 import { cmp, newestFirstPage, NEWEST_FIRST, OLDEST_FIRST, type PageWindow } from "./pages.js";
-/** A user's memories in the reverse of the order they were stored in (seq ties: any order). */
-const LATEST_STORED = [{ columnName: "seq", ascending: false }];
 import type { Segment } from "./segments.js";
 import type { SearchPlan, StoreTuning } from "./store-types.js";
+
+/** A user's memories in the reverse of the order they were stored in (seq ties: any order). */
+const LATEST_STORED = [{ columnName: "seq", ascending: false }];
 
 /**
  * Memories, over segments (storage/segments.ts): one LanceDB table per segment, every read asks
