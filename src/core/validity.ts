@@ -217,7 +217,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       unread.set(it.row.accountId, (unread.get(it.row.accountId) ?? new Set()).add(old.id));
     }
   });
-  for (const rows of await Promise.all([...unread].map(([accountId, ids]) => store.getMemoryRows(accountId, [...ids])))) for (const r of rows) read.set(r.id, r);
+  for (const rows of await Promise.all([...unread].map(([accountId, ids]) => store.getMemoryRows(accountId, [...ids], { recent: true })))) for (const r of rows) read.set(r.id, r);
 
   const superseded = new Set<string>();
   // Each incoming memory's text key, once: a batch compares each memory with every earlier one.
@@ -308,7 +308,7 @@ export async function applyPlan(w: StoreWriter, plan: Plan, admitted: number[]):
   for (const [acct, ids] of byAccount) {
     // Under the same write lock as the plan: a row the plan read whole is still as it was.
     const unread = ids.filter((id) => !plan.read.has(id));
-    const current = [...ids.flatMap((id) => plan.read.get(id) ?? []), ...(unread.length ? await w.store.getMemoryRows(acct, unread) : [])];
+    const current = [...ids.flatMap((id) => plan.read.get(id) ?? []), ...(unread.length ? await w.store.getMemoryRows(acct, unread, { recent: true }) : [])];
     for (const r of current) {
       const { by, reason } = marks.get(r.id)!;
       marked.push(markReplaced(r, plan.items[by].row.id, at(by), reason));
@@ -455,7 +455,7 @@ async function nearestOlder(
         const v = items[i].row.vector;
         const hits = rows
           ? nearestOf(v, rows, NEAR_CANDIDATES)
-          : (await store.searchMemories(v, { accountId, userId, current: true }, NEAR_CANDIDATES, { approximateAbove: NEAR_SCAN })).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
+          : (await store.searchMemories(v, { accountId, userId, current: true }, NEAR_CANDIDATES, { approximateAbove: NEAR_SCAN, recent: true })).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
         near[i] = hits.filter((h) => h.record.agentId === items[i].row.agentId && !keyed(i, h.record.matchKeys));
       }
     }),

@@ -147,7 +147,7 @@ async function versionsOf(segments: Segment[]): Promise<Map<string, number>> {
 }
 
 /** A row as a read of it returns it (storage/memories.ts readMemoryRows): exactly its fields, a copy. */
-function stored(row: MemoryRow): MemoryRow {
+export function stored(row: MemoryRow): MemoryRow {
   return {
     id: row.id,
     accountId: row.accountId,

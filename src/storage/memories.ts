@@ -1,5 +1,6 @@
 import { MmError } from "../errors.js";
 import { userKey, type CurrentRows } from "./current-rows.js";
+import type { RecentView, RecentWrites } from "./recent-writes.js";
 import { MAX_VECTOR_PARTITIONS, vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
 import { isVersionGone, loadLance, sqlString, sqlStringList, type Table, type VectorQuery } from "./lance.js";
 import { cmp, newestFirstPage, NEWEST_FIRST, OLDEST_FIRST, type PageWindow } from "./pages.js";
@@ -60,6 +61,11 @@ export interface SearchOptions {
   withVectors?: boolean;
   /** Search a scope of more rows than this through the vector index even where exact search would be chosen (segmentPlan). */
   approximateAbove?: number;
+  /**
+   * Under the write lock: the active segment as this process recently wrote it (throughRecent,
+   * storage/recent-writes.ts). Only for filters of account, user, agent and current, without vectors.
+   */
+  recent?: boolean;
 }
 
 /** A vector search's hit: the record, its distance, and its vector when it was read, or else where its row is. */
@@ -240,6 +246,45 @@ export abstract class MemoryReads {
     return (await this.eachSegment((s) => readMemoryRows(build(s.table), withVectors))).flat();
   }
 
+  /**
+   * The active segment as this process recently wrote it, for a read under the write lock
+   * (storage/recent-writes.ts), or undefined to read the segment as it is.
+   */
+  protected recentView(_active: Segment): Promise<RecentView | undefined> {
+    return Promise.resolve(undefined);
+  }
+
+  /** Forgets what recentView keeps (a read through it failed). */
+  protected forgetRecent(): void {}
+
+  /**
+   * One read on every segment, the active one through recentView when it gives a view: the read
+   * on the view's base version, less the rows this process wrote since, plus those rows that the
+   * read matches (`recent`: the row as the read returns it, or undefined). A read that keeps the
+   * `best` `limit` rows asks the base for as many more as the view hides from it, and the active
+   * segment's rows are cut to `limit` again.
+   */
+  protected async throughRecent<T extends { id: string }>(
+    read: (table: Table, extra: number, segment: Segment) => Promise<T[]>,
+    recent: (row: MemoryRow) => T | undefined,
+    best?: { limit: number; order: (a: T, b: T) => number },
+  ): Promise<T[]> {
+    const parts = await this.eachSegment(async (s) => {
+      const view = s.sealed ? undefined : await this.recentView(s);
+      if (!view) return read(s.table, 0, s);
+      let older: T[];
+      try {
+        older = await read(view.table, best ? view.rewritten : 0, s);
+      } catch {
+        this.forgetRecent();
+        return read(s.table, 0, s);
+      }
+      const rows = [...older.filter((r) => !view.rows.has(r.id)), ...[...view.rows.values()].flatMap((r) => recent(r) ?? [])];
+      return best ? rows.sort(best.order).slice(0, best.limit) : rows;
+    });
+    return parts.flat();
+  }
+
   async countMemories(filter?: MemoryFilter): Promise<number> {
     const where = filter ? memoryWhere(filter) : undefined;
     return sum(await this.eachSegment((s) => this.atVersion(s, `count\u0000${where ?? ""}`, () => s.table.countRows(where))));
@@ -309,8 +354,9 @@ export abstract class MemoryReads {
     vector: Float32Array | Promise<Float32Array>,
     filter: MemoryFilter,
     limit: number,
-    { withVectors = false, approximateAbove }: SearchOptions = {},
+    { withVectors = false, approximateAbove, recent = false }: SearchOptions = {},
   ): Promise<VectorHit[]> {
+    if (recent) return this.searchRecent(vector, filter, limit, approximateAbove);
     return this.afresh(async () => {
       const where = memoryWhere(filter);
       const routed = this.segments().then((segments) => Promise.all(segments.map(async (s) => ({ segment: s, plan: await this.segmentPlan(s, where, limit, approximateAbove) }))));
@@ -327,6 +373,38 @@ export abstract class MemoryReads {
       );
       return parts.length === 1 ? parts[0] : parts.flat().sort((a, b) => a.distance - b.distance || cmp(a.record.id, b.record.id)).slice(0, limit);
     });
+  }
+
+  /**
+   * searchMemories through throughRecent: each segment's nearest by its own plan (the base version
+   * for the active one), and this process's recent rows of the scope by their exact cosine.
+   */
+  private async searchRecent(vector: Float32Array | Promise<Float32Array>, filter: MemoryFilter, limit: number, approximateAbove?: number): Promise<VectorHit[]> {
+    if (filter.tags?.length || filter.entityId !== undefined || filter.metadata || filter.asOf !== undefined) throw new Error("searchRecent: account, user, agent and current only");
+    const where = memoryWhere(filter);
+    const v = await vector;
+    if (v.length !== this.config.embedder.dims) {
+      throw new MmError("EMBEDDER_MISMATCH", `Query vector has ${v.length} dims; the store's vectors have ${this.config.embedder.dims}.`);
+    }
+    const query = Array.from(v);
+    const norm = Math.hypot(...query);
+    const hits = await this.throughRecent<VectorHit & { id: string }>(
+      async (t, extra, segment) => {
+        // Routed by the rows it searches: counted on the base version (its small fragments
+        // compacted, so the count reads the user index alone), less the few this process wrote since.
+        const counted = t === segment.table ? segment : { ...segment, name: `${segment.name}\u0000base`, table: t };
+        const plan = await this.segmentPlan(segment, where, limit, approximateAbove, counted);
+        const q = t.query().nearestTo(query).distanceType("cosine").where(where).limit(limit + extra);
+        const rows = await readMemoryRows((plan.nprobes === undefined ? q.bypassVectorIndex() : q.nprobes(plan.nprobes)).select(RECORD_COLUMNS), false);
+        return rows.map(({ _distance, ...record }) => ({ id: record.id, record, distance: Number(_distance) }));
+      },
+      (r) =>
+        r.accountId === filter.accountId && (filter.userId === undefined || r.userId === filter.userId) && (filter.agentId === undefined || r.agentId === filter.agentId) && (!filter.current || !r.supersededBy)
+          ? { id: r.id, record: recordOf(r), distance: 1 - dot(query, r.vector) / (norm * Math.hypot(...r.vector) || 1) }
+          : undefined,
+      { limit, order: (a, b) => a.distance - b.distance || cmp(a.record.id, b.record.id) },
+    );
+    return hits.sort((a, b) => a.distance - b.distance || cmp(a.record.id, b.record.id)).slice(0, limit).map(({ record, distance }) => ({ record, distance }));
   }
 
   /**
@@ -368,11 +446,11 @@ export abstract class MemoryReads {
    * index whatever its size, probing a quarter of the partitions at most: at 100,000 memories, a
    * user's 5,000 searched exactly took 57 ms and through the index 9 (locally, one at a time).
    */
-  private async segmentPlan(segment: Segment, where: string, limit: number, approximateAbove?: number): Promise<SearchPlan> {
+  private async segmentPlan(segment: Segment, where: string, limit: number, approximateAbove?: number, counted = segment): Promise<SearchPlan> {
     const index = await this.vectorIndex(segment);
     if (!index) return { exact: true };
     const exact: SearchPlan = this.tuning.vectorsFromIndex ? { exact: true, nprobes: EVERY_PARTITION } : { exact: true };
-    const [total, scope] = await Promise.all([this.cachedCount(segment, ""), this.cachedCount(segment, where)]);
+    const [total, scope] = await Promise.all([this.cachedCount(counted, ""), this.cachedCount(counted, where)]);
     const approximate = approximateAbove !== undefined && scope > approximateAbove;
     if (scope <= this.tuning.exactSearchMaxRows && !approximate) return exact;
     const nprobes = Math.ceil(BASE_PROBES * (total / scope) * Math.sqrt(Math.max(1, limit / 10)));
@@ -536,10 +614,16 @@ export abstract class MemoryReads {
     const users = [...keysByUser].filter(([, keys]) => keys.length);
     for (const [userId] of keysByUser) out.set(userId, []);
     if (!users.length) return out;
-    const read = async (userIds: string[], keys: string[], limit?: number) => {
+    const read = async (userIds: string[], keys: string[], limit?: number): Promise<MemoryRecord[]> => {
       if (!keys.length) return [];
       const where = `${memoryWhere({ accountId, current: true })} AND userId IN (${userIds.map(sqlString).join(", ")}) AND array_has_any(matchKeys, ${sqlStringList([...new Set(keys)])})`;
-      return this.fromSegments((t) => (limit ? t.query().where(where).orderBy(LATEST_STORED).limit(limit) : t.query().where(where)).select(RECORD_COLUMNS));
+      const wanted = new Set(keys);
+      const users = new Set(userIds);
+      return this.throughRecent(
+        (t, extra) => readMemoryRows((limit ? t.query().where(where).orderBy(LATEST_STORED).limit(limit + extra) : t.query().where(where)).select(RECORD_COLUMNS), false),
+        (r) => (r.accountId === accountId && !r.supersededBy && users.has(r.userId) && r.matchKeys.some((k) => wanted.has(k)) ? recordOf(r) : undefined),
+        limit ? { limit, order: (a, b) => b.seq - a.seq } : undefined,
+      );
     };
     const cap = newest && newest.perUser * users.length;
     const userIds = users.map(([u]) => u);
@@ -574,10 +658,14 @@ export abstract class MemoryReads {
   }
 
   /** Whole rows, vectors and history included, of the account's memories with these ids (for rewriting them). */
-  async getMemoryRows(accountId: string, ids: string[]): Promise<MemoryRow[]> {
+  async getMemoryRows(accountId: string, ids: string[], { recent = false }: { recent?: boolean } = {}): Promise<MemoryRow[]> {
     if (!ids.length) return [];
-    const where = `accountId = ${sqlString(accountId)} AND id IN (${[...new Set(ids)].map(sqlString).join(", ")})`;
-    const rows = await this.fromSegments((t) => t.query().where(where).select([...ROW_COLUMNS, "vector"]), true);
+    const wanted = new Set(ids);
+    const where = `accountId = ${sqlString(accountId)} AND id IN (${[...wanted].map(sqlString).join(", ")})`;
+    const read = (t: Table) => readMemoryRows(t.query().where(where).select([...ROW_COLUMNS, "vector"]), true);
+    const rows = recent
+      ? await this.throughRecent(read, (r) => (r.accountId === accountId && wanted.has(r.id) ? { ...r } : undefined))
+      : (await this.eachSegment((s) => read(s.table))).flat();
     return rows.map((r) => ({ ...r, history: r.history ?? null }) as MemoryRow);
   }
 
@@ -630,6 +718,8 @@ export abstract class MemoryWrites {
     private readonly lastSeqs: LastSeqs,
     /** Users' every current memory as this process last read or wrote them: each commit here updates it. */
     private readonly currentRows: CurrentRows,
+    /** The rows this process wrote since the active segment's last other commit: each commit here updates it. */
+    private readonly recentWrites: RecentWrites,
   ) {}
 
   private get active(): Table {
@@ -675,10 +765,12 @@ export abstract class MemoryWrites {
     } catch (err) {
       known.byUser.clear();
       this.currentRows.forget();
+      this.recentWrites.forget();
       throw err;
     }
     const after = await this.active.version();
     this.currentRows.committed(segment.name, before, after, rows, here, !known.othersWrote);
+    this.recentWrites.committed(segment.name, before, after, rows, here);
     for (const [key, after] of next) {
       known.byUser.delete(key); // most recent last, so the oldest go first when there are too many
       known.byUser.set(key, after - 1);
@@ -726,11 +818,13 @@ export abstract class MemoryWrites {
         await table.mergeInsert("id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(group.map(toArrowRow));
       } catch (err) {
         this.currentRows.forget();
+        this.recentWrites.forget();
         throw err;
       }
       const after = await table.version();
       if (known) this.lastSeqs.version = after;
       this.currentRows.committed(name, before, after, [], group, !this.lastSeqs.othersWrote);
+      this.recentWrites.committed(name, before, after, [], group);
     }
   }
 
@@ -763,6 +857,7 @@ export abstract class MemoryWrites {
     // The user's last sequence number may be the deleted one's: asked again, it is given again.
     this.lastSeqs.byUser.clear();
     this.currentRows.forget();
+    this.recentWrites.forget();
     await table.delete(where);
     return true;
   }
@@ -870,6 +965,17 @@ export async function addLaterColumns(withWriteLock: <T>(fn: () => Promise<T>) =
  * per-row proxies (a neighbour fetch of 150 rows: 22 → ~10 ms).
  */
 export type ReadRow = MemoryRecord & { vector?: Float32Array; history?: string | null; _score?: number; _distance?: number; _rowid?: bigint };
+
+function dot(a: number[], b: Float32Array): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += a[i] * b[i];
+  return sum;
+}
+
+/** A whole row as a read of RECORD_COLUMNS returns it: no vector, no history. */
+function recordOf({ vector: _vector, history: _history, ...record }: MemoryRow): MemoryRecord {
+  return { ...record, tags: [...record.tags], entityIds: [...record.entityIds], matchKeys: [...record.matchKeys] };
+}
 
 export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, withVectors: boolean): Promise<ReadRow[]> {
   const table = (await query.toArrow()) as ArrowTable;

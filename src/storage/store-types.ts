@@ -80,6 +80,14 @@ export interface StoreTuning {
    * compaction rewrite the index too, and creates fell to half; docs/object-storage.md, "Measured").
    */
   vectorsFromIndex: boolean;
+  /**
+   * From this many commits of this process since the active segment's last other commit (0:
+   * never), detection's reads under the write lock go to the segment as it was then, plus the
+   * rows this process wrote since, kept in memory (storage/recent-writes.ts): on an object store
+   * every small fragment costs each query requests of its own, and compaction waits for 32 of
+   * them. Object stores only; locally a small fragment is a file read from the page cache.
+   */
+  recentWrites: number;
 }
 
 export const DEFAULT_TUNING: StoreTuning = {
@@ -91,10 +99,11 @@ export const DEFAULT_TUNING: StoreTuning = {
   versionCacheEntries: 0,
   metadataCacheBytes: 64 * 1024 * 1024,
   vectorsFromIndex: false,
+  recentWrites: 0,
 };
 
 /** What Store.open changes from DEFAULT_TUNING for a store in object storage. */
-export const OBJECT_STORE_TUNING: Partial<StoreTuning> = { compactEveryRows: 500, versionCacheEntries: 512, vectorsFromIndex: true };
+export const OBJECT_STORE_TUNING: Partial<StoreTuning> = { compactEveryRows: 500, versionCacheEntries: 512, vectorsFromIndex: true, recentWrites: 4 };
 
 const MIN_COMPACT_FRAGMENTS = 4;
 

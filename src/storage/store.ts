@@ -5,6 +5,7 @@ import type { EmbedderConfig } from "../embedder/types.js";
 import { describeEmbedder } from "../embedder/index.js";
 import { checkCoordination } from "./coordination.js";
 import { CurrentRows, userKey } from "./current-rows.js";
+import { RecentWrites, type RecentView } from "./recent-writes.js";
 import { connectDatabase, connectTables, documentsOf, sharedFor } from "./database.js";
 import { Document, FileDocuments, TableDocuments, type DocumentDriver } from "./documents.js";
 import type { Freshness } from "./freshness.js";
@@ -87,6 +88,12 @@ export class Store extends MemoryReads {
   readonly lastSeqs: LastSeqs = { segment: "", version: -1, byUser: new Map(), othersWrote: true };
   /** Users' every current memory as this process last read or wrote them (detection's scan; storage/current-rows.ts). */
   readonly currentRows = new CurrentRows();
+  /** The rows this process wrote since the active segment's last other commit, for detection's reads (storage/recent-writes.ts). */
+  readonly recentWrites = new RecentWrites(async (name, version) => {
+    const table = await this.db.openTable(name);
+    await table.checkout(version);
+    return table;
+  });
   private graphReads: GraphReads;
 
   private constructor(
@@ -531,6 +538,15 @@ export class Store extends MemoryReads {
     return this.withWriteLock(fn);
   }
 
+  /** Detection's reads under the write lock: the active segment as this process recently wrote it, on an object store. */
+  protected override recentView(active: Segment): Promise<RecentView | undefined> {
+    return this.view || !this.tuning.recentWrites ? Promise.resolve(undefined) : this.recentWrites.view(active, this.tuning.recentWrites);
+  }
+
+  protected override forgetRecent(): void {
+    this.recentWrites.forget();
+  }
+
   /**
    * Runs `fn` under the store's write lock. When the active segment has reached its size,
    * seals it before releasing the lock: an empty new segment (with its text and user indexes)
@@ -672,7 +688,7 @@ export class StoreWriter extends MemoryWrites {
     segments: Segment[],
     graph: Table,
   ) {
-    super(segments, store.lastSeqs, store.currentRows);
+    super(segments, store.lastSeqs, store.currentRows, store.recentWrites);
     this.graph = new GraphWrites(graph, segments, (point) => store.hooks?.(point));
   }
 
@@ -691,11 +707,13 @@ export class StoreWriter extends MemoryWrites {
   // Both rewrite memories' links: what the process keeps of memory rows is forgotten (storage/current-rows.ts).
   deleteEntityCascade(accountId: string, id: string): Promise<{ deleted: boolean; deletedRelations: number }> {
     this.store.currentRows.forget();
+    this.store.recentWrites.forget();
     return this.graph.deleteEntityCascade(accountId, id);
   }
 
   mergeEntities(keep: EntityRecord, other: EntityRecord): Promise<{ movedRelations: number; droppedRelations: number; movedLinks: number }> {
     this.store.currentRows.forget();
+    this.store.recentWrites.forget();
     return this.graph.mergeEntities(keep, other);
   }
 

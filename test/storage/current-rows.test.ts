@@ -1,12 +1,11 @@
 import { describe, expect, it, vi } from "vitest";
-import { openContext, type Context } from "../../src/core/context.js";
-import { createEntity, mergeEntities } from "../../src/core/entities.js";
-import { createMemory, deleteMemory, restoreMemory, supersedeMemory, updateMemory } from "../../src/core/memories.js";
+import type { Context } from "../../src/core/context.js";
+import { createMemory } from "../../src/core/memories.js";
 import { CurrentRows } from "../../src/storage/current-rows.js";
 import type { MemoryRow } from "../../src/storage/store.js";
-import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { useAzurite } from "../helpers/azurite.js";
 import { useTempDirs } from "../helpers/temp.js";
+import { everyKindOfWrite, firstNotes, storeKinds } from "../helpers/write-kinds.js";
 
 const tempDir = useTempDirs();
 const USERS = ["ana", "bo"];
@@ -28,58 +27,24 @@ async function expectKeptExact(ctx: Context): Promise<number> {
 
 const azurite = useAzurite();
 
-/** A fresh store of each kind, and a way to open processes on it. */
-const STORES: [string, () => Promise<(tuning?: object) => Promise<Context>>][] = [
-  [
-    "a local store",
-    async () => {
-      const dir = await tempDir();
-      return (tuning = {}) => openContext({ storeDir: dir, embedder: createTestEmbedder(), tuning });
-    },
-  ],
-  [
-    "an object store (real Azurite)",
-    async () => {
-      const uri = `az://${await azurite().container()}/store`;
-      const state = await tempDir();
-      return (tuning = {}) => openContext({ storeDir: uri, env: { ...azurite().env, XDG_STATE_HOME: state, MM_STORE_READ_CONSISTENCY_S: "0" }, embedder: createTestEmbedder(), tuning });
-    },
-  ],
-];
+const STORES = storeKinds(tempDir, azurite);
 
 describe.each(STORES)("the current rows a process keeps for detection, on %s", (kind, newStore) => {
   it("stay exactly what a read returns through creates that replace, edits, deletes, replacements by hand and entity merges", async () => {
     const ctx = await (await newStore())();
-    const paris = await createMemory(ctx, { content: "I live in Paris", userId: "ana" });
-    const dentist = await createMemory(ctx, { content: "My dentist is Dr. Lee", userId: "ana" });
-    await createMemory(ctx, { content: "I work at Acme", userId: "bo" });
-    // Notes that say something changed have their user read whole, and kept.
-    const berlin = await createMemory(ctx, { content: "I moved to Berlin", userId: "ana" });
-    expect(berlin.supersedes).toEqual([paris.id]);
-    await createMemory(ctx, { content: "I switched jobs, now at Globex", userId: "bo" });
+    const { paris, dentist, berlin } = await firstNotes(ctx);
+    // Notes that say something changed ("I moved to Berlin") had their user read whole, and kept.
     expect(await expectKeptExact(ctx)).toBe(2);
 
     // The next create of a kept user reads nothing of its user, and what it writes is kept.
     const users = vi.spyOn(ctx.store, "currentMemoriesOf");
     const lisbon = await createMemory(ctx, { content: "I moved to Lisbon", userId: "ana" });
-    expect(lisbon.supersedes).toEqual([berlin.id]);
+    expect(lisbon.supersedes).toEqual([berlin]);
     expect(users).not.toHaveBeenCalled();
     users.mockRestore();
     expect(await expectKeptExact(ctx)).toBe(2);
 
-    const acme = (await createEntity(ctx, { name: "Acme Robotics", type: "ORGANIZATION" })).entity;
-    const other = (await createEntity(ctx, { name: "ACME Robotix", type: "ORGANIZATION" })).entity;
-    const linked = await createMemory(ctx, { content: "Ana's team moved to the ACME Robotix office", userId: "ana", entityIds: [other.id] });
-    const steps: [string, () => Promise<unknown>][] = [
-      ["an edit", () => updateMemory(ctx, linked.id, { content: "Ana's team changed offices again" })],
-      ["a replacement by hand", () => supersedeMemory(ctx, paris.id, { by: lisbon.id })],
-      ["a restore", () => restoreMemory(ctx, berlin.id)],
-      ["a compaction", () => ctx.store.optimize()],
-      ["an entity merge, which rewrites memories' links", () => mergeEntities(ctx, acme.id, { other: other.id })],
-      ["a create", () => createMemory(ctx, { content: "I moved to Porto", userId: "ana" })],
-      ["a delete", () => deleteMemory(ctx, dentist.id)],
-      ["a create after all of them", () => createMemory(ctx, { content: "I moved to Oslo", userId: "ana" })],
-    ];
+    const steps = await everyKindOfWrite(ctx, { paris, berlin, lisbon: lisbon.id, dentist });
     const kept: string[] = [];
     for (const [step, run] of steps) {
       await run();
