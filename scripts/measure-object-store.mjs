@@ -10,6 +10,10 @@
 //     operation it served, method, path, range, start and end in ms from the operation's start) as
 //     JSON lines: which requests of a search follow each other, and which run side by side.
 //   node scripts/measure-object-store.mjs --clients 32   the timed creates from 32 concurrent clients (default 8)
+//   node scripts/measure-object-store.mjs --profile   also times, during the timed creates, the store
+//     methods a group commit runs under the write lock (`write`: the lock waited for and held), and reports each
+//     one's calls and mean ms under `profile`: where a group's time goes (docs/object-storage.md,
+//     "Recent writes from memory (27 November, ninth pass)").
 //   node scripts/measure-object-store.mjs --pin   mm (this process: the local store's run and the
 //     Azurite one) on the first core and Azurite on the second (`taskset`), as a replica and an
 //     object store on machines of their own: without it the emulator's CPU competes with the model's.
@@ -35,6 +39,9 @@ const TRACE = flag("trace", undefined);
 /** Concurrent clients of the timed creates (group commit gathers what arrives while a commit runs). */
 const CLIENTS = Number(flag("clients", "8"));
 const PIN = args.includes("--pin");
+const PROFILE = args.includes("--profile");
+/** The Store methods --profile times: the write lock held, and what detection and the commit run in it. */
+const PROFILED = ["write", "currentMemoriesMatching", "searchMemories", "getMemoryRows", "memoriesAtMost", "currentMemoriesOf", "insertMemories", "replaceMemories"];
 if (PIN && !process.env.MM_MEASURE_PINNED) {
   // Run again on the first core only; Azurite (below) takes the second.
   const { spawnSync } = await import("node:child_process");
@@ -75,6 +82,7 @@ const { openContext } = await import(join(root, "dist/core/context.js"));
 const { createMemory, getMemory } = await import(join(root, "dist/core/memories.js"));
 const { searchMemories } = await import(join(root, "dist/core/search.js"));
 const { readConsistencySeconds } = await import(join(root, "dist/storage/database.js"));
+const { Store, StoreWriter } = await import(join(root, "dist/storage/store.js"));
 const { Maintainer, maintainIfDue } = await import(join(root, "dist/storage/maintenance.js"));
 const { importExport } = await import(join(root, "dist/core/transfer.js"));
 
@@ -164,6 +172,7 @@ async function measure(store, env, countedEnv) {
     filledInS = Math.round((performance.now() - t) / 1000);
   }
   let next = BULK ? N - CREATES : 0;
+  const timers = PROFILE ? timeStoreMethods() : undefined;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: CLIENTS }, async () => {
     while (next < N) {
@@ -172,6 +181,7 @@ async function measure(store, env, countedEnv) {
     }
   }));
   const concurrentPerS = CREATES / ((performance.now() - t0) / 1000);
+  const profile = timers?.stop();
   const t1 = performance.now();
   for (let i = N; i < N + 100; i++) await createMemory(ctx, { content: texts[i], userId: `user${i % 20}` });
   const sequentialPerS = 100 / ((performance.now() - t1) / 1000);
@@ -215,6 +225,7 @@ async function measure(store, env, countedEnv) {
   latencies.sort((a, b) => a - b);
   const figures = {
     [`createsPerS${CLIENTS}Clients`]: round(concurrentPerS),
+    ...(profile ? { profile } : {}),
     createsPerSOneClient: round(sequentialPerS),
     searchP50Ms: round(latencies[Math.floor(latencies.length / 2)]),
     searchP95Ms: round(latencies[Math.floor(latencies.length * 0.95)]),
@@ -264,6 +275,34 @@ async function measure(store, env, countedEnv) {
     requestsPerSearch30Fragments: round(perSearch30Fragments),
     azuriteCpuSTimed: round(cpuTimed),
     visibleAfterMs: await visibility(store, env),
+  };
+}
+
+/** Wraps PROFILED on the Store and StoreWriter prototypes with timers until stop(), which returns each one's calls and mean ms. */
+function timeStoreMethods() {
+  const times = new Map();
+  const restore = [];
+  for (const proto of [Store.prototype, StoreWriter.prototype]) {
+    for (const name of PROFILED) {
+      const original = proto[name];
+      if (typeof original !== "function") continue; // the other prototype's
+      proto[name] = function (...a) {
+        const t = performance.now();
+        return Promise.resolve(original.apply(this, a)).finally(() => {
+          const e = times.get(name) ?? { calls: 0, ms: 0 };
+          e.calls++;
+          e.ms += performance.now() - t;
+          times.set(name, e);
+        });
+      };
+      restore.push([proto, name, original]);
+    }
+  }
+  return {
+    stop() {
+      for (const [proto, name, original] of restore) proto[name] = original;
+      return Object.fromEntries([...times].map(([name, e]) => [name, { calls: e.calls, meanMs: round(e.ms / e.calls) }]));
+    },
   };
 }
 
