@@ -6,7 +6,8 @@ import { DAYS, MONTHS } from "./frames.js";
 import { observationSubject } from "./observation.js";
 import { coverage, englishCount, queryTerms, stemWord, termWeights, type Term } from "./keyword.js";
 import { saysChanged } from "./supersede.js";
-import { CANDIDATES, KEYWORD_POOL, LEAD, NEWER, cosine, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
+import { cosine } from "../embedder/types.js";
+import { CANDIDATES, KEYWORD_POOL, LEAD, NEWER, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
 import { replacedAfterReplacing, validityFilter } from "./validity.js";
 
 /** A search hit (spec §2.1): no metadata, no updatedAt; agentId and tags only when set. */

@@ -1,7 +1,7 @@
 import { MmError, validationError } from "../errors.js";
 import { userKey } from "../storage/current-rows.js";
 import type { MemoryRecord, MemoryRow, Store, StoreWriter } from "../storage/store.js";
-import { dot } from "./ranking.js";
+import { dot } from "../embedder/types.js";
 import { changedByModel, endedReason, lookupKeysOf, factsOf, isFactKey, replacementReason, saysChanged, saysEnded, textKey, TEXT_KEY, wordOfChange, type Fact } from "./supersede.js";
 
 /**
@@ -153,6 +153,8 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // A memory that says something it names ended ("Last day at Zalando was Friday") is compared with
   // its nearest older memories too: the words, not the model, decide (supersede.ts endedReason).
   const ends = items.map((it) => it.detect && saysEnded(it.row.content));
+  /** endedReason of incoming `i` and an older memory's content, for one that says something ended. */
+  const endedOf = (i: number, older: string) => (ends[i] ? endedReason(items[i].row.content, older) : undefined);
   const keys = items.map((_, i) => (changed[i] ? new Set(lookupOf(i).filter(isFactKey)) : new Set<string>()));
   const keyed = (i: number, matchKeys: string[]) => matchKeys.some((k) => keys[i].has(k));
   /** Per user, the incoming memories whose nearest are looked for. */
@@ -250,7 +252,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
     // What only the model finds: stated facts (fact keys), not duplicates or talk.
     for (const { record: old, cosine: c } of near[i]) {
       if (superseded.has(old.id) || !old.matchKeys.some(isFactKey)) continue;
-      const reason = (changed[i] ? changedByModel(row.content, old.content, c, false) : undefined) ?? (ends[i] ? endedReason(row.content, old.content) : undefined);
+      const reason = (changed[i] ? changedByModel(row.content, old.content, c, false) : undefined) ?? endedOf(i, old.content);
       if (!reason) continue;
       marks.set(old.id, { by: i, reason });
       settled[i].replaced.push(old.id);
@@ -261,7 +263,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       if (superseded.has(old.id)) continue;
       // Read whole above, when the model's reading may decide.
       const vector = changed[i] && keyed(i, old.matchKeys) ? read.get(old.id)?.vector : undefined;
-      const reason = reasonOf(i, old) ?? (vector && changedByModel(row.content, old.content, dot(row.vector, vector), true)) ?? (ends[i] ? endedReason(row.content, old.content) : undefined);
+      const reason = reasonOf(i, old) ?? (vector && changedByModel(row.content, old.content, dot(row.vector, vector), true)) ?? endedOf(i, old.content);
       if (!reason) continue;
       marks.set(old.id, { by: i, reason });
       settled[i].replaced.push(old.id);
@@ -272,7 +274,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       const reason =
         replacementReason(row.content, e.row.content, facts[i], facts[j].length ? facts[j] : factsOf(e.row.content)) ??
         (changed[i] && e.row.matchKeys.some(isFactKey) ? changedByModel(row.content, e.row.content, dot(row.vector, e.row.vector), keyed(i, e.row.matchKeys)) : undefined) ??
-        (ends[i] && e.row.matchKeys.some(isFactKey) ? endedReason(row.content, e.row.content) : undefined);
+        (e.row.matchKeys.some(isFactKey) ? endedOf(i, e.row.content) : undefined);
       if (!reason) continue;
       inBatch.set(j, { by: i, reason });
       settled[i].replaced.push(e.row.id);

@@ -1,3 +1,4 @@
+import { cosine } from "../embedder/types.js";
 import { MmError } from "../errors.js";
 import { userKey, type CurrentRows } from "./current-rows.js";
 import type { RecentView, RecentWrites } from "./recent-writes.js";
@@ -361,50 +362,51 @@ export abstract class MemoryReads {
       const where = memoryWhere(filter);
       const routed = this.segments().then((segments) => Promise.all(segments.map(async (s) => ({ segment: s, plan: await this.segmentPlan(s, where, limit, approximateAbove) }))));
       const [v, plans] = await Promise.all([vector, routed]);
-      if (v.length !== this.config.embedder.dims) {
-        throw new MmError("EMBEDDER_MISMATCH", `Query vector has ${v.length} dims; the store's vectors have ${this.config.embedder.dims}.`);
-      }
-      const query = Array.from(v);
-      const parts = await Promise.all(
-        plans.map(({ segment, plan }) => {
-          const q = segment.table.query().nearestTo(query).distanceType("cosine").where(where).limit(limit);
-          return plan.nprobes === undefined ? this.readHits(segment, q.bypassVectorIndex(), withVectors, false) : this.readHits(segment, q.nprobes(plan.nprobes), withVectors, true);
-        }),
-      );
-      return parts.length === 1 ? parts[0] : parts.flat().sort((a, b) => a.distance - b.distance || cmp(a.record.id, b.record.id)).slice(0, limit);
+      const query = this.queryOf(v);
+      const parts = await Promise.all(plans.map(({ segment, plan }) => this.nearestIn(segment, segment.table, query, where, limit, plan, withVectors)));
+      return parts.length === 1 ? parts[0] : parts.flat().sort(nearestFirst).slice(0, limit);
     });
   }
 
   /**
    * searchMemories through throughRecent: each segment's nearest by its own plan (the base version
-   * for the active one), and this process's recent rows of the scope by their exact cosine.
+   * for the active one), and this process's recent rows of the scope by their cosine, as LanceDB's
+   * cosine distance has it.
    */
   private async searchRecent(vector: Float32Array | Promise<Float32Array>, filter: MemoryFilter, limit: number, approximateAbove?: number): Promise<VectorHit[]> {
     if (filter.tags?.length || filter.entityId !== undefined || filter.metadata || filter.asOf !== undefined) throw new Error("searchRecent: account, user, agent and current only");
     const where = memoryWhere(filter);
     const v = await vector;
-    if (v.length !== this.config.embedder.dims) {
-      throw new MmError("EMBEDDER_MISMATCH", `Query vector has ${v.length} dims; the store's vectors have ${this.config.embedder.dims}.`);
-    }
-    const query = Array.from(v);
-    const norm = Math.hypot(...query);
+    const query = this.queryOf(v);
     const hits = await this.throughRecent<VectorHit & { id: string }>(
       async (t, extra, segment) => {
         // Routed by the rows it searches: counted on the base version (its small fragments
         // compacted, so the count reads the user index alone), less the few this process wrote since.
         const counted = t === segment.table ? segment : { ...segment, name: `${segment.name}\u0000base`, table: t };
         const plan = await this.segmentPlan(segment, where, limit, approximateAbove, counted);
-        const q = t.query().nearestTo(query).distanceType("cosine").where(where).limit(limit + extra);
-        const rows = await readMemoryRows((plan.nprobes === undefined ? q.bypassVectorIndex() : q.nprobes(plan.nprobes)).select(RECORD_COLUMNS), false);
-        return rows.map(({ _distance, ...record }) => ({ id: record.id, record, distance: Number(_distance) }));
+        return (await this.nearestIn(segment, t, query, where, limit + extra, plan, false)).map((h) => ({ id: h.record.id, ...h }));
       },
       (r) =>
         r.accountId === filter.accountId && (filter.userId === undefined || r.userId === filter.userId) && (filter.agentId === undefined || r.agentId === filter.agentId) && (!filter.current || !r.supersededBy)
-          ? { id: r.id, record: recordOf(r), distance: 1 - dot(query, r.vector) / (norm * Math.hypot(...r.vector) || 1) }
+          ? { id: r.id, record: recordOf(r), distance: 1 - cosine(v, r.vector) }
           : undefined,
-      { limit, order: (a, b) => a.distance - b.distance || cmp(a.record.id, b.record.id) },
+      { limit, order: nearestFirst },
     );
-    return hits.sort((a, b) => a.distance - b.distance || cmp(a.record.id, b.record.id)).slice(0, limit).map(({ record, distance }) => ({ record, distance }));
+    return hits.sort(nearestFirst).slice(0, limit).map(({ record, distance }) => ({ record, distance }));
+  }
+
+  /** A query vector as LanceDB takes it, refused when it isn't the store's size. */
+  private queryOf(v: Float32Array): number[] {
+    if (v.length !== this.config.embedder.dims) {
+      throw new MmError("EMBEDDER_MISMATCH", `Query vector has ${v.length} dims; the store's vectors have ${this.config.embedder.dims}.`);
+    }
+    return Array.from(v);
+  }
+
+  /** `table`'s (a segment's, or its base version's) nearest `limit` to `query` in the filter, by `plan`. */
+  private nearestIn(segment: Segment, table: Table, query: number[], where: string, limit: number, plan: SearchPlan, withVectors: boolean): Promise<VectorHit[]> {
+    const q = table.query().nearestTo(query).distanceType("cosine").where(where).limit(limit);
+    return plan.nprobes === undefined ? this.readHits(segment, q.bypassVectorIndex(), withVectors, false) : this.readHits(segment, q.nprobes(plan.nprobes), withVectors, true);
   }
 
   /**
@@ -966,10 +968,9 @@ export async function addLaterColumns(withWriteLock: <T>(fn: () => Promise<T>) =
  */
 export type ReadRow = MemoryRecord & { vector?: Float32Array; history?: string | null; _score?: number; _distance?: number; _rowid?: bigint };
 
-function dot(a: number[], b: Float32Array): number {
-  let sum = 0;
-  for (let i = 0; i < a.length; i++) sum += a[i] * b[i];
-  return sum;
+/** Nearest first; ties by id, so every segment's merge gives the same order. */
+function nearestFirst(a: VectorHit, b: VectorHit): number {
+  return a.distance - b.distance || cmp(a.record.id, b.record.id);
 }
 
 /** A whole row as a read of RECORD_COLUMNS returns it: no vector, no history. */

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { openContext } from "../../src/core/context.js";
 import { addMemoriesFromLines, rankHits, searchCandidates, searchMemories } from "../../src/core/memories.js";
-import { HYBRID, LEAD, denseQuery, dot, hybridRaw, hybridScore, keywordQuery, keywordScore, leadScore, rank } from "../../src/core/ranking.js";
+import { dot } from "../../src/embedder/types.js";
+import { HYBRID, LEAD, denseQuery, hybridRaw, hybridScore, keywordQuery, keywordScore, leadScore, rank } from "../../src/core/ranking.js";
 import { parseSearchMemories } from "../../src/schemas/memory.js";
 import type { MemoryRecord } from "../../src/storage/store.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
