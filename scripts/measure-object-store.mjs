@@ -173,6 +173,10 @@ async function measure(store, env, countedEnv) {
   }
   let next = BULK ? N - CREATES : 0;
   const timers = PROFILE ? timeStoreMethods() : undefined;
+  // CPU seconds during the timed creates, this process's and Azurite's: on two shared cores, whether
+  // creates wait on requests or on the CPU.
+  const ownCpuAtCreates = process.cpuUsage();
+  const azuriteCpuAtCreates = cpuSeconds(azurite.pid);
   const t0 = performance.now();
   await Promise.all(Array.from({ length: CLIENTS }, async () => {
     while (next < N) {
@@ -180,7 +184,10 @@ async function measure(store, env, countedEnv) {
       await createMemory(ctx, { content: texts[i], userId: `user${i % 20}` });
     }
   }));
-  const concurrentPerS = CREATES / ((performance.now() - t0) / 1000);
+  const createsS = (performance.now() - t0) / 1000;
+  const concurrentPerS = CREATES / createsS;
+  const own = process.cpuUsage(ownCpuAtCreates);
+  const cpuDuringCreates = { wallS: round(createsS), mmCpuS: round((own.user + own.system) / 1e6), azuriteCpuS: round(cpuSeconds(azurite.pid) - azuriteCpuAtCreates) };
   const profile = timers?.stop();
   const t1 = performance.now();
   for (let i = N; i < N + 100; i++) await createMemory(ctx, { content: texts[i], userId: `user${i % 20}` });
@@ -226,6 +233,7 @@ async function measure(store, env, countedEnv) {
   const figures = {
     [`createsPerS${CLIENTS}Clients`]: round(concurrentPerS),
     ...(profile ? { profile } : {}),
+    cpuDuringCreates,
     createsPerSOneClient: round(sequentialPerS),
     searchP50Ms: round(latencies[Math.floor(latencies.length / 2)]),
     searchP95Ms: round(latencies[Math.floor(latencies.length * 0.95)]),

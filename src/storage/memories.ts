@@ -12,6 +12,13 @@ import type { SearchPlan, StoreTuning } from "./store-types.js";
 const LATEST_STORED = [{ columnName: "seq", ascending: false }];
 
 /**
+ * How many more rows than `perUser` for each user Store.currentMemoriesMatching's first query asks
+ * for: the users of a group commit don't share the latest rows evenly, and one with fewer than its
+ * share among them must be asked again, a second round of requests under the write lock.
+ */
+export const ASKED_BEYOND = 1.5;
+
+/**
  * Memories, over segments (storage/segments.ts): one LanceDB table per segment, every read asks
  * each segment and merges, every insert goes to the newest. MemoryReads are the store's reads;
  * MemoryWrites are reachable only inside Store.write, which holds the store's write lock.
@@ -595,14 +602,19 @@ export abstract class MemoryReads {
    * them, however old) and the latest stored `newest.perUser` of the rest: the highest sequence
    * numbers (seq), not the latest createdAt. A user with thousands of notes of one shape shares a
    * key with all of them, and reading them all cost a create at 100,000 memories 40 of its 100 ms.
-   * The query asks for the perUser × users rows of highest seq, and beside it a second one for the
-   * exact keys alone; only when the first gets that many rows does it ask again, per user, for each
-   * user with fewer than perUser rows among them (another's may have crowded theirs out; a user with
-   * perUser rows there has its latest). Sorting the matches by seq, a 4-byte integer, instead of
-   * createdAt, a 24-character string, cut this query on Azurite from 88 requests (3 MB) to 12
-   * (1.1 MB) for 8 users at 100,000 memories (130–170 → 42–49 ms); the two orders differ only for
-   * memories imported after newer ones, and for memories from before sequence numbers (all 0, ties
-   * in any order).
+   * The query asks for the perUser × users rows of highest seq, half as many again (ASKED_BEYOND),
+   * and beside it a second one for the exact keys alone; only when the first gets that many rows
+   * does it ask again, per user, for each user with fewer than perUser rows among them (another's
+   * may have crowded theirs out; a user with perUser rows there has its latest). Asking for exactly
+   * perUser × users, a group of 8 creates at 100,000 memories had users crowded out in 10 groups
+   * of 50, each a second round of requests under the write lock (125 ms on Azurite); half as many
+   * again, none, and the first round took no longer
+   * (docs/object-storage.md, "Fewer rounds under the lock (27 November, tenth pass)").
+   * Each user keeps its latest perUser of them. Sorting the matches by seq, a 4-byte integer,
+   * instead of createdAt, a 24-character string, cut this query on Azurite from 88 requests (3 MB)
+   * to 12 (1.1 MB) for 8 users at 100,000 memories (130–170 → 42–49 ms); the two orders differ only
+   * for memories imported after newer ones, and for memories from before sequence numbers (all 0,
+   * ties in any order).
    *
    * Records only, without vectors or history: detection reads whole the few of them the model's
    * reading needs (core/validity.ts), and the ones it marks replaced.
@@ -627,7 +639,7 @@ export abstract class MemoryReads {
         limit ? { limit, order: (a, b) => b.seq - a.seq } : undefined,
       );
     };
-    const cap = newest && newest.perUser * users.length;
+    const cap = newest && Math.ceil(newest.perUser * users.length * ASKED_BEYOND);
     const userIds = users.map(([u]) => u);
     const exact = newest ? users.flatMap(([, keys]) => keys.filter((k) => newest.exact.has(k))) : [];
     // The rows of the exact keys are asked beside the first query, not after it: on an object
@@ -638,13 +650,14 @@ export abstract class MemoryReads {
       // The cap of them all latest stored (each segment gave its cap; a user's sequence numbers go
       // on across segments). A user with perUser rows among them has its latest; one with fewer
       // may have been crowded out.
-      rows = rows.sort((a, b) => b.seq - a.seq || cmp(b.createdAt, a.createdAt) || cmp(b.id, a.id)).slice(0, cap);
+      rows = rows.sort(latestFirst).slice(0, cap);
       const count = new Map<string, number>();
       for (const r of rows) count.set(r.userId, (count.get(r.userId) ?? 0) + 1);
       const crowded = users.filter(([u]) => (count.get(u) ?? 0) < newest.perUser);
       const asked = await Promise.all(crowded.map(([u, keys]) => read([u], keys.filter((k) => !newest.exact.has(k)), newest.perUser)));
       rows = [...rows.filter((r) => !crowded.some(([u]) => u === r.userId)), ...asked.flat()];
     }
+    if (newest) rows = latestOfEach(rows, newest.perUser);
     rows = [...new Map([...rows, ...exactRows].map((r) => [r.id, r])).values()];
     rows.sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
     const wanted = new Map(users.map(([u, keys]) => [u, new Set(keys)]));
@@ -1083,4 +1096,16 @@ export function toArrowRow(row: MemoryRow): Record<string, unknown> {
 
 function sum(values: number[]): number {
   return values.reduce((a, b) => a + b, 0);
+}
+
+/** Each user's latest stored `perUser` rows (highest seq). */
+function latestOfEach(rows: MemoryRecord[], perUser: number): MemoryRecord[] {
+  const byUser = new Map<string, MemoryRecord[]>();
+  for (const r of rows) byUser.set(r.userId, [...(byUser.get(r.userId) ?? []), r]);
+  return [...byUser.values()].flatMap((mine) => (mine.length > perUser ? mine.sort(latestFirst).slice(0, perUser) : mine));
+}
+
+/** Latest stored first: by sequence number, then (memories from before sequence numbers, all 0) by createdAt and id. */
+function latestFirst(a: MemoryRecord, b: MemoryRecord): number {
+  return b.seq - a.seq || cmp(b.createdAt, a.createdAt) || cmp(b.id, a.id);
 }

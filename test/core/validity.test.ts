@@ -17,6 +17,7 @@ import {
 import { DETECT_CANDIDATES } from "../../src/core/validity.js";
 import { factsOf, lookupKeysOf } from "../../src/core/supersede.js";
 import { loadLance } from "../../src/storage/lance.js";
+import { ASKED_BEYOND } from "../../src/storage/memories.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { useTempDirs } from "../helpers/temp.js";
 import { join } from "node:path";
@@ -127,10 +128,11 @@ describe("replaced facts", () => {
     const ctx = await open();
     const results: BatchLineResult[] = [];
     // Stored with detection off, so that all stay current: more than detection compares.
-    // Twice as many as detection compares, so that one user's matches fill what a group of two
-    // users reads at first (the store then asks per user). v's note is older than all of them.
+    // More than a group of two users' first query asks for (twice what detection compares, and
+    // ASKED_BEYOND more), so that one user's matches fill it (the store then asks per user). v's
+    // note is older than all of them.
     const v = await createMemory(ctx, { content: "My locker code is 5", userId: "v" });
-    const lines = Array.from({ length: 2 * DETECT_CANDIDATES + 30 }, (_, i) => JSON.stringify({ content: `My locker code is ${1000 + i}`, userId: "u", autoSupersede: false }));
+    const lines = Array.from({ length: Math.ceil(2 * DETECT_CANDIDATES * ASKED_BEYOND) + 30 }, (_, i) => JSON.stringify({ content: `My locker code is ${1000 + i}`, userId: "u", autoSupersede: false }));
     await addMemoriesFromLines(ctx, lines, { batchSize: 64, onResult: (r) => results.push(r) });
     const ids = results.map((r) => r.memory!.id);
     // One group commit: u's twin of its oldest note, v's new code, u's new code.
