@@ -269,20 +269,22 @@ export abstract class MemoryReads {
    * One read on every segment, the active one through recentView when it gives a view: the read
    * on the view's base version, less the rows this process wrote since, plus those rows that the
    * read matches (`recent`: the row as the read returns it, or undefined). A read that keeps the
-   * `best` `limit` rows asks the base for as many more as the view hides from it, and the active
-   * segment's rows are cut to `limit` again.
+   * `best` `limit` rows asks the base for as many more as the view hides from it within the read's
+   * `scope` (its account and users: a nearest-notes search of one user asked for 5 rows and as many
+   * more as every user's rows rewritten since the base, hundreds where notes replace each other),
+   * and the active segment's rows are cut to `limit` again.
    */
   protected async throughRecent<T extends { id: string }>(
     read: (table: Table, extra: number, segment: Segment) => Promise<T[]>,
     recent: (row: MemoryRow) => T | undefined,
-    best?: { limit: number; order: (a: T, b: T) => number },
+    best?: { limit: number; order: (a: T, b: T) => number; scope: (row: MemoryRow) => boolean },
   ): Promise<T[]> {
     const parts = await this.eachSegment(async (s) => {
       const view = s.sealed ? undefined : await this.recentView(s);
       if (!view) return read(s.table, 0, s);
       let older: T[];
       try {
-        older = await read(view.table, best ? view.rewritten : 0, s);
+        older = await read(view.table, best ? view.rewrittenIn(best.scope) : 0, s);
       } catch {
         this.forgetRecent();
         return read(s.table, 0, s);
@@ -397,7 +399,7 @@ export abstract class MemoryReads {
         r.accountId === filter.accountId && (filter.userId === undefined || r.userId === filter.userId) && (filter.agentId === undefined || r.agentId === filter.agentId) && (!filter.current || !r.supersededBy)
           ? { id: r.id, record: recordOf(r), distance: 1 - cosine(v, r.vector) }
           : undefined,
-      { limit, order: nearestFirst },
+      { limit, order: nearestFirst, scope: (r) => r.accountId === filter.accountId && (filter.userId === undefined || r.userId === filter.userId) },
     );
     return hits.sort(nearestFirst).slice(0, limit).map(({ record, distance }) => ({ record, distance }));
   }
@@ -636,7 +638,7 @@ export abstract class MemoryReads {
       return this.throughRecent(
         (t, extra) => readMemoryRows((limit ? t.query().where(where).orderBy(LATEST_STORED).limit(limit + extra) : t.query().where(where)).select(RECORD_COLUMNS), false),
         (r) => (r.accountId === accountId && !r.supersededBy && users.has(r.userId) && r.matchKeys.some((k) => wanted.has(k)) ? recordOf(r) : undefined),
-        limit ? { limit, order: (a, b) => b.seq - a.seq } : undefined,
+        limit ? { limit, order: (a, b) => b.seq - a.seq, scope: (r) => r.accountId === accountId && users.has(r.userId) } : undefined,
       );
     };
     const cap = newest && Math.ceil(newest.perUser * users.length * ASKED_BEYOND);

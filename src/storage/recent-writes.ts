@@ -14,6 +14,11 @@ export interface RecentView {
   rows: Map<string, MemoryRow>;
   /** How many of them the base version holds too (rewritten, not inserted since): a read of the base hides them. */
   rewritten: number;
+  /**
+   * How many of those rewritten rows are in `scope` (a user's, an account's): what a read of the
+   * base within it hides. A row's account and user never change, so its row now tells.
+   */
+  rewrittenIn(scope: (row: MemoryRow) => boolean): number;
 }
 
 /**
@@ -66,7 +71,9 @@ export class RecentWrites {
       if (!this.rows.size || version - this.base.version < after) return undefined;
       this.base.table ??= this.open(active.name, this.base.version);
       try {
-        return { table: await this.base.table, rows: this.rows, rewritten: this.inBase.size };
+        const { rows, inBase } = this;
+        const rewrittenIn = (scope: (row: MemoryRow) => boolean) => [...inBase].filter((id) => scope(rows.get(id)!)).length;
+        return { table: await this.base.table, rows, rewritten: inBase.size, rewrittenIn };
       } catch {
         this.forget();
         return undefined;

@@ -121,6 +121,9 @@ describe("RecentWrites", () => {
     expect(view.table).toBe(base);
     expect([...view.rows.keys()]).toEqual(["a", "z"]);
     expect(view.rewritten).toBe(1); // z was in the base, a was not
+    // A read of one user's rows hides only that user's rewritten rows.
+    expect(view.rewrittenIn((r) => r.userId === "u")).toBe(1);
+    expect(view.rewrittenIn((r) => r.userId === "someone else")).toBe(0);
     expect(opened).toEqual([3]);
 
     // Another commit came between: the base moves to now, with nothing recent.
