@@ -10,7 +10,10 @@
 //   --exact-max-rows <n>   up to n rows (default 20,000), seal segments at n rows (default
 //   --segment-rows <n>     250,000): the smoke test shrinks them to exercise every path on a small store
 //   --sections object-store, or --store az://…: one replica on Azurite (started by the bench)
-//                          against a local store, with object-store requests counted (opt-in)
+//                          against a local store, with object-store requests counted (opt-in);
+//                          --object-memories 100000 for the store size (from 10,000, filled
+//                          through the import path with vectors given), --pin to run the emulator
+//                          on a core of its own (docs/object-storage.md, "Measured")
 //   --keep <dir>           grow the store in <dir> (new or empty) and keep it afterwards, for A/B runs on it
 // Texts come from ../shared/data/locomo-dev when present (read at run time, never copied), else
 // from a template generator. The growth run fills its store through `mm import` with vectors
@@ -95,11 +98,15 @@ console.log(`\nJSON: ${OUT}`);
 function benchObjectStore() {
   const section = "object store (Azurite) vs local, one replica";
   const n = QUICK ? 300 : Number(flag("object-memories", "2000"));
-  const run = spawnSync(process.execPath, [join(root, "scripts", "measure-object-store.mjs"), "--memories", String(n), "--searches", QUICK ? "20" : "100"], { encoding: "utf8", maxBuffer: 1 << 26 });
+  // From 10,000 memories the stores are filled with vectors given (embedding them would take an
+  // hour); with --pin, mm runs on one core for both stores and the emulator on the other.
+  const extra = [...(n >= 10_000 ? ["--bulk"] : []), ...(args.includes("--pin") ? ["--pin"] : [])];
+  const run = spawnSync(process.execPath, [join(root, "scripts", "measure-object-store.mjs"), "--memories", String(n), "--searches", QUICK ? "20" : "100", ...extra], { encoding: "utf8", maxBuffer: 1 << 26 });
   if (run.status !== 0) throw new Error(`measure-object-store failed:\n${run.stderr}`);
   const m = JSON.parse(run.stdout.slice(run.stdout.indexOf("{")));
   const { local, azurite } = m;
   record(section, "memories in each store", n, "");
+  if (m.pinned) record(section, "cores", m.pinned, "");
   record(section, "load average (1 min) at the end of the run", m.loadAverage1m, "");
   record(section, "creates/s, 8 concurrent clients (local → Azurite)", `${local.createsPerS8Clients} → ${azurite.createsPerS8Clients}`, "/s", undefined, "≥ 0.8 × local", azurite.createsPerS8Clients >= 0.8 * local.createsPerS8Clients);
   record(section, "creates/s, one client (local → Azurite)", `${local.createsPerSOneClient} → ${azurite.createsPerSOneClient}`, "/s");
@@ -108,6 +115,7 @@ function benchObjectStore() {
   record(section, "search p50, compacted store (local → Azurite)", `${local.searchP50MsCompacted} → ${azurite.searchP50MsCompacted}`, "ms", undefined, "≤ 2 × local", azurite.searchP50MsCompacted <= 2 * local.searchP50MsCompacted);
   record(section, "search p95, compacted store (local → Azurite)", `${local.searchP95MsCompacted} → ${azurite.searchP95MsCompacted}`, "ms");
   record(section, "Azurite's own CPU during the timed part (it shares the machine's cores)", azurite.azuriteCpuSTimed, "s");
+  record(section, "CPU during the 8 clients' creates, mm + Azurite (local → Azurite)", `${local.cpuDuringCreates.mmCpuS} → ${azurite.cpuDuringCreates.mmCpuS} + ${azurite.cpuDuringCreates.azuriteCpuS}`, "s");
   record(section, "object-store requests per create / per search (compacted; with 30 small fragments)", `${azurite.requestsPerCreate} / ${azurite.requestsPerSearch}; ${azurite.requestsPerSearch30Fragments}`, "");
   record(section, `another process reads a new memory by id after (p50 / max; read consistency ${m.readConsistencyIntervalS} s)`, `${azurite.visibleAfterMs.p50} / ${azurite.visibleAfterMs.max}`, "ms");
 }
