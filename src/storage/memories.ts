@@ -604,8 +604,8 @@ export abstract class MemoryReads {
    * them, however old) and the latest stored `newest.perUser` of the rest: the highest sequence
    * numbers (seq), not the latest createdAt. A user with thousands of notes of one shape shares a
    * key with all of them, and reading them all cost a create at 100,000 memories 40 of its 100 ms.
-   * The query asks for the perUser × users rows of highest seq, half as many again (ASKED_BEYOND),
-   * and beside it a second one for the exact keys alone; only when the first gets that many rows
+   * The query asks for the perUser × users rows of highest seq, for more than one user half as many
+   * again (ASKED_BEYOND), and beside it a second one for the exact keys alone; only when the first gets that many rows
    * does it ask again, per user, for each user with fewer than perUser rows among them (another's
    * may have crowded theirs out; a user with perUser rows there has its latest). Asking for exactly
    * perUser × users, a group of 8 creates at 100,000 memories had users crowded out in 10 groups
@@ -641,7 +641,8 @@ export abstract class MemoryReads {
         limit ? { limit, order: (a, b) => b.seq - a.seq, scope: (r) => r.accountId === accountId && users.has(r.userId) } : undefined,
       );
     };
-    const cap = newest && Math.ceil(newest.perUser * users.length * ASKED_BEYOND);
+    // One user can't be crowded out: asked for exactly its perUser.
+    const cap = newest && (users.length > 1 ? Math.ceil(newest.perUser * users.length * ASKED_BEYOND) : newest.perUser);
     const userIds = users.map(([u]) => u);
     const exact = newest ? users.flatMap(([, keys]) => keys.filter((k) => newest.exact.has(k))) : [];
     // The rows of the exact keys are asked beside the first query, not after it: on an object
