@@ -10,10 +10,10 @@
 //     operation it served, method, path, range, start and end in ms from the operation's start) as
 //     JSON lines: which requests of a search follow each other, and which run side by side.
 //   node scripts/measure-object-store.mjs --clients 32   the timed creates from 32 concurrent clients (default 8)
-//   node scripts/measure-object-store.mjs --profile   also times, during the timed creates, the store
-//     methods a group commit runs under the write lock (`write`: the lock waited for and held), and reports each
-//     one's calls and mean ms under `profile`: where a group's time goes (docs/object-storage.md,
-//     "Recent writes from memory (27 November, ninth pass)").
+//   node scripts/measure-object-store.mjs --profile   also times, during the timed creates, the
+//     store methods a group commit runs under the write lock (`write`: the lock waited for and
+//     held), and reports each one's calls and mean ms under `profile`: where a group's time goes
+//     (docs/object-storage.md, "Recent writes from memory (27 November, ninth pass)").
 //   node scripts/measure-object-store.mjs --pin   mm (this process: the local store's run and the
 //     Azurite one) on the first core and Azurite on the second (`taskset`), as a replica and an
 //     object store on machines of their own: without it the emulator's CPU competes with the model's.

@@ -387,6 +387,7 @@ export abstract class MemoryReads {
     const where = memoryWhere(filter);
     const v = await vector;
     const query = this.queryOf(v);
+    const inScope = (r: MemoryRow) => r.accountId === filter.accountId && (filter.userId === undefined || r.userId === filter.userId);
     const hits = await this.throughRecent<VectorHit & { id: string }>(
       async (t, extra, segment) => {
         // Routed by the rows it searches: counted on the base version (its small fragments
@@ -396,10 +397,10 @@ export abstract class MemoryReads {
         return (await this.nearestIn(segment, t, query, where, limit + extra, plan, false)).map((h) => ({ id: h.record.id, ...h }));
       },
       (r) =>
-        r.accountId === filter.accountId && (filter.userId === undefined || r.userId === filter.userId) && (filter.agentId === undefined || r.agentId === filter.agentId) && (!filter.current || !r.supersededBy)
+        inScope(r) && (filter.agentId === undefined || r.agentId === filter.agentId) && (!filter.current || !r.supersededBy)
           ? { id: r.id, record: recordOf(r), distance: 1 - cosine(v, r.vector) }
           : undefined,
-      { limit, order: nearestFirst, scope: (r) => r.accountId === filter.accountId && (filter.userId === undefined || r.userId === filter.userId) },
+      { limit, order: nearestFirst, scope: inScope },
     );
     return hits.sort(nearestFirst).slice(0, limit).map(({ record, distance }) => ({ record, distance }));
   }
@@ -605,9 +606,10 @@ export abstract class MemoryReads {
    * numbers (seq), not the latest createdAt. A user with thousands of notes of one shape shares a
    * key with all of them, and reading them all cost a create at 100,000 memories 40 of its 100 ms.
    * The query asks for the perUser × users rows of highest seq, for more than one user half as many
-   * again (ASKED_BEYOND), and beside it a second one for the exact keys alone; only when the first gets that many rows
-   * does it ask again, per user, for each user with fewer than perUser rows among them (another's
-   * may have crowded theirs out; a user with perUser rows there has its latest). Asking for exactly
+   * again (ASKED_BEYOND), and beside it a second one for the exact keys alone; only when the first
+   * gets that many rows does it ask again, per user, for each user with fewer than perUser rows
+   * among them (another's may have crowded theirs out; a user with perUser rows there has its
+   * latest). Asking for exactly
    * perUser × users, a group of 8 creates at 100,000 memories had users crowded out in 10 groups
    * of 50, each a second round of requests under the write lock (125 ms on Azurite); half as many
    * again, none, and the first round took no longer
@@ -635,10 +637,11 @@ export abstract class MemoryReads {
       const where = `${memoryWhere({ accountId, current: true })} AND userId IN (${userIds.map(sqlString).join(", ")}) AND array_has_any(matchKeys, ${sqlStringList([...new Set(keys)])})`;
       const wanted = new Set(keys);
       const users = new Set(userIds);
+      const inScope = (r: MemoryRow) => r.accountId === accountId && users.has(r.userId);
       return this.throughRecent(
         (t, extra) => readMemoryRows((limit ? t.query().where(where).orderBy(LATEST_STORED).limit(limit + extra) : t.query().where(where)).select(RECORD_COLUMNS), false),
-        (r) => (r.accountId === accountId && !r.supersededBy && users.has(r.userId) && r.matchKeys.some((k) => wanted.has(k)) ? recordOf(r) : undefined),
-        limit ? { limit, order: (a, b) => b.seq - a.seq, scope: (r) => r.accountId === accountId && users.has(r.userId) } : undefined,
+        (r) => (inScope(r) && !r.supersededBy && r.matchKeys.some((k) => wanted.has(k)) ? recordOf(r) : undefined),
+        limit ? { limit, order: (a, b) => b.seq - a.seq, scope: inScope } : undefined,
       );
     };
     // One user can't be crowded out: asked for exactly its perUser.
@@ -1104,7 +1107,11 @@ function sum(values: number[]): number {
 /** Each user's latest stored `perUser` rows (highest seq). */
 function latestOfEach(rows: MemoryRecord[], perUser: number): MemoryRecord[] {
   const byUser = new Map<string, MemoryRecord[]>();
-  for (const r of rows) byUser.set(r.userId, [...(byUser.get(r.userId) ?? []), r]);
+  for (const r of rows) {
+    const mine = byUser.get(r.userId);
+    if (mine) mine.push(r);
+    else byUser.set(r.userId, [r]);
+  }
   return [...byUser.values()].flatMap((mine) => (mine.length > perUser ? mine.sort(latestFirst).slice(0, perUser) : mine));
 }
 

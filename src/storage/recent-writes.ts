@@ -12,11 +12,10 @@ export interface RecentView {
   table: Table;
   /** Rows this process inserted or rewrote since the base version, by id, as they are now. */
   rows: Map<string, MemoryRow>;
-  /** How many of them the base version holds too (rewritten, not inserted since): a read of the base hides them. */
-  rewritten: number;
   /**
-   * How many of those rewritten rows are in `scope` (a user's, an account's): what a read of the
-   * base within it hides. A row's account and user never change, so its row now tells.
+   * How many of them the base version holds too (rewritten, not inserted since) within `scope` (a
+   * user's, an account's): what a read of the base within it hides. A row's account and user never
+   * change, so its row now tells.
    */
   rewrittenIn(scope: (row: MemoryRow) => boolean): number;
 }
@@ -73,7 +72,7 @@ export class RecentWrites {
       try {
         const { rows, inBase } = this;
         const rewrittenIn = (scope: (row: MemoryRow) => boolean) => [...inBase].filter((id) => scope(rows.get(id)!)).length;
-        return { table: await this.base.table, rows, rewritten: inBase.size, rewrittenIn };
+        return { table: await this.base.table, rows, rewrittenIn };
       } catch {
         this.forget();
         return undefined;
