@@ -7,7 +7,8 @@
 // then the question, searched in the default mode. Reported:
 // - replaced facts: the newest fact ranks first; an older fact ranks above it; an older fact
 //   passes the default threshold (0.5); and how many older facts detection marked replaced;
-// - still-true pairs: both facts in the top 5, and neither marked replaced.
+// - still-true pairs: both facts in the top 5, both passing the default threshold (neither hidden
+//   at 0.5), and neither marked replaced.
 //
 //   node scripts/supersede-eval.mjs [--heldout | --heldout2 | --check | --check2 | --check3 | --check4 | --heldout3 | --heldout4 | --heldout5 | --heldout6 | --heldout7 | --heldout8 | --heldout9 | --heldout10 | --heldout11 | --logs] [--off] [--misses] [--json file] [--fixtures dir]
 //     --heldout   the first held-out files (measured once, then their misses were read: no longer clean)
@@ -123,7 +124,7 @@ try {
     if ((await ctx.store.getMemory(ctx.accountId, newest.id)).supersededBy !== null) r.newestMarked++;
     if (newestRank !== 0 || above) r.misses.push({ id: s.id, newestRank, top: results[0]?.content, marked });
   }
-  const b = { pairs: bothTrue.length, bothInTop5: 0, marked: 0, misses: [] };
+  const b = { pairs: bothTrue.length, bothInTop5: 0, bothPass: 0, marked: 0, misses: [] };
   for (const [i, s] of bothTrue.entries()) {
     const userId = `b-${s.id}`;
     const made = bothMade[i];
@@ -131,6 +132,7 @@ try {
     const top = new Set(results.map((h) => h.id));
     const both = made.every((m) => top.has(m.id));
     if (both) b.bothInTop5++;
+    if (made.every((m) => results.some((h) => h.id === m.id && h.score >= 0.5))) b.bothPass++;
     const anyMarked = (await Promise.all(made.map(async (m) => (await ctx.store.getMemory(ctx.accountId, m.id)).supersededBy !== null))).some(Boolean);
     if (anyMarked) b.marked++;
     if (!both || anyMarked) b.misses.push({ id: s.id, anyMarked, top: results.map((h) => h.content) });
@@ -139,8 +141,8 @@ try {
   console.log(`| newest ranks first | an older fact ranks above it | an older fact passes 0.5 | older facts marked replaced | newest marked replaced |`);
   console.log(`| ${pct(r.newestFirst, r.questions)} | ${pct(r.olderAbove, r.questions)} | ${pct(r.olderPasses, r.questions)} | ${pct(r.olderMarked, r.olderFacts)} | ${r.newestMarked} |`);
   console.log(`Still-true pairs (${split}): ${b.pairs}`);
-  console.log(`| both in the top 5 | either marked replaced |`);
-  console.log(`| ${pct(b.bothInTop5, b.pairs)} | ${pct(b.marked, b.pairs)} |`);
+  console.log(`| both in the top 5 | both pass 0.5 | either marked replaced |`);
+  console.log(`| ${pct(b.bothInTop5, b.pairs)} | ${b.bothPass} of ${b.pairs} | ${pct(b.marked, b.pairs)} |`);
   if (args.includes("--misses")) console.log(JSON.stringify({ replaced: r.misses, bothTrue: b.misses }, null, 1));
   if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ split, detect, replaced: r, bothTrue: b }, null, 2) + "\n");
 } finally {

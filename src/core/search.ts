@@ -5,7 +5,7 @@ import { conversationOf } from "./conversation.js";
 import { DAYS, MONTHS } from "./frames.js";
 import { observationSubject } from "./observation.js";
 import { coverage, englishCount, queryTerms, stemWord, termWeights, type Term } from "./keyword.js";
-import { saysChanged } from "./supersede.js";
+import { saysChanged, saysItAdds } from "./supersede.js";
 import { cosine } from "../embedder/types.js";
 import { CANDIDATES, KEYWORD_POOL, LEAD, NEWER, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
 import { replacedAfterReplacing, validityFilter } from "./validity.js";
@@ -116,8 +116,10 @@ export function rankHits(input: SearchMemoriesInput, candidates: Candidate[], re
  * keep their place in the list. Turns of a conversation are left as they rank, and so are
  * observations mm named with their entity ("Luis Ferreira: drives the white F-250"): the shared
  * name makes their embeddings close whatever they say; nor, over a note holding a number the
- * question names, a newer note without it. The vectors come with the cosines the
- * search reads anyway.
+ * question names, a newer note without it. And when the question asks for one value
+ * (asksForOneValue), an older note below a newer one surely about the same thing scores its score
+ * times one minus the newer one's, so it usually falls under the threshold. The vectors come with
+ * the cosines the search reads anyway.
  */
 function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): Ranked[] {
   const top = [...ranked]
@@ -141,10 +143,12 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
   const others = (a: Ranked, b: Ranked) => top.filter((h) => h !== a && h !== b && h.record.userId === a.record.userId);
   // A newer note that says something changed, nearest the older one of all the user's best hits
   // and among the closest to the question by meaning (round ten). The two exchange scores.
+  /** Of the user's best hits, the newer note is the nearest to the older one (their cosine `c`). */
+  const nearestTo = (older: Ranked, n: Ranked, o: Candidate, c: number) => others(older, n).every((h) => { const v = byId.get(h.record.id)?.vector; return !v || cosine(o.vector!, v) < c; });
+  /** It says the older one changed, and is the nearest to it: the change is about that note. */
+  const saysItChanged = (older: Ranked, n: Ranked, o: Candidate, c: number) => c >= NEWER.changed && saysChange(n.record) && nearestTo(older, n, o, c);
   const changedFrom = (older: Ranked, n: Ranked, o: Candidate, m: Candidate, c: number) =>
-    c >= NEWER.changed &&
-    saysChange(n.record) &&
-    others(older, n).every((h) => { const v = byId.get(h.record.id)?.vector; return !v || cosine(o.vector!, v) < c; }) &&
+    saysItChanged(older, n, o, c) &&
     top.filter((h) => h !== n && h.record.userId === n.record.userId && (byId.get(h.record.id)?.cosine ?? 0) > (m.cosine ?? 0)).length <= NEWER.changedRank;
   for (const [i, older] of top.entries()) {
     for (const n of top.slice(i + 1)) {
@@ -163,8 +167,54 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
       }
     }
   }
-  if (!lifted.size) return ranked;
-  return ranked.map((h) => (lifted.has(h.record.id) ? { ...h, score: lifted.get(h.record.id)! } : lowered.has(h.record.id) ? { ...h, score: lowered.get(h.record.id)! } : h));
+  const scoreNow = (h: Ranked) => lifted.get(h.record.id) ?? lowered.get(h.record.id) ?? h.score;
+  // A question that asks for one value has one answer now: an older note below a newer one about
+  // the same thing answers it only as far as the newer one doesn't (round twelve).
+  const stale = new Map<string, number>();
+  if (asksForOneValue(query)) {
+    for (const older of top) {
+      for (const n of top) {
+        if (n === older || n.record.userId !== older.record.userId || !newer(n.record, older.record) || scoreNow(n) < scoreNow(older) || saysItAdds(n.record.content)) continue;
+        const [o, m] = [byId.get(older.record.id), byId.get(n.record.id)];
+        if (!o?.vector || !m?.vector) continue;
+        const c = cosine(o.vector, m.vector);
+        // Surely about the same thing, as ordering alone needn't be: close by the model, or a newer
+        // note that says it changed and is the older one's nearest.
+        const same = c >= NEWER.same || saysItChanged(older, n, o, c);
+        if (same) stale.set(older.record.id, Math.min(stale.get(older.record.id) ?? scoreNow(older), scoreNow(older) * (1 - scoreNow(n))));
+      }
+    }
+  }
+  if (!lifted.size && !stale.size) return ranked;
+  return ranked.map((h) => {
+    const score = stale.get(h.record.id) ?? lifted.get(h.record.id) ?? lowered.get(h.record.id);
+    return score === undefined ? h : { ...h, score };
+  });
+}
+
+/**
+ * Whether a question asks for one value of what it is about, so that two notes about the same
+ * thing can't both be its answer now: "what's my dentist's name?", "which bank am I with?", "what's
+ * Lina's house number?", "when is the standup?", "how much is the rent?", "where do I live now?" (a
+ * word such as "now", "currently", "these days" asks for what is true today). Not a question that asks for several ("what pets do we have?",
+ * "what are my allergies?", "who is coming and what can they eat?", "any…", "all…"), nor one about
+ * what someone likes, has or can do, of which there are often several ("what food do I like?",
+ * "what can Nico do now?"), nor one about what a place holds ("what's in the spare room now?").
+ * "What do I do for work?" or "where do I work?" are left out too: people hold two jobs.
+ */
+export function asksForOneValue(question: string): boolean {
+  const q = question.toLowerCase().replace(/[\u2018\u2019\u02bc]/g, "'").replace(/[?!.]/g, "").trim();
+  const words = q.split(/\s+/u);
+  const says = (re: RegExp) => words.some((w) => re.test(w));
+  if (says(/^(?:all|both|each|every|and|or|any)$/u) || says(/^(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|have|has|own|owns|can|could)$/u)) return false;
+  if (/^what(?:'s| is) in /u.test(q)) return false;
+  if (says(/^(?:now|currently|nowadays|current|latest|anymore|still)$/u) || /(?:^| )(?:these days|at the moment|at present|any more|right now)(?: |$)/u.test(q)) return true;
+  // The head noun asked about, the last word of "what's my phone number" or "which mobile carrier am I…", in the singular.
+  const one = (phrase: string) => !/s$/u.test(phrase.split(/\s+/u).pop()!) || /(?:ss|us|is|'s)$/u.test(phrase);
+  const whose = q.match(/^(?:what|who|which|where|when|how much|what time)(?:'s| is| was)\s+(?:the|my|our|your|his|her|their|(?:the )?[\p{L}-]+'s?)\s+([\p{L}' -]+)$/u);
+  if (whose) return one(whose[1].trim());
+  const which = q.match(/^(?:which|what)\s+((?:[\p{L}-]+\s+){0,2}?[\p{L}-]+)\s+(?:do|does|am|is|did)(?:\s|$)/u);
+  return !!which && !which[1].split(/\s+/u).some((w) => /^(?:do|does|did|am|is|are|was|were|i|we|you|he|she|they|it|the|user)$/u.test(w)) && one(which[1]);
 }
 
 /** Days and months (and their abbreviations) as stems: two notes on one day are not about one thing. */

@@ -1018,9 +1018,14 @@ function changeWords(content: string): Set<string> {
 /** The newer note says something changed or happened, as a note of its own (not a transcript turn, a plan or an addition). */
 export function saysChanged(content: string): boolean {
   if (speakerOf(content) || HYPOTHETICAL.test(content) || MAY.test(content)) return false;
-  const folded = fold(content);
-  if (ADDITIVE.test(folded) || ADDS.test(folded)) return false;
+  if (saysItAdds(content)) return false;
   return changeWords(content).size > 0;
+}
+
+/** The note says it adds one more ("also", "too", "as well", "another", "both"…): "We also have a cat". */
+export function saysItAdds(content: string): boolean {
+  const folded = fold(content);
+  return ADDITIVE.test(folded) || ADDS.test(folded);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { addMemoriesFromLines, searchMemories } from "../../src/core/memories.js";
+import { asksForOneValue } from "../../src/core/search.js";
 import { useModelStore } from "../helpers/model-store.js";
 
 /**
@@ -70,18 +71,33 @@ describe("newer notes about the same thing rank first (real model)", () => {
   });
 
   it("ranks the newer phone number first, with the older one's score, and both stay listed", async () => {
-    const results = await search("what's my phone number?", { userId: "notes" });
+    // "Which phone numbers…" asks for several: the older note keeps its own score, right after.
+    const results = await search("which phone numbers are mine?", { userId: "notes" });
     expect(results.slice(0, 2).map((r) => r.id)).toEqual([ids.newPhone, ids.oldPhone]);
     expect(results[0].score).toBe(results[1].score);
     expect(results[0].score).toBeGreaterThan(0.5);
   });
 
+  it("where do I live?: the newer note first, the older one right after it", async () => {
+    const results = await search("where do I live?", { userId: "notes" });
+    expect(results.slice(0, 2).map((r) => r.id)).toEqual([ids.newHome, ids.oldHome]);
+  });
+
   it.each([
-    ["where do I live?", "newHome", "oldHome"],
+    ["what's my phone number?", "newPhone", "oldPhone"],
+    ["where do I live now?", "newHome", "oldHome"],
     ["who is my dentist?", "newDentist", "oldDentist"],
-  ])("%j: the newer note first, the older one right after it", async (query, newer, older) => {
-    const results = await search(query, { userId: "notes" });
-    expect(results.slice(0, 2).map((r) => r.id)).toEqual([ids[newer], ids[older]]);
+  ])("%j asks for one value: the newer note first, and the older one falls under 0.5, still listed", async (query, newer, older) => {
+    const results = await search(query, { userId: "notes", limit: 20 });
+    expect(results[0].id).toBe(ids[newer]);
+    expect(results[0].score).toBeGreaterThan(0.5);
+    const stale = results.find((r) => r.id === ids[older])!;
+    expect(stale.score).toBeLessThan(0.5);
+    // It answers only as far as the newer note doesn't: its score times (1 - the newer one's).
+    expect(stale.score).toBeLessThanOrEqual(results[0].score * (1 - results[0].score) + 1e-12);
+    const atDefault = (await searchMemories(ctx(), { query, userId: "notes" })).results.map((r) => r.id);
+    expect(atDefault).toContain(ids[newer]);
+    expect(atDefault).not.toContain(ids[older]);
   });
 
   it("keeps the note whose number the question names first: a newer note without it doesn't take its place", async () => {
@@ -107,17 +123,36 @@ describe("newer notes about the same thing rank first (real model)", () => {
     // notes user's newer note is a different user from the chat user's older turn.
     const results = await search("what's my phone number?", { limit: 10 });
     const byId = new Map(results.map((r) => [r.id, r.score]));
-    expect(byId.get(ids.newPhone)).toBe(byId.get(ids.oldPhone));
+    expect(byId.get(ids.newPhone)).toBeGreaterThan(0.5);
+    expect(byId.get(ids.oldPhone) ?? 0).toBeLessThan(0.5);
     expect(byId.get(ids.chatNew)).toBeLessThan(byId.get(ids.chatOld)!);
+    expect(byId.get(ids.chatOld)).toBeGreaterThan(0.5);
   });
 
   it.each([
-    ["what dose of metoprolol am I on?", "meds", "newDose", "oldDose"],
+    ["how much metoprolol have I been taking?", "meds", "newDose", "oldDose"],
     ["how do I get to work?", "commute", "newBike", "oldBike"],
   ])("%j: a newer note sharing the uncommon word the change is about comes first", async (query, userId, newer, older) => {
     const results = await search(query, { userId });
     expect(results.slice(0, 2).map((r) => r.id)).toEqual([ids[newer], ids[older]]);
     expect(results[0].score).toBe(results[1].score);
+  });
+
+  it("asked for one value, the older dose scores what it would times (1 - the newer one's score)", async () => {
+    const results = await search("what dose of metoprolol am I on?", { userId: "meds" });
+    expect(results[0].id).toBe(ids.newDose);
+    const stale = results.find((r) => r.id === ids.oldDose)!;
+    // The newer note took the older one's score; the older one answers only as far as it doesn't.
+    expect(stale.score).toBeCloseTo(results[0].score * (1 - results[0].score), 12);
+  });
+
+  it("leaves a newer note that says it adds one more beside the older one, even asked for one value", async () => {
+    // "We also have a cat called Tom" comes first at the dog note's score (the two are close), but
+    // it adds a pet: the dog note keeps its score.
+    const results = await search("what's our dog called?", { userId: "pets", limit: 5 });
+    const [dog, cat] = [ids.dog, ids.cat].map((id) => results.find((r) => r.id === id)!.score);
+    expect(dog).toBeGreaterThan(0.5);
+    expect(dog).toBe(cat);
   });
 
   it.each([
@@ -155,5 +190,44 @@ describe("newer notes about the same thing rank first (real model)", () => {
   it("keeps two facts that are both true in the top 5", async () => {
     const results = await search("what pets do we have?", { userId: "pets", limit: 5 });
     expect(results.map((r) => r.id)).toEqual(expect.arrayContaining([ids.dog, ids.cat]));
+  });
+});
+
+describe("asksForOneValue", () => {
+  it.each([
+    "what's my phone number?",
+    "Who is Priya's manager?",
+    "What’s Inês’s job?",
+    "which mobile carrier am I with?",
+    "Which firm does the user work at?",
+    "what's the landlord's number?",
+    "where do I live now?",
+    "Who is leading Kestrel at the moment?",
+    "what sport am I doing these days?",
+    "when is the standup?",
+    "How much is the rent?",
+    "what time is my train?",
+  ])("%j asks for one value", (question) => {
+    expect(asksForOneValue(question)).toBe(true);
+  });
+
+  it.each([
+    "what pets do we have?",
+    "what are my allergies?",
+    "which phone numbers are mine?",
+    "who's my therapist and when do I see them?",
+    "any allergies?",
+    "what food do I like?",
+    "what can Nico do now?",
+    "what's in the spare room now?",
+    "What do I do for work?",
+    "where do I work?",
+    "when are the standups?",
+    "what's on Friday?",
+    "what's due this week?",
+    "",
+    "🙂",
+  ])("%j does not", (question) => {
+    expect(asksForOneValue(question)).toBe(false);
   });
 });
