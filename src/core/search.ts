@@ -2,7 +2,7 @@ import { parseSearchMemories, type SearchMemoriesInput } from "../schemas/memory
 import type { MemoryFilter, MemoryRecord, MemoryWordHit, RowAt, VectorHit } from "../storage/store.js";
 import { embedQuery, type Context } from "./context.js";
 import { conversationOf } from "./conversation.js";
-import { DAYS, MONTHS } from "./frames.js";
+import { DAYS, fold, MONTHS } from "./frames.js";
 import { observationSubject } from "./observation.js";
 import { coverage, englishCount, queryTerms, stemWord, termWeights, type Term } from "./keyword.js";
 import { saysChanged, saysItAdds } from "./supersede.js";
@@ -141,12 +141,12 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
   const changes = new Map<string, boolean>();
   const saysChange = (r: MemoryRecord) => changes.get(r.id) ?? changes.set(r.id, saysChanged(r.content)).get(r.id)!;
   const others = (a: Ranked, b: Ranked) => top.filter((h) => h !== a && h !== b && h.record.userId === a.record.userId);
-  // A newer note that says something changed, nearest the older one of all the user's best hits
-  // and among the closest to the question by meaning (round ten). The two exchange scores.
   /** Of the user's best hits, the newer note is the nearest to the older one (their cosine `c`). */
   const nearestTo = (older: Ranked, n: Ranked, o: Candidate, c: number) => others(older, n).every((h) => { const v = byId.get(h.record.id)?.vector; return !v || cosine(o.vector!, v) < c; });
   /** It says the older one changed, and is the nearest to it: the change is about that note. */
   const saysItChanged = (older: Ranked, n: Ranked, o: Candidate, c: number) => c >= NEWER.changed && saysChange(n.record) && nearestTo(older, n, o, c);
+  // A newer note that says something changed, nearest the older one of all the user's best hits
+  // and among the closest to the question by meaning (round ten). The two exchange scores.
   const changedFrom = (older: Ranked, n: Ranked, o: Candidate, m: Candidate, c: number) =>
     saysItChanged(older, n, o, c) &&
     top.filter((h) => h !== n && h.record.userId === n.record.userId && (byId.get(h.record.id)?.cosine ?? 0) > (m.cosine ?? 0)).length <= NEWER.changedRank;
@@ -196,14 +196,15 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
  * Whether a question asks for one value of what it is about, so that two notes about the same
  * thing can't both be its answer now: "what's my dentist's name?", "which bank am I with?", "what's
  * Lina's house number?", "when is the standup?", "how much is the rent?", "where do I live now?" (a
- * word such as "now", "currently", "these days" asks for what is true today). Not a question that asks for several ("what pets do we have?",
- * "what are my allergies?", "who is coming and what can they eat?", "any…", "all…"), nor one about
- * what someone likes, has or can do, of which there are often several ("what food do I like?",
- * "what can Nico do now?"), nor one about what a place holds ("what's in the spare room now?").
- * "What do I do for work?" or "where do I work?" are left out too: people hold two jobs.
+ * word such as "now", "currently", "these days" asks for what is true today). Not a question that
+ * asks for several ("what pets do we have?", "what are my allergies?", "who is coming and what can
+ * they eat?", "any…", "all…"), nor one about what someone likes, has or can do, of which there are
+ * often several ("what food do I like?", "what can Nico do now?"), nor one about what a place holds
+ * ("what's in the spare room now?"). "What do I do for work?" or "where do I work?" are left out
+ * too: people hold two jobs.
  */
 export function asksForOneValue(question: string): boolean {
-  const q = question.toLowerCase().replace(/[\u2018\u2019\u02bc]/g, "'").replace(/[?!.]/g, "").trim();
+  const q = fold(question).replace(/[?!.]/g, "").trim();
   const words = q.split(/\s+/u);
   const says = (re: RegExp) => words.some((w) => re.test(w));
   if (says(/^(?:all|both|each|every|and|or|any)$/u) || says(/^(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|have|has|own|owns|can|could)$/u)) return false;
