@@ -117,9 +117,10 @@ export function rankHits(input: SearchMemoriesInput, candidates: Candidate[], re
  * observations mm named with their entity ("Luis Ferreira: drives the white F-250"): the shared
  * name makes their embeddings close whatever they say; nor, over a note holding a number the
  * question names, a newer note without it. And when the question asks for one value
- * (asksForOneValue), an older note below a newer one surely about the same thing scores its score
- * times one minus the newer one's, so it usually falls under the threshold. The vectors come with
- * the cosines the search reads anyway.
+ * (asksForOneValue), an older note below a newer one surely about the same thing (close by the
+ * model, said changed, or holding no more of the question's words) scores its score times one
+ * minus the newer one's, so it usually falls under the threshold. The vectors come with the
+ * cosines the search reads anyway.
  */
 function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): Ranked[] {
   const top = [...ranked]
@@ -179,8 +180,13 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
         if (!o?.vector || !m?.vector) continue;
         const c = cosine(o.vector, m.vector);
         // Surely about the same thing, as ordering alone needn't be: close by the model, or a newer
-        // note that says it changed and is the older one's nearest.
-        const same = c >= NEWER.same || saysItChanged(older, n, o, c);
+        // note that says it changed and is the older one's nearest, or one that holds as much of
+        // the question's words as the older one, which holds some (round thirteen): "school
+        // finishes at 3.45 this term so pickup is later" after "pick up kids 3.15 from school". Not
+        // "Mia's sister arrives Christmas Eve" after "Mia's birthday is 3 Nov", for "when is Mia's
+        // birthday?": it lacks "birthday".
+        const answersToo = (o.coverage ?? 0) > 0 && (m.coverage ?? 0) >= (o.coverage ?? 0);
+        const same = c >= NEWER.same || saysItChanged(older, n, o, c) || answersToo;
         if (same) stale.set(older.record.id, Math.min(stale.get(older.record.id) ?? scoreNow(older), scoreNow(older) * (1 - scoreNow(n))));
       }
     }
