@@ -686,6 +686,17 @@ function speakerOf(content: string): RegExpExecArray | null {
 }
 
 /**
+ * A transcript's turn: a speaker's line that is no labelled value. "Caroline: Priya is our
+ * accountant" is one; "Therapist: Marguerite, Tuesdays on Zoom" and "Inhaler: switched to
+ * Symbicort" are notes (SPEAKER takes their labels for names), so "Ended things with Marguerite"
+ * can end the first and the second says a change (docs/memory-validity.md, "Measured": round
+ * thirteen).
+ */
+function isTurn(content: string): boolean {
+  return speakerOf(content) !== null && labelFact(content) === undefined;
+}
+
+/**
  * A labelled value ("Mobile: 0412 338 771", "Work email: r.okafor@nexa.com", "user.city = Lyon",
  * "Order #88213: delivered") states the one value its label names, so a newer note with the same
  * label and another value replaces it, whatever the words. Only labels that name one value at a
@@ -1017,7 +1028,7 @@ function changeWords(content: string): Set<string> {
 
 /** The newer note says something changed or happened, as a note of its own (not a transcript turn, a plan or an addition). */
 export function saysChanged(content: string): boolean {
-  if (speakerOf(content) || HYPOTHETICAL.test(content) || MAY.test(content)) return false;
+  if (isTurn(content) || HYPOTHETICAL.test(content) || MAY.test(content)) return false;
   if (saysItAdds(content)) return false;
   return changeWords(content).size > 0;
 }
@@ -1047,7 +1058,7 @@ export function changedByModel(newer: string, older: string, cosine: number, key
  * older note's vector only when this finds one (core/validity.ts).
  */
 export function wordOfChange(newer: string, older: string): string | undefined {
-  if (speakerOf(older)) return undefined;
+  if (isTurn(older)) return undefined;
   const said = changeWords(older);
   const words = [...changeWords(newer)];
   const word = words.find((w) => !said.has(w));
@@ -1081,7 +1092,7 @@ const LINKS_AFTER = new Set(["the", "my", "our", "his", "her", "their"]);
  * ("Priya's sister quit smoking" says nothing ended of Priya).
  */
 function endings(content: string): { word: string; names: string[] }[] {
-  if (speakerOf(content) || HYPOTHETICAL.test(content)) return [];
+  if (isTurn(content) || HYPOTHETICAL.test(content)) return [];
   return [...content.matchAll(ENDED)].map((m) => {
     const before = content.slice(0, m.index).split(/\s+/).filter(Boolean);
     const after = content.slice(m.index! + m[0].length).split(/\s+/).filter(Boolean);
@@ -1105,7 +1116,7 @@ export function saysEnded(content: string): boolean {
  */
 export function endedReason(newer: string, older: string): string | undefined {
   // What happened on a day stays true ("Gary fixed the boiler on Monday").
-  if (speakerOf(older) || happenedOnADay(older)) return undefined;
+  if (isTurn(older) || happenedOnADay(older)) return undefined;
   const theirs = new Set(namesIn(older));
   for (const { word, names } of endings(newer)) {
     const name = names.find((n) => theirs.has(n));

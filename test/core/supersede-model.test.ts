@@ -44,6 +44,10 @@ describe("what a note says changed (no model)", () => {
     expect(changedByModel("Dana bought a two-bedroom in Astoria.", "Dana rents a studio in Williamsburg.", SAID_CHANGED.near - 0.01, false)).toBeUndefined();
     expect(changedByModel("Dana bought a two-bedroom in Astoria.", "Dana rents a studio in Williamsburg.", SAID_CHANGED.near - 0.01, true)).toBeDefined();
     expect(changedByModel("I moved to Berlin.", "Caroline: I live in Paris.", 0.99, true)).toBeUndefined();
+    // A labelled value ("Inhaler:", "Role:") is a note of its own, either side.
+    expect(changedByModel("promoted!! mid-level FE now, still in payments", "Role: junior frontend dev, Payments team", 0.99, true)).toContain('"promoted"');
+    expect(saysChanged("Inhaler: switched to Symbicort twice daily")).toBe(true);
+    expect(saysChanged("Caroline: I switched to Symbicort")).toBe(false);
   });
 
   it.each([
@@ -86,6 +90,9 @@ describe("what a note says ended (no model)", () => {
     // No wish, no transcript turn, and what happened on a day stays true.
     expect(endedReason("If Priya retired we would need a new accountant", "Our accountant is Priya Shah")).toBeUndefined();
     expect(endedReason("Priya retired last year.", "Caroline: Priya is our accountant")).toBeUndefined();
+    // A labelled value is a note, not a turn, though SPEAKER takes its label for a name.
+    expect(endedReason("Ended things with Marguerite. First session with Jonah went well", "Therapist: Marguerite, Tuesdays on Zoom")).toBe('"ended things with" Marguerite');
+    expect(endedReason("Gary retired — new plumber is Ayesha at FlowRight", "Plumber: Gary, 07911 123456")).toBe('"retired" Gary');
     expect(endedReason("Gary's retired, Kasia runs the business now", "Gary fixed the boiler on Monday.")).toBeUndefined();
     expect(saysEnded("Gary's retired, Kasia runs the business now")).toBe(true);
     expect(saysEnded("I retired last year")).toBe(false); // no name
