@@ -249,10 +249,13 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       settled[i].replaced.push(id);
       superseded.add(id);
     }
-    // What only the model finds: stated facts (fact keys), not duplicates or talk.
+    // What only the model finds: stated facts (fact keys), not duplicates or talk. A note whose
+    // named thing the new one says ended needs no fact key: "cancelled FitHub" ends "FitHub
+    // membership, Aldgate branch", which states nothing the patterns read (round thirteen).
     for (const { record: old, cosine: c } of near[i]) {
-      if (superseded.has(old.id) || !old.matchKeys.some(isFactKey)) continue;
-      const reason = (changed[i] ? changedByModel(row.content, old.content, c, false) : undefined) ?? endedOf(i, old.content);
+      if (superseded.has(old.id)) continue;
+      const states = old.matchKeys.some(isFactKey);
+      const reason = (changed[i] && states ? changedByModel(row.content, old.content, c, false) : undefined) ?? endedOf(i, old.content);
       if (!reason) continue;
       marks.set(old.id, { by: i, reason });
       settled[i].replaced.push(old.id);

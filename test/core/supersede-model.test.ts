@@ -142,6 +142,8 @@ describe("replaced facts read by the model", () => {
   it("an older note whose named thing a newer note says ended, found among the nearest by the model", async () => {
     expect(await replayed(["Our accountant is Priya Shah at Ledgerline.", "Priya retired in March, Ledgerline gave us Tom instead."])).toEqual([true, false]);
     expect(await replayed(["Team chat runs on HipChat.", "HipChat is read-only since the move to Slack."])).toEqual([true, false]);
+    // An older note that states no fact the patterns read (no fact key) ends too.
+    expect(await replayed(["FitHub membership, Aldgate branch", "cancelled FitHub, joined the climbing wall at Mile End"])).toEqual([true, false]);
     // An event stays true; a parcel left somewhere ends nothing.
     expect(await replayed(["Gary fixed the boiler on Monday.", "Gary's retired, Kasia runs the business now."])).toEqual([false, false]);
     expect(await replayed(["Amazon parcel delivered, left with the neighbour at no. 12", "Amazon parcel delivered, left in the porch"])).toEqual([false, false]);
