@@ -136,11 +136,13 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
   /** Older notes a newer one says changed, with the newer one's own score (round ten). */
   const lowered = new Map<string, number>();
   const scoreOf = (h: Ranked) => lifted.get(h.record.id) ?? h.score;
-  // Each note's words are stemmed, and read for a word of change, once, however many pairs it is in.
+  // Each note's words are stemmed, and read for a word of change or of adding, once, however many pairs it is in.
   const stems = new Map<string, string[]>();
   const stemsOf = (r: MemoryRecord) => stems.get(r.id) ?? stems.set(r.id, wordStems(r.content)).get(r.id)!;
   const changes = new Map<string, boolean>();
   const saysChange = (r: MemoryRecord) => changes.get(r.id) ?? changes.set(r.id, saysChanged(r.content)).get(r.id)!;
+  const adds = new Map<string, boolean>();
+  const saysAdds = (r: MemoryRecord) => adds.get(r.id) ?? adds.set(r.id, saysItAdds(r.content)).get(r.id)!;
   const others = (a: Ranked, b: Ranked) => top.filter((h) => h !== a && h !== b && h.record.userId === a.record.userId);
   /** Of the user's best hits, the newer note is the nearest to the older one (their cosine `c`). */
   const nearestTo = (older: Ranked, n: Ranked, o: Candidate, c: number) => others(older, n).every((h) => { const v = byId.get(h.record.id)?.vector; return !v || cosine(o.vector!, v) < c; });
@@ -175,7 +177,7 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
   if (asksForOneValue(query)) {
     for (const older of top) {
       for (const n of top) {
-        if (n === older || n.record.userId !== older.record.userId || !newer(n.record, older.record) || scoreNow(n) < scoreNow(older) || saysItAdds(n.record.content)) continue;
+        if (n === older || n.record.userId !== older.record.userId || !newer(n.record, older.record) || scoreNow(n) < scoreNow(older) || saysAdds(n.record)) continue;
         const [o, m] = [byId.get(older.record.id), byId.get(n.record.id)];
         if (!o?.vector || !m?.vector) continue;
         const c = cosine(o.vector, m.vector);
