@@ -119,8 +119,10 @@ export function rankHits(input: SearchMemoriesInput, candidates: Candidate[], re
  * question names, a newer note without it. And when the question asks for one value
  * (asksForOneValue), an older note below a newer one surely about the same thing (close by the
  * model, said changed, or holding no more of the question's words) scores its score times one
- * minus the newer one's, so it usually falls under the threshold. The vectors come with the
- * cosines the search reads anyway.
+ * minus the newer one's, so it usually falls under the threshold; when it asks for neither one
+ * value nor several (asksForSeveral), an older note below a newer one that says it changed falls
+ * just under the default threshold (NEWER.stale): "Farida moved our 1:1 to Fridays at 11" over "1:1
+ * with Farida Mondays 2pm" for "When is my 1:1 with Farida?". The vectors come with the cosines the search reads anyway.
  */
 function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): Ranked[] {
   const top = [...ranked]
@@ -172,9 +174,13 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
   }
   const scoreNow = (h: Ranked) => lifted.get(h.record.id) ?? lowered.get(h.record.id) ?? h.score;
   // A question that asks for one value has one answer now: an older note below a newer one about
-  // the same thing answers it only as far as the newer one doesn't (round twelve).
+  // the same thing answers it only as far as the newer one doesn't (round twelve). A question that
+  // doesn't ask for several things has its answer in a newer note that says the older one changed
+  // (round fourteen); "which deals have closed?" is asked of "The Denver deal closed…" and "The
+  // Boulder deal closed…" alike.
   const stale = new Map<string, number>();
-  if (asksForOneValue(query)) {
+  const oneValue = asksForOneValue(query);
+  if (oneValue || !asksForSeveral(query)) {
     for (const older of top) {
       for (const n of top) {
         if (n === older || n.record.userId !== older.record.userId || !newer(n.record, older.record) || scoreNow(n) < scoreNow(older) || saysAdds(n.record)) continue;
@@ -188,8 +194,11 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
         // "Mia's sister arrives Christmas Eve" after "Mia's birthday is 3 Nov", for "when is Mia's
         // birthday?": it lacks "birthday".
         const answersToo = (o.coverage ?? 0) > 0 && (m.coverage ?? 0) >= (o.coverage ?? 0);
-        const same = c >= NEWER.same || saysItChanged(older, n, o, c) || answersToo;
-        if (same) stale.set(older.record.id, Math.min(stale.get(older.record.id) ?? scoreNow(older), scoreNow(older) * (1 - scoreNow(n))));
+        const same = oneValue ? c >= NEWER.same || saysItChanged(older, n, o, c) || answersToo : saysItChanged(older, n, o, c);
+        // Asked for one value, the older note answers only as far as the newer one doesn't; otherwise
+        // it falls just under the default threshold and keeps its place under the newer one.
+        const score = oneValue ? scoreNow(older) * (1 - scoreNow(n)) : Math.min(scoreNow(older), NEWER.stale);
+        if (same) stale.set(older.record.id, Math.min(stale.get(older.record.id) ?? scoreNow(older), score));
       }
     }
   }
@@ -224,6 +233,33 @@ export function asksForOneValue(question: string): boolean {
   if (whose) return one(whose[1].trim());
   const which = q.match(/^(?:which|what)\s+((?:[\p{L}-]+\s+){0,2}?[\p{L}-]+)\s+(?:do|does|am|is|did)(?:\s|$)/u);
   return !!which && !which[1].split(/\s+/u).some((w) => /^(?:do|does|did|am|is|are|was|were|i|we|you|he|she|they|it|the|user)$/u.test(w)) && one(which[1]);
+}
+
+/**
+ * Whether a question asks for several things, of which two notes can both be an answer now, so that
+ * a newer note saying something changed doesn't make an older one stale (newerFirst; round
+ * fourteen). Read from its words alone:
+ * - a list: "and", "or", "all", "both", "each", "every", "any", "else", "other";
+ * - a plural: "what are…", "when are the releases?", "how much are lattes…", or a plural noun after
+ *   "what"/"which" ("what food allergies does Ari have?", "which days…");
+ * - members of a group: "who in the family…", "which of my cousins…";
+ * - what a day or a list holds: "what's on Monday?", "what's new…", "what's booked…", "what does the
+ *   building no longer allow?", "what can Nico do now?", "what do I like about…";
+ * - what has happened or piled up: "what have I sold…", "when did I last…", "how did I…", "…so
+ *   far", "…this week", "…today", "…lately";
+ * - what someone has: "what support do I have?" (but "how many cats do we have?" is one count).
+ */
+export function asksForSeveral(question: string): boolean {
+  const q = fold(question).replace(/[?!.]/g, "").trim();
+  if (q.split(/\s+/u).some((w) => /^(?:and|or|all|both|each|every|any|else|other|others)$/u.test(w))) return true;
+  if (/\b(?:are|were)\b/u.test(q) || /^(?:who|which|what) (?:in|of|among|from)\b/u.test(q)) return true;
+  if (/^(?:what|which|who|when|where|how)(?:'s| is) (?:on|new|booked|planned|due)\b/u.test(q) || /\b(?:no longer|like about)\b/u.test(q)) return true;
+  if (/\bnow\b/u.test(q) && /\b(?:can|could|have|has)\b/u.test(q)) return true;
+  if (/^(?:what|which|who|when|where|how|why)\b.*\b(?:have|has|did)\s+[\p{L}-]+/u.test(q)) return true;
+  if (/\b(?:so far|lately|recently|this week|this month|this year|today)\b/u.test(q)) return true;
+  if (/\b(?:have|has|own|owns)$/u.test(q) && !/^how many\b/u.test(q)) return true;
+  const head = q.match(/^(?:what|which)\s+((?:[\p{L}-]+\s+){0,2}?[\p{L}-]+)\s+(?:do|does|did|am|is|have|has|was|go|goes)\b/u);
+  return !!head && /s$/u.test(head[1]) && !/(?:ss|us|is|'s)$/u.test(head[1]);
 }
 
 /** Days and months (and their abbreviations) as stems: two notes on one day are not about one thing. */

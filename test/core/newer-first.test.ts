@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { addMemoriesFromLines, searchMemories } from "../../src/core/memories.js";
-import { asksForOneValue } from "../../src/core/search.js";
+import { asksForOneValue, asksForSeveral } from "../../src/core/search.js";
 import { useModelStore } from "../helpers/model-store.js";
+import { NEWER } from "../../src/core/ranking.js";
 
 /**
  * What is true now comes first (core/search.ts newerFirst): a newer note about the same thing as an
@@ -47,6 +48,19 @@ const LOOSE = [
   // …and a newer note, first by the shared name, that lacks the question's "birthday".
   ["birthday", "mia", "Mia's birthday is 3 Nov, she likes lavender soap"],
   ["visit", "mia", "Mia's sister Joan arrives Christmas Eve, staying a week"],
+  // A newer note that says something changed, for questions that ask neither for one value nor for
+  // several (round fourteen)…
+  ["oldOneToOne", "farida", "1:1 with Farida Mondays 2pm"],
+  ["newOneToOne", "farida", "Farida moved our 1:1 to Fridays at 11"],
+  ["oldCi", "ci", "CI runs on CircleCI"],
+  ["newCi", "ci", "All pipelines ported to GitHub Actions; CircleCI account closed"],
+  // …and pairs of true notes whose newer one reads as a change, for questions that ask for several.
+  ["laptop", "ebay", "Sold my old laptop on eBay for £320"],
+  ["monitor", "ebay", "Sold the old monitor on eBay for £90"],
+  ["bikes", "building", "The building no longer allows bikes in the hallway"],
+  ["barbecues", "building", "The building no longer allows barbecues on the balconies"],
+  ["zoe", "family", "Zoe got engaged to Callum"],
+  ["fran", "family", "Zoe's sister Fran got engaged the same month, to Deepak"],
 ] as const;
 
 describe("newer notes about the same thing rank first (real model)", () => {
@@ -187,6 +201,28 @@ describe("newer notes about the same thing rank first (real model)", () => {
   });
 
   it.each([
+    ["When is my 1:1 with Farida?", "farida", "newOneToOne", "oldOneToOne"],
+    ["What do we use for CI?", "ci", "newCi", "oldCi"],
+  ])("%j: a newer note that says it changed comes first, and the older one falls just under 0.5, right under it", async (query, userId, newer, older) => {
+    expect(asksForOneValue(query)).toBe(false);
+    const results = await search(query, { userId });
+    expect(results.slice(0, 2).map((r) => r.id)).toEqual([ids[newer], ids[older]]);
+    expect(results[0].score).toBeGreaterThan(0.5);
+    expect(results[1].score).toBe(NEWER.stale);
+    const atDefault = (await searchMemories(ctx(), { query, userId })).results.map((r) => r.id);
+    expect(atDefault).toEqual([ids[newer]]);
+  });
+
+  it.each([
+    ["what have I sold on eBay?", "ebay", "laptop", "monitor"],
+    ["what does the building no longer allow?", "building", "bikes", "barbecues"],
+    ["Who in the family got engaged?", "family", "zoe", "fran"],
+  ])("%j asks for several: both notes pass 0.5 though the newer one reads as a change", async (query, userId, a, b) => {
+    const results = await search(query, { userId });
+    for (const id of [ids[a], ids[b]]) expect(results.find((r) => r.id === id)!.score).toBeGreaterThan(0.5);
+  });
+
+  it.each([
     ["when does Oscar swim?", "kid", "swim", "passport"],
     ["when does Ana land?", "trip", "landing", "flat"],
   ])("%j: a shared opening name or a shared month doesn't make two notes one thing", async (query, userId, answer, other) => {
@@ -246,5 +282,43 @@ describe("asksForOneValue", () => {
     "🙂",
   ])("%j does not", (question) => {
     expect(asksForOneValue(question)).toBe(false);
+  });
+});
+
+describe("asksForSeveral", () => {
+  it.each([
+    "what pets does the user have?",
+    "What food allergies does Ari have?",
+    "When are the releases?",
+    "How much are lattes at Kaffeeklatsch?",
+    "who's my therapist and when do I see them?",
+    "Which of my cousins are engaged?",
+    "Who in the family got engaged?",
+    "what's on Saturday?",
+    "what's new at the library?",
+    "what does the building no longer allow?",
+    "what can Nico do now?",
+    "What do I like about the new office?",
+    "what have I sold on eBay?",
+    "When did I last back up my laptop?",
+    "How much ibuprofen have I taken today?",
+    "what support do I have?",
+  ])("%j asks for several", (question) => {
+    expect(asksForSeveral(question)).toBe(true);
+  });
+
+  it.each([
+    "When is my 1:1 with Farida?",
+    "What do we use for CI?",
+    "How do I take my tea?",
+    "Do I like coriander?",
+    "How many cats do we have?",
+    "Where does Biscuit go to the vet?",
+    "Is the user married?",
+    "what's my phone number?",
+    "",
+    "🙂",
+  ])("%j does not", (question) => {
+    expect(asksForSeveral(question)).toBe(false);
   });
 });
