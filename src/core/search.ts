@@ -129,7 +129,9 @@ function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): R
     .sort(byScore)
     .slice(0, NEWER.top)
     .filter((h) => conversationOf(h.record.metadata, h.record.tags) === null && observationSubject(h.record.metadata) === undefined);
-  if (top.length < 2 || !top.some((h, i) => top.slice(i + 1).some((n) => n.record.userId === h.record.userId && newer(n.record, h.record)))) return ranked;
+  // Two hits of one user: one may be lifted over the other, or the other lowered under it (a newer
+  // note ranked first on its own still makes an older one stale).
+  if (!top.some((h, i) => top.slice(i + 1).some((n) => n.record.userId === h.record.userId))) return ranked;
   const byId = new Map(candidates.map((c) => [c.record.id, c]));
   // A number in the question picks out the note it asks about ("note 7 on chess", "flight TP1337"):
   // a newer note without it doesn't take that note's place.

@@ -89,6 +89,9 @@ describe("newer notes about the same thing rank first (real model)", () => {
     ids.locker12 = await add("notes", "The code for locker 12 at the gym is 9087");
     for (const user of new Set(LOOSE.map(([, u]) => u))) for (const f of FILLERS) await add(user, f);
     for (const [key, user, content] of LOOSE) ids[key] = await add(user, content);
+    // A new user's first two notes, and nothing else: the newer one ranks first on its own.
+    ids.freshOld = await add("fresh", "1:1 with Farida Mondays 2pm");
+    ids.freshNew = await add("fresh", "Farida moved our 1:1 to Fridays at 11");
     ids.dog = await add("pets", "We have a dog named Rex");
     ids.cat = await add("pets", "We also have a cat called Tom");
   });
@@ -211,6 +214,14 @@ describe("newer notes about the same thing rank first (real model)", () => {
     expect(results[1].score).toBe(NEWER.stale);
     const atDefault = (await searchMemories(ctx(), { query, userId })).results.map((r) => r.id);
     expect(atDefault).toEqual([ids[newer]]);
+  });
+
+  it("lowers the older note of a user with two notes and nothing else, where the newer one already ranks first on its own", async () => {
+    const query = "When is my 1:1 with Farida?";
+    const all = await search(query, { userId: "fresh" });
+    expect(all.map((r) => r.id)).toEqual([ids.freshNew, ids.freshOld]);
+    expect(all[1].score).toBe(NEWER.stale);
+    expect((await searchMemories(ctx(), { query, userId: "fresh" })).results.map((r) => r.id)).toEqual([ids.freshNew]);
   });
 
   it.each([
