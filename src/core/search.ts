@@ -122,7 +122,8 @@ export function rankHits(input: SearchMemoriesInput, candidates: Candidate[], re
  * minus the newer one's, so it usually falls under the threshold; when it asks for neither one
  * value nor several (asksForSeveral), an older note below a newer one that says it changed falls
  * just under the default threshold (NEWER.stale): "Farida moved our 1:1 to Fridays at 11" over "1:1
- * with Farida Mondays 2pm" for "When is my 1:1 with Farida?". The vectors come with the cosines the search reads anyway.
+ * with Farida Mondays 2pm" for "When is my 1:1 with Farida?". The vectors come with the cosines the
+ * search reads anyway.
  */
 function newerFirst(ranked: Ranked[], candidates: Candidate[], query: string): Ranked[] {
   const top = [...ranked]
