@@ -129,6 +129,11 @@ export interface Candidate {
    * the query gives that other memories of the scope hold (core/search.ts namesOf). See `hybridScore`.
    */
   missingName?: boolean;
+  /**
+   * For a memory in no conversation: the question asks for a kind of value (a time, an amount, a
+   * phone number…; core/answer-kind.ts) and the memory holds none. See `hybridScore`.
+   */
+  lacksKind?: boolean;
   /** Hybrid: the scope's nearest memory when it shares no word with the query: its `leadScore` (see LEAD). */
   lead?: number;
   /** Hybrid: the memory's embedding, read with its cosine, for comparing the best hits with each other (NEWER). */
@@ -136,7 +141,7 @@ export interface Candidate {
 }
 
 /** What a hybrid score is computed from: a candidate's evidence, each missing part 0 (or false). */
-export type HybridEvidence = Pick<Candidate, "coverage" | "neighbourCoverage" | "cosine" | "missingShare" | "missingName">;
+export type HybridEvidence = Pick<Candidate, "coverage" | "neighbourCoverage" | "cosine" | "missingShare" | "missingName" | "lacksKind">;
 
 export interface Ranked {
   record: MemoryRecord;
@@ -226,12 +231,16 @@ export function hybridRaw(e: HybridEvidence, p: HybridParams = HYBRID): number {
  * answer "what's Arne's phone number?" when the user has notes about Arne. Its words count for
  * nothing and the meaning floor doesn't lift it: the model's cosine of two notes of one kind is
  * high whoever they are about (0.7 and more for two phone numbers).
+ *
+ * So does a note that holds no value of the kind the question asks for (`lacksKind`): "User has a
+ * rescue kelpie named Biscuit" doesn't answer "how old is Biscuit?", however rare "Biscuit" is.
  */
 export function hybridScore(e: HybridEvidence, p: HybridParams = HYBRID): number {
   const c = clamp01(e.cosine ?? 0);
-  const raw = hybridRaw({ coverage: e.coverage, neighbourCoverage: e.neighbourCoverage, cosine: c, missingShare: e.missingName ? 1 : e.missingShare }, p);
+  const elsewhere = e.missingName || e.lacksKind;
+  const raw = hybridRaw({ coverage: e.coverage, neighbourCoverage: e.neighbourCoverage, cosine: c, missingShare: elsewhere ? 1 : e.missingShare }, p);
   const score = sigmoid(p.slope * (raw - p.midpoint));
-  return c >= p.meaningMidpoint && !e.missingName ? Math.max(score, sigmoid(p.meaningSlope * (c - p.meaningMidpoint))) : score;
+  return c >= p.meaningMidpoint && !elsewhere ? Math.max(score, sigmoid(p.meaningSlope * (c - p.meaningMidpoint))) : score;
 }
 
 export function rank(mode: SearchMode, candidates: Candidate[]): Ranked[] {

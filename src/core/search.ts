@@ -7,6 +7,7 @@ import { observationSubject } from "./observation.js";
 import { coverage, englishCount, queryTerms, stemWord, termWeights, type Term } from "./keyword.js";
 import { saysChanged, saysItAdds } from "./supersede.js";
 import { cosine } from "../embedder/types.js";
+import { answerKind, holdsKind } from "./answer-kind.js";
 import { CANDIDATES, KEYWORD_POOL, LEAD, NEWER, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
 import { replacedAfterReplacing, validityFilter } from "./validity.js";
 
@@ -364,6 +365,9 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   const byId = new Map<string, Candidate>();
   /** Where each hit's row is, when it came without its vector (topVectors). */
   const rowsAt = new Map<string, RowAt>();
+  // A note that holds no value of the kind the question asks for ("how old is Biscuit?") doesn't
+  // answer it (answer-kind.ts); a conversation's turn may have its value in the next turn.
+  const kind = answerKind(input.query);
   const add = ({ record, distance, vector, at }: VectorHit) => {
     if (at) rowsAt.set(record.id, at);
     byId.set(record.id, {
@@ -371,6 +375,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
       cosine: 1 - distance,
       vector,
       ...(matches?.evidenceOf(record) ?? { coverage: 0, neighbourCoverage: 0, missingShare: 0, missingName: false }),
+      lacksKind: kind !== undefined && !holdsKind(record.content, kind) && conversationOf(record.metadata, record.tags) === null,
     });
   };
   for (const h of vectorHits) add(h);
@@ -444,7 +449,7 @@ function withLead(candidates: Candidate[], terms: Term[], unfetchedBound: number
   const top = byCosine[0];
   // Only a lead that passes counts: a weaker one would reorder memories it doesn't speak for (a
   // note that merely shares no word ranked above the partial matches of a question's words).
-  const lead = top && !(top.coverage ?? 0) ? leadScore(top.cosine ?? 0, byCosine[1]?.cosine ?? 0) : 0;
+  const lead = top && !(top.coverage ?? 0) && !top.lacksKind ? leadScore(top.cosine ?? 0, byCosine[1]?.cosine ?? 0) : 0;
   if (lead >= LEAD.unless) top.lead = lead;
   return candidates;
 }

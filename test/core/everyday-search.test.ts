@@ -128,3 +128,51 @@ describe("a note about someone else, for a question that names someone (real mod
     expect([...namesOf("is my iPhone's screen insured?")]).toEqual([]);
   });
 });
+
+/**
+ * A question that asks for a kind of value (a time, a date, an amount, a number, a phone number,
+ * an email; core/answer-kind.ts) isn't answered by a note that holds none, however many of its
+ * words the note shares (core/ranking.ts hybridScore, lacksKind). Real model.
+ */
+describe("a note without the kind of value the question asks for (real model)", () => {
+  const ctx = useModelStore("mm-kinds-");
+  const notes = [
+    "User has a rescue kelpie named Biscuit",
+    "Vendor contact at MapTiles: Jens Bauer, jens@maptiles.de",
+    "Abena graduates July 8 in Kumasi, need flights!!",
+    "Backed up the laptop to the external drive",
+    "The greenhouse door hinge is rusted",
+  ];
+  const search = async (query: string, threshold = 0.5, userId = "k") => (await searchMemories(ctx(), { query, userId, threshold })).results;
+
+  beforeAll(async () => {
+    await addMemoriesFromLines(ctx(), notes.map((content) => JSON.stringify({ content, userId: "k" })), {});
+    // The same words as turns of one conversation: a turn's value may be in the next turn.
+    const turns = ["Sam: we adopted a rescue kelpie, her name is Biscuit", "Kim: aww so cute", "Sam: she sleeps all day"];
+    await addMemoriesFromLines(ctx(), turns.map((content) => JSON.stringify({ content, userId: "chat", metadata: { sessionId: "s1" } })), {});
+  });
+
+  it.each([
+    ["how old is Biscuit?", notes[0]],
+    ["Jens Bauer's phone number", notes[1]],
+    ["what time is my flight to Kumasi?", notes[2]],
+  ])("%j returns nothing: the note sharing its words holds no such value", async (query, note) => {
+    expect(await search(query)).toEqual([]);
+    const hit = (await search(query, 0)).find((r) => r.content === note)!;
+    expect(hit.score).toBeLessThan(0.5);
+  });
+
+  it.each([
+    ["what's Jens Bauer's email?", notes[1]],
+    ["when does Abena graduate?", notes[2]],
+    // A past event's time is often the note's own: a log line answers "when did…" by when it was written.
+    ["when did I last back up my laptop?", notes[3]],
+    ["what's Biscuit?", notes[0]],
+  ])("%j still returns its note", async (query, note) => {
+    expect((await search(query)).map((r) => r.content)).toEqual([note]);
+  });
+
+  it("a turn of a conversation is not held to it", async () => {
+    expect((await search("how old is Biscuit?", 0.5, "chat")).map((r) => r.content)).toContain("Sam: we adopted a rescue kelpie, her name is Biscuit");
+  });
+});
