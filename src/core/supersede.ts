@@ -1002,6 +1002,13 @@ const EVENT_VERB = /\b(?!(?:hundred|indeed|speed|breed|bleed|embed|sacred|naked|
  * was (docs/memory-validity.md, round five).
  */
 const TAKE_UP = /^(?:started|added|adopted|enrolled|subscribed)$/;
+/**
+ * Booking something adds an appointment or a plan: "Booked the vet for Rex on March 3rd" says
+ * nothing ended about "We have a dog named Rex" (the two share the name Rex, and were close
+ * enough for the model: the dog note was marked replaced, 27 November). Not "double-booked", which
+ * says a plan fell through ("Venue double-booked us, wedding is 21 June").
+ */
+const BOOKS = /^(?:booked|scheduled|reserved|arranged)$/;
 /** …and these with "up", "in" or "on" after them ("picked up weekend shifts", "pencilled in", "took on"). */
 const TAKE_UP_WITH = /^(?:signed|picked|pencilled|penciled|took|taken)$/;
 const TAKE_UP_PARTICLE = /^\s+(?:up|in|on)\b/;
@@ -1019,7 +1026,7 @@ function changeWords(content: string): Set<string> {
     for (const m of s.matchAll(CHANGED)) words.add(m[0]);
     // "Bo talked about the new job on day 26": a conversation happened, nothing it is about changed.
     for (const m of s.matchAll(EVENT_VERB)) {
-      const takesUp = TAKE_UP.test(m[0]) || (TAKE_UP_WITH.test(m[0]) && TAKE_UP_PARTICLE.test(s.slice(m.index! + m[0].length)));
+      const takesUp = TAKE_UP.test(m[0]) || (BOOKS.test(m[0]) && s[m.index! - 1] !== "-") || (TAKE_UP_WITH.test(m[0]) && TAKE_UP_PARTICLE.test(s.slice(m.index! + m[0].length)));
       if (!takesUp && !STATE_BEFORE.test(s.slice(0, m.index)) && !REPORT.test(m[0])) words.add(m[0]);
     }
   }

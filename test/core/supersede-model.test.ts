@@ -32,6 +32,11 @@ describe("what a note says changed (no model)", () => {
     expect(saysChanged("Ana picked up a Saturday job at the bakery")).toBe(false);
     expect(saysChanged("Vet added a joint supplement to Rufus's food")).toBe(false);
     expect(saysChanged("Signed the new contract at 52k")).toBe(true); // signed, not signed up
+    // Booking adds an appointment or a plan; a plan that fell through is a change.
+    expect(saysChanged("Booked the vet for Rex on March 3rd")).toBe(false);
+    expect(saysChanged("Scheduled a call with the accountant")).toBe(false);
+    expect(saysChanged("Venue double-booked us, wedding is 21 June 2027")).toBe(true);
+    expect(saysChanged("Booked the dentist for March 10 instead")).toBe(true); // "instead"
     expect(saysChanged("Started vitamin D drops, switched from the tablets")).toBe(true); // "switched"
   });
 
@@ -175,6 +180,8 @@ describe("replaced facts read by the model", () => {
     expect(await replayed(["Our dog is called Bruno.", "Our cat is called Pepper."])).toEqual([false, false]);
     expect(await replayed(["I'm allergic to penicillin.", "I'm also allergic to latex."])).toEqual([false, false]);
     expect(await replayed(["Flight to Madrid on June 12.", "Hotel in Madrid booked June 12-15."])).toEqual([false, false]);
+    // A plan for something the older note names: both hold ("Rex" is a key of both).
+    expect(await replayed(["We have a dog named Rex", "Booked the vet for Rex on March 3rd"])).toEqual([false, false]);
     // Two conversations about one thing: talking is no change of it.
     expect(await replayed(["Bo worried about the new job on day 5, noting detail 52.", "Bo talked about the new job on day 26, noting detail 85."])).toEqual([false, false]);
   });
