@@ -21,7 +21,9 @@ import { DAYS, MONTHS } from "./frames.js";
  *   "Water intake today: 1.5 L");
  * - a number: "how many/old/far/tall/big/heavy…", "what dose/age…";
  * - a phone number ("what's Arne's mobile?", "phone number"; not "which mobile handset…"), an
- *   email address.
+ *   email address;
+ * - a street address ("what's Sigrid's address?"), a code or password ("what's the new eftpos
+ *   PIN?" against "Bank changed the eftpos card, new PIN in the safe, not written down").
  *
  * What a value looks like is read from the note's words alone (digits, currency, days, months,
  * "tonight", "twice", "third"…), so a value written out another way ("after exams") is missed: the
@@ -29,16 +31,16 @@ import { DAYS, MONTHS } from "./frames.js";
  * checked on the replaced-fact sets and the 20-memory stores
  * (docs/search-quality.md, "What was tried").
  */
-export type AnswerKind = "time" | "when" | "often" | "amount" | "number" | "phone" | "email";
+export type AnswerKind = "time" | "when" | "often" | "amount" | "number" | "phone" | "email" | "address" | "code";
 
 const WHAT = String.raw`^\s*(?:what|what's|whats|which)\b`;
 /**
  * A question whose head noun is one of `nouns`: "what's the rent?", "what is the gym membership
  * fee?", "what's Priya Raman's day rate?"; not "which bank is my salary paid into?", which asks
- * for a bank.
+ * for a bank, nor "what code editor do I use?", whose head is "editor".
  */
 const headed = (nouns: string) =>
-  String.raw`^\s*(?:what|which)(?:'s|s| is| was| are| were)?\s+(?:(?:the|my|our|your|his|her|their|this|that)\s+|(?:\p{Lu}[\p{L}-]*\s+)*\p{Lu}[\p{L}-]*['’]s\s+)?(?:[\p{L}-]+\s+){0,2}(?:${nouns})\b`;
+  String.raw`^\s*(?:what|which)(?:'s|s| is| was| are| were)?\s+(?:(?:the|my|our|your|his|her|their|this|that)\s+|(?:\p{Lu}[\p{L}-]*\s+)*\p{Lu}[\p{L}-]*['’]s\s+)?(?:[\p{L}-]+\s+){0,2}(?:${nouns})\b(?=\s*(?:$|[?.!,]|(?:for|of|on|at|to|in|into|is|are|was|were|from|with|now|these|this|per|a|an|the|do|does|did)\b))`;
 const MONEY_WORD = "cost|costs|pay|paid|charge|charges|rent|price|bill|owe|owed|spend|spent|earn|earned|save|saved|fee|fees|budget|salary";
 
 /** Question forms and the kind each asks for; the first that matches wins. */
@@ -55,6 +57,8 @@ const KIND_OF_QUESTION: [RegExp, AnswerKind][] = [
     "amount",
   ],
   [new RegExp(String.raw`\bhow (?:much|many|old|far|tall|big|heavy)\b|${headed("dose|dosage|age")}`, "iu"), "number"],
+  [new RegExp(headed("address|postcode|zip"), "iu"), "address"],
+  [new RegExp(headed("password|passcode|code|pin|combination|combo"), "iu"), "code"],
   [/^\s*when (?!did|was|were|had|have)|\bwhen (?:is|are|do|does|will|should|can|'s)\b|\b(?:what|which)(?:'s| is| was)? (?:the )?(?:day|date)\b/i, "when"],
 ];
 
@@ -76,6 +80,11 @@ const NUMBER =
 const FREQUENCY = /\b(?:every|each|per|since|always|never|usually)\b/i;
 const AMOUNT =
   /[$£€¥₹]\s?\d|\d\s?[$£€]|\b\d+(?:[.,]\d+)?\s?(?:k|m|bn|grand|dollars?|euros?|pounds?|quid|bucks|cents?|p|kr|nok|sek|dkk|usd|aud|eur|gbp|cad|chf|pln|zl|zł)\b|\b(?:usd|aud|eur|gbp|cad|nok|sek|dkk|chf|pln|kr|rs)\.?\s?\d|\b\d{2,}\b|\bfree\b/i;
+/** A house number or a street word: "Nygårdsgaten 12", "7 Harbour Road". */
+const ADDRESS =
+  /\d|\b(?:street|st|road|rd|avenue|ave|lane|ln|drive|dr|way|place|close|court|crescent|terrace|gardens|square|boulevard|blvd|rue|strasse|straße|gatan|gaten|vej|via|calle)\b/i;
+/** A token a code or password is made of: a digit, a word with a capital inside ("mangoJollof"), two parts joined by a hyphen ("otter-42"). */
+const CODE = /\d|\b\w*[a-z]\w*[A-Z]\w*\b|\w-\w/;
 const PHONE = /\+?\d[\d\s().-]{5,}\d|\bext\.?\s?\d{2,}/i;
 
 /** Whether the text holds a value of the kind. */
@@ -95,5 +104,9 @@ export function holdsKind(text: string, kind: AnswerKind): boolean {
       return PHONE.test(text);
     case "email":
       return text.includes("@");
+    case "address":
+      return ADDRESS.test(text);
+    case "code":
+      return CODE.test(text);
   }
 }

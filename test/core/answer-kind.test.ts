@@ -26,6 +26,9 @@ describe("the kind of value a question asks for", () => {
     ["what's Arne's mobile?", "phone"],
     ["Jens Bauer's phone number", "phone"],
     ["what's Gary the plumber's email?", "email"],
+    ["what's Sigrid's new address?", "address"],
+    ["what's the new eftpos PIN?", "code"],
+    ["what is the wifi password?", "code"],
   ])("%j asks for %s", (question, kind) => {
     expect(answerKind(question)).toBe(kind);
   });
@@ -39,6 +42,7 @@ describe("the kind of value a question asks for", () => {
     "who paid for dinner?",
     "which bank is my salary paid into?",
     "what email provider do I use?",
+    "what code editor do I use at work?",
     "what's my favourite restaurant?",
     "what do I do when the alarm goes off?",
   ])("%j asks for no kind of value", (question) => {
@@ -65,6 +69,10 @@ describe("whether a note holds a value of a kind", () => {
     ["Randi's phone number 913 44 208", "phone"],
     ["ICU unit manager is Dev Patel, ext 4471", "phone"],
     ["Vendor contact: jens@maptiles.de", "email"],
+    ["Sigrid lives in Bergen now, new address Nygårdsgaten 12", "address"],
+    ["Mum moved to Rose Lane", "address"],
+    ["The wifi password for the flat is otter-42", "code"],
+    ["flat wifi: BT-Hub pw mangoJollof", "code"],
   ])("%j holds a %s", (text, kind) => {
     expect(holdsKind(text, kind as never)).toBe(true);
   });
@@ -77,6 +85,8 @@ describe("whether a note holds a value of a kind", () => {
     ["User's accountant is Rhiannon Lee at Lee & Co", "phone"],
     ["Locker 7 at the gym", "phone"],
     ["Plumber = Gary Mills 027 431 889", "email"],
+    ["Arne lives in the yellow house by the church", "address"],
+    ["Bank changed the eftpos card, new PIN in the safe, not written down", "code"],
   ])("%j holds no %s", (text, kind) => {
     expect(holdsKind(text, kind as never)).toBe(false);
   });
