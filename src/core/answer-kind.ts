@@ -1,4 +1,4 @@
-import { DAYS, MONTHS } from "./frames.js";
+import { DAYS, MONTHS, NUMBER_WORDS } from "./frames.js";
 
 /**
  * The kind of value a question asks for, and whether a note holds one (hybrid search,
@@ -75,8 +75,8 @@ const DATE = new RegExp(
     String.raw`\b(?:next|last|this|every) (?:\w+ )?(?:week|month|year|day|time)\b|\b\d+ (?:days?|weeks?|months?|years?)\b`,
   "i",
 );
-const NUMBER =
-  /\d|\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|another|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozen|twenty|thirty|forty|fifty|hundred|thousand|half|once|twice|couple|few)\b/i;
+/** A digit, a number word as frames read one, or a count said another way ("a third cat", "a couple"). */
+const NUMBER = new RegExp(String.raw`\d|\b(?:${NUMBER_WORDS}|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|another|dozen|couple|few)\b`, "i");
 const FREQUENCY = /\b(?:every|each|per|since|always|never|usually)\b/i;
 const AMOUNT =
   /[$£€¥₹]\s?\d|\d\s?[$£€]|\b\d+(?:[.,]\d+)?\s?(?:k|m|bn|grand|dollars?|euros?|pounds?|quid|bucks|cents?|p|kr|nok|sek|dkk|usd|aud|eur|gbp|cad|chf|pln|zl|zł)\b|\b(?:usd|aud|eur|gbp|cad|nok|sek|dkk|chf|pln|kr|rs)\.?\s?\d|\b\d{2,}\b|\bfree\b/i;

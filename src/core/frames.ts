@@ -95,7 +95,9 @@ export const DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|mo
 export const MONTHS = "january|february|march|april|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec";
 const DATE_WORD = new RegExp(String.raw`^(?:(?:${DAYS})s?|${MONTHS}|weekdays?|weekends?|noon|midnight|mornings?|afternoons?|evenings?)$`, "i");
 const PART_OF_MONTH = new RegExp(String.raw`^(?:mid|early|late)-(?:${MONTHS}|may)$`, "i");
-const NUMBER_WORD = /^(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|half|once|twice)$/i;
+/** Words that are numbers, as frames read values (and search's answer kinds, core/answer-kind.ts): an alternation for a regular expression. */
+export const NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|half|once|twice";
+const NUMBER_WORD = new RegExp(`^(?:${NUMBER_WORDS})$`, "i");
 /** Capitalised first words that are neither names nor things: verbs, adverbs, greetings ("Switched my notes…", "Honestly…"). */
 const NOT_LEADING =
   /^(?:\p{Lu}\p{Ll}{3,}(?:ed|ing)|Use|Got|Found|Left|Quit|Sold|Bought|Paid|Took|Made|Need|Remember|Note|Update|Honestly|Actually|Anyway|Btw|Fyi|Also|So|Well|Ok|Okay|Now|Today|Currently|Recently|Finally|Just|Still|Yes|Yeah|Heads|Quick|Reminder|Please|Since|From|Starting|As|Then|After|Before|When|While|If)$/u;
