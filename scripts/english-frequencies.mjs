@@ -10,10 +10,10 @@
 //
 //   node scripts/english-frequencies.mjs          rewrite the file
 //   node scripts/english-frequencies.mjs --check  exit 1 if the file is not what this script writes
-import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeOrCheck } from "./generated-file.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const require = createRequire(join(root, "package.json"));
@@ -57,15 +57,4 @@ export function generate() {
   ].join("\n");
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const text = generate();
-  if (process.argv.includes("--check")) {
-    if (readFileSync(target, "utf8") !== text) {
-      console.error(`${target} is out of date: run node scripts/english-frequencies.mjs`);
-      process.exit(1);
-    }
-  } else {
-    writeFileSync(target, text);
-    console.log(`wrote ${target} (${text.length} bytes)`);
-  }
-}
+if (process.argv[1] === fileURLToPath(import.meta.url)) writeOrCheck(target, generate(), "scripts/english-frequencies.mjs");

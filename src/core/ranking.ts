@@ -134,6 +134,11 @@ export interface Candidate {
    * phone number…; core/answer-kind.ts) and the memory holds none. See `hybridScore`.
    */
   lacksKind?: boolean;
+  /**
+   * For a note among the nearest by meaning whose coverage counts query words it holds through a
+   * bridge (core/bridges.ts): the coverage of its own words alone. Unset otherwise (then `coverage`).
+   */
+  ownCoverage?: number;
   /** Hybrid: the scope's nearest memory when it shares no word with the query: its `leadScore` (see LEAD). */
   lead?: number;
   /** Hybrid: the memory's embedding, read with its cosine, for comparing the best hits with each other (NEWER). */

@@ -8,6 +8,7 @@ import { coverage, englishCount, queryTerms, stemWord, termWeights, type Term } 
 import { saysChanged, saysItAdds } from "./supersede.js";
 import { cosine } from "../embedder/types.js";
 import { answerKind, holdsKind } from "./answer-kind.js";
+import { BRIDGE, bridgesOf, stemsOf } from "./bridges.js";
 import { CANDIDATES, KEYWORD_POOL, LEAD, NEWER, denseQuery, hybridScore, keywordQuery, leadScore, rank, type Candidate, type Ranked } from "./ranking.js";
 import { replacedAfterReplacing, validityFilter } from "./validity.js";
 
@@ -368,17 +369,19 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   // A note that holds no value of the kind the question asks for ("how old is Biscuit?") doesn't
   // answer it (answer-kind.ts); a conversation's turn may have its value in the next turn.
   const kind = answerKind(input.query);
-  const add = ({ record, distance, vector, at }: VectorHit) => {
+  // Bridges (bridges.ts) are looked for in the notes nearest by meaning alone: a keyword candidate
+  // further away is ranked by its own words, so pruning's bound holds for it.
+  const add = ({ record, distance, vector, at }: VectorHit, bridged: boolean) => {
     if (at) rowsAt.set(record.id, at);
     byId.set(record.id, {
       record,
       cosine: 1 - distance,
       vector,
-      ...(matches?.evidenceOf(record) ?? { coverage: 0, neighbourCoverage: 0, missingShare: 0, missingName: false }),
+      ...(matches?.evidenceOf(record, bridged) ?? { coverage: 0, neighbourCoverage: 0, missingShare: 0, missingName: false }),
       lacksKind: kind !== undefined && !holdsKind(record.content, kind) && conversationOf(record.metadata, record.tags) === null,
     });
   };
-  for (const h of vectorHits) add(h);
+  for (const h of vectorHits) add(h, true);
   // Fewer vector hits than asked for means the scope has no other memory: every keyword match and
   // neighbour is among them already.
   if (!matches || vectorHits.length < CANDIDATES) return topVectors(ctx, filter, withLead([...byId.values()], terms, 0), rowsAt);
@@ -412,7 +415,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
     const ids = batch.flatMap((p) => (p.id ? [p.id] : []));
     const seqs = new Map<string, number[]>();
     for (const p of batch) if (!p.id) seqs.set(p.userId, [...(seqs.get(p.userId) ?? []), p.seq]);
-    for (const h of await ctx.store.nearestAmong(vector, filter, { ids, seqs }, true)) if (!byId.has(h.record.id)) add(h);
+    for (const h of await ctx.store.nearestAmong(vector, filter, { ids, seqs }, true)) if (!byId.has(h.record.id)) add(h, false);
   }
   return topVectors(ctx, filter, withLead([...byId.values()], terms, unfetched), rowsAt);
 }
@@ -449,7 +452,7 @@ function withLead(candidates: Candidate[], terms: Term[], unfetchedBound: number
   const top = byCosine[0];
   // Only a lead that passes counts: a weaker one would reorder memories it doesn't speak for (a
   // note that merely shares no word ranked above the partial matches of a question's words).
-  const lead = top && !(top.coverage ?? 0) && !top.lacksKind ? leadScore(top.cosine ?? 0, byCosine[1]?.cosine ?? 0) : 0;
+  const lead = top && !(top.ownCoverage ?? top.coverage ?? 0) && !top.lacksKind ? leadScore(top.cosine ?? 0, byCosine[1]?.cosine ?? 0) : 0;
   if (lead >= LEAD.unless) top.lead = lead;
   return candidates;
 }
@@ -490,7 +493,7 @@ export function namesOf(query: string): Set<string> {
 /**
  * Which of the scope's memories contain which query words (from the full-text index, one lookup per
  * word), how many memories the scope holds, and so each memory's keyword coverage and its
- * neighbours'. Everything here is scoped to the search's own filter: other users' and accounts'
+ * neighbours', and for a note, the query words it holds through a bridge (bridges.ts). Everything here is scoped to the search's own filter: other users' and accounts'
  * memories never enter a weight.
  *
  * Neighbours (seq ± 1 of the same user) lend coverage only when both are turns of the same
@@ -548,9 +551,47 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter,
       missingName: conversation === null && (info?.missingName ?? false),
     };
   };
+  /**
+   * A note's evidence with the query words it holds through a bridge (bridges.ts) counted at
+   * BRIDGE.share of their weight, in its coverage and in what it lacks; `ownCoverage` keeps the
+   * coverage of its own words (the lead, LEAD, is for a note that holds none). Unchanged when no
+   * word bridges.
+   */
+  const bridged = (r: MemoryRecord, own: ReturnType<typeof evidence>) => {
+    const has = matched.get(r.id)?.terms;
+    let stems: Set<string> | undefined;
+    const through = terms.map((t, i) => {
+      if (has?.has(i)) return false;
+      const others = bridgesOf(t.stem);
+      if (!others.size) return false;
+      stems ??= stemsOf(r.content);
+      for (const s of stems) if (others.has(s)) return true;
+      return false;
+    });
+    if (!through.includes(true)) return own;
+    let holds = 0;
+    let all = 0;
+    let lacks = 0;
+    for (let i = 0; i < terms.length; i++) {
+      const present = has?.has(i) ?? false;
+      const share = present ? 1 : through[i] ? BRIDGE.share : 0;
+      const weight = present ? weights.present[i] : weights.absent[i];
+      holds += share * weight;
+      all += weight;
+      if (!present) lacks += (1 - share) * weights.absent[i];
+    }
+    return { ...own, coverage: all > 0 ? holds / all : 0, missingShare: absentTotal > 0 ? lacks / absentTotal : 0, ownCoverage: own.coverage };
+  };
   return {
-    /** A fetched memory's evidence; a matched one's conversation is already known. */
-    evidenceOf: (r: MemoryRecord) => evidence(r.id, r.userId, r.seq, infos.has(r.id) ? infos.get(r.id)!.conversation : conversationOf(r.metadata, r.tags)),
+    /**
+     * A fetched memory's evidence; a matched one's conversation is already known. With `bridges`, a
+     * note's words that bridge to the query's count too.
+     */
+    evidenceOf: (r: MemoryRecord, bridges = false) => {
+      const conversation = infos.has(r.id) ? infos.get(r.id)!.conversation : conversationOf(r.metadata, r.tags);
+      const own = evidence(r.id, r.userId, r.seq, conversation);
+      return bridges && conversation === null ? bridged(r, own) : own;
+    },
     /**
      * Matched memories, and the unmatched neighbours in a conversation of matched ones (by position;
      * no id yet). A neighbour's conversation isn't known until it is fetched: its bound takes any
