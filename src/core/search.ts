@@ -493,8 +493,9 @@ export function namesOf(query: string): Set<string> {
 /**
  * Which of the scope's memories contain which query words (from the full-text index, one lookup per
  * word), how many memories the scope holds, and so each memory's keyword coverage and its
- * neighbours', and for a note, the query words it holds through a bridge (bridges.ts). Everything here is scoped to the search's own filter: other users' and accounts'
- * memories never enter a weight.
+ * neighbours', and for a note, the query words it holds through a bridge (bridges.ts). Everything
+ * here is scoped to the search's own filter: other users' and accounts' memories never enter a
+ * weight.
  *
  * Neighbours (seq ± 1 of the same user) lend coverage only when both are turns of the same
  * conversation (core/conversation.ts): a person's separate notes lend each other nothing.
@@ -554,8 +555,9 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter,
   /**
    * A note's evidence with the query words it holds through a bridge (bridges.ts) counted at
    * BRIDGE.share of their weight, in its coverage and in what it lacks; `ownCoverage` keeps the
-   * coverage of its own words (the lead, LEAD, is for a note that holds none). Unchanged when no
-   * word bridges.
+   * coverage of its own words (the lead, LEAD, is for a note that holds none). A name of the query
+   * is never bridged, so a bridged note that lacks one is about someone else, as a matched one is.
+   * Unchanged when no word bridges.
    */
   const bridged = (r: MemoryRecord, own: ReturnType<typeof evidence>) => {
     const has = matched.get(r.id)?.terms;
@@ -580,7 +582,13 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter,
       all += weight;
       if (!present) lacks += (1 - share) * weights.absent[i];
     }
-    return { ...own, coverage: all > 0 ? holds / all : 0, missingShare: absentTotal > 0 ? lacks / absentTotal : 0, ownCoverage: own.coverage };
+    return {
+      ...own,
+      coverage: all > 0 ? holds / all : 0,
+      missingShare: absentTotal > 0 ? lacks / absentTotal : 0,
+      missingName: named.some((i) => !has?.has(i)),
+      ownCoverage: own.coverage,
+    };
   };
   return {
     /**

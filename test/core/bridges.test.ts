@@ -110,6 +110,17 @@ describe("search through WordNet bridges (real model)", () => {
     expect(kettle.ownCoverage).toBeUndefined();
   });
 
+  it("reads a bridged note that lacks a name the question asks about as a note about someone else", async () => {
+    await addMemoriesFromLines(ctx(), ["Sigrid lives in Bergen now", "New eyeglasses ordered, +2.25 left"].map((content) => JSON.stringify({ content, userId: "names" })), {});
+    const candidates = await searchCandidates(ctx(), { query: "are Sigrid's spectacles ready?", userId: "names" });
+    const eyeglasses = candidates.find((c) => c.record.content.startsWith("New eyeglasses"))!;
+    expect(eyeglasses.ownCoverage).toBe(0);
+    expect(eyeglasses.coverage).toBeGreaterThan(0);
+    expect(eyeglasses.missingName).toBe(true);
+    const results = await search("are Sigrid's spectacles ready?", "names", 0);
+    expect(results.find((r) => r.content.startsWith("New eyeglasses"))!.score).toBeLessThan(0.5);
+  });
+
   it("leaves turns of a conversation to their own words", async () => {
     const candidates = await searchCandidates(ctx(), { query: "which spud variety grew well?", userId: "chat" });
     const potatoes = candidates.find((c) => c.record.content.startsWith("Seed potatoes"))!;
