@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { stemWord } from "./keyword.js";
+import { queryTerms } from "./keyword.js";
 import { keywordQuery } from "./ranking.js";
 
 /**
@@ -72,6 +72,5 @@ function lineOf(stem: string): string | undefined {
 
 /** A memory's words as a query's are matched against them: stop words gone, stemmed. */
 export function stemsOf(text: string): Set<string> {
-  const words = keywordQuery(text);
-  return new Set(words ? words.split(" ").map(stemWord) : []);
+  return new Set(queryTerms(keywordQuery(text)).map((t) => t.stem));
 }

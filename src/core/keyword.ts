@@ -101,17 +101,19 @@ export function termWeights(terms: Term[], scope: ScopeStats): { present: number
   return { present: terms.map((_, i) => weight(i, true)), absent: terms.map((_, i) => weight(i, false)) };
 }
 
-/** The share of the query's weight a memory contains: 1 when it holds every term, 0 when none. */
-export function coverage(weights: { present: number[]; absent: number[] }, contains: (termIndex: number) => boolean): number {
+/**
+ * The share of the query's weight a memory contains: 1 when it holds every term, 0 when none.
+ * `holds` says whether it contains a term, or what share of one it holds without containing it (a
+ * bridged word, core/bridges.ts), counted at that share of the term's absent weight.
+ */
+export function coverage(weights: { present: number[]; absent: number[] }, holds: (termIndex: number) => boolean | number): number {
   let have = 0;
   let all = 0;
   for (let i = 0; i < weights.present.length; i++) {
-    if (contains(i)) {
-      have += weights.present[i];
-      all += weights.present[i];
-    } else {
-      all += weights.absent[i];
-    }
+    const share = Number(holds(i));
+    const weight = share === 1 ? weights.present[i] : weights.absent[i];
+    have += share * weight;
+    all += weight;
   }
   return all > 0 ? have / all : 0;
 }

@@ -520,15 +520,19 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter,
   const infos = new Map<string, Info>();
   /** The same, by position (user and seq), for the neighbours' evidence. */
   const byPosition = new Map<string, Info>();
+  /**
+   * A memory's evidence from how much of each query word it holds (`held`: 1 its own word,
+   * BRIDGE.share one it holds through a bridge, 0 none): its coverage (keyword.ts), the query weight
+   * share of what it lacks, and whether it lacks, as its own word, a name of the query that other
+   * memories hold.
+   */
+  const holding = (held: (i: number) => number) => {
+    let lacks = 0;
+    for (let i = 0; i < terms.length; i++) lacks += (1 - held(i)) * weights.absent[i];
+    return { coverage: coverage(weights, held), missing: absentTotal > 0 ? lacks / absentTotal : 0, missingName: named.some((i) => held(i) !== 1) };
+  };
   for (const m of matched.values()) {
-    let missing = 0;
-    for (let i = 0; i < terms.length; i++) if (!m.terms.has(i)) missing += weights.absent[i];
-    const info = {
-      coverage: coverage(weights, (i) => m.terms.has(i)),
-      missing: absentTotal > 0 ? missing / absentTotal : 0,
-      missingName: named.some((i) => !m.terms.has(i)),
-      conversation: conversationOf(m.metadata, m.tags),
-    };
+    const info = { ...holding((i) => (m.terms.has(i) ? 1 : 0)), conversation: conversationOf(m.metadata, m.tags) };
     infos.set(m.id, info);
     if (m.seq > 0) byPosition.set(at(m.userId, m.seq), info);
   }
@@ -571,24 +575,8 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter,
       return false;
     });
     if (!through.includes(true)) return own;
-    let holds = 0;
-    let all = 0;
-    let lacks = 0;
-    for (let i = 0; i < terms.length; i++) {
-      const present = has?.has(i) ?? false;
-      const share = present ? 1 : through[i] ? BRIDGE.share : 0;
-      const weight = present ? weights.present[i] : weights.absent[i];
-      holds += share * weight;
-      all += weight;
-      if (!present) lacks += (1 - share) * weights.absent[i];
-    }
-    return {
-      ...own,
-      coverage: all > 0 ? holds / all : 0,
-      missingShare: absentTotal > 0 ? lacks / absentTotal : 0,
-      missingName: named.some((i) => !has?.has(i)),
-      ownCoverage: own.coverage,
-    };
+    const e = holding((i) => (has?.has(i) ? 1 : through[i] ? BRIDGE.share : 0));
+    return { ...own, coverage: e.coverage, missingShare: e.missing, missingName: e.missingName, ownCoverage: own.coverage };
   };
   return {
     /**
