@@ -8,13 +8,16 @@
 // run time, never copied). Besides R@10 and MRR@10 at threshold 0, it reports what the default
 // threshold does: R@10 counting only hits scoring ≥ 0.5, and false positives at 0.5, i.e. hits
 // ≥ 0.5 for questions whose answer is not in the searched scope (each question asked of another
-// conversation's user; for the 20-memory stores, every non-relevant memory scoring ≥ 0.5).
+// conversation's user; for the 20-memory stores, every non-relevant memory scoring ≥ 0.5). And at
+// the session level (scripts/session-metrics.mjs): Hit@1 and NDCG@5 of the sessions of the ten
+// best turns, ranked by their best turn.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { startMmServe } from "./mm-serve.mjs";
+import { sessionMetrics } from "./session-metrics.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const shared = resolve(root, "..", "shared");
@@ -71,23 +74,28 @@ async function locomoRun(url, key, conversations) {
   const run = JSON.parse(readFileSync(file, "utf8"));
   rmSync(dirname(file), { recursive: true, force: true });
 
+  const { conversations: all } = loadLocomo(data);
+  /** Each conversation's turns' sessions, by turn id. */
+  const sessions = new Map(all.map((c) => [c.sampleId, new Map(c.turns.map((t) => [t.diaId, t.session]))]));
   const byCategory = {};
   for (const q of run.questions) {
+    const { hit1, ndcg5 } = sessionMetrics(q.retrieved.slice(0, K), q.evidence, (id) => sessions.get(q.sampleId).get(id));
     for (const cat of ["overall", CATEGORY_NAMES[q.category]]) {
-      const a = (byCategory[cat] ??= { n: 0, recall: 0, mrr: 0, recallAt05: 0 });
+      const a = (byCategory[cat] ??= { n: 0, recall: 0, mrr: 0, recallAt05: 0, sessionHit1: 0, sessionNdcg5: 0 });
       const ev = new Set(q.evidence);
       const at05 = q.retrieved.slice(0, K).filter((id, i) => ev.has(id) && q.scores[i] >= THRESHOLD);
       a.n++;
       a.recall += q.recall;
       a.mrr += q.rr;
       a.recallAt05 += new Set(at05).size / ev.size;
+      a.sessionHit1 += hit1;
+      a.sessionNdcg5 += ndcg5;
     }
   }
-  for (const a of Object.values(byCategory)) for (const k of ["recall", "mrr", "recallAt05"]) a[k] /= a.n;
+  for (const a of Object.values(byCategory)) for (const k of ["recall", "mrr", "recallAt05", "sessionHit1", "sessionNdcg5"]) a[k] /= a.n;
 
   // False positives: questions whose answer is elsewhere. In the one-conversation store, the other
   // four conversations' questions; with all five, each question asked of the next conversation.
-  const { conversations: all } = loadLocomo(data);
   const loaded = all.slice(0, conversations);
   const asks = [];
   if (conversations === 1) {
@@ -166,6 +174,6 @@ for (const [name, s] of Object.entries(report.small)) {
     .join(", ");
   console.log(`| 20 memories (store ${name}) | ${s.memories} | ${s.queries} | | | found at 0.5: ${found} | ${s.falsePositives} non-relevant hits; ${s.unrelatedWithAHit} of ${s.kinds.unrelated?.queries ?? 0} unrelated queries with a hit |`);
 }
-console.log("\nPer category, all five conversations (R@10 / MRR@10 / R@10 at 0.5):");
-for (const [cat, a] of Object.entries(report.allFive.byCategory)) console.log(`  ${cat.padEnd(12)} n=${String(a.n).padStart(3)}  ${f3(a.recall)} / ${f3(a.mrr)} / ${f3(a.recallAt05)}`);
+console.log("\nPer category, all five conversations (R@10 / MRR@10 / R@10 at 0.5; sessions: Hit@1 / NDCG@5):");
+for (const [cat, a] of Object.entries(report.allFive.byCategory)) console.log(`  ${cat.padEnd(12)} n=${String(a.n).padStart(3)}  ${f3(a.recall)} / ${f3(a.mrr)} / ${f3(a.recallAt05)}; sessions ${f3(a.sessionHit1)} / ${f3(a.sessionNdcg5)}`);
 console.log(`\nwritten to ${out}`);
