@@ -182,7 +182,10 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
       for (const [userId, rows] of await store.currentMemoriesMatching(accountId, asked, { perUser: DETECT_CANDIDATES, exact })) candidates.set(userKey({ accountId, userId }), rows);
     }
   };
-  const [{ near, scanned }] = await Promise.all([nearestOlder(store, items, nearGroups, scanning, keyed, kept), ask((key) => !scans(key) && !kept.has(key))]);
+  // The insert numbers each new row after the user's last one: asked here, beside detection's reads,
+  // for users this process doesn't know, instead of in a round of its own after them.
+  const numbering = items.filter((_, i) => !settled[i].error).map((it) => it.row);
+  const [{ near, scanned }] = await Promise.all([nearestOlder(store, items, nearGroups, scanning, keyed, kept), ask((key) => !scans(key) && !kept.has(key)), store.learnLastSeqs(numbering)]);
   for (const rows of [...scanned.values(), ...kept.values()]) for (const r of rows) read.set(r.id, r);
   for (const [accountId, keysByUser] of keysByAccount) {
     for (const [userId, userKeys] of keysByUser) {

@@ -3,6 +3,7 @@ import { openContext, type Context } from "../../src/core/context.js";
 import { createMemory } from "../../src/core/memories.js";
 import { saysChanged } from "../../src/core/supersede.js";
 import { NEAR_SCAN } from "../../src/core/validity.js";
+import { StoreWriter } from "../../src/storage/store.js";
 import { useAzurite } from "../helpers/azurite.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
 import { countSeqQueries } from "../helpers/seq-queries.js";
@@ -131,6 +132,34 @@ describe("detection's reads on an object store (real Azurite)", () => {
     expect(reads.rows.mock.calls[0][1]).toEqual([rents.id]);
     expect((await ctx.store.getMemory(ctx.accountId, rents.id))!.supersededBy).toBe(bought.id);
     await ctx.close();
+  });
+
+  it("a note that says nothing changed, of a user this process doesn't know: the user's last sequence number is asked beside detection's reads, and the insert asks nothing", async () => {
+    const uri = `az://${await azurite().container()}/numbering`;
+    const state = await tempDir();
+    const a = await open(uri, state);
+    await createMemory(a, { content: "My dentist is Dr. Lee.", userId: "ana" });
+    await createMemory(a, { content: "The tomatoes on the balcony turned red.", userId: "ana" });
+    const b = await open(uri, state);
+
+    const asked = countSeqQueries();
+    const candidates = vi.spyOn(b.store, "currentMemoriesMatching");
+    const insert = StoreWriter.prototype.insertMemories;
+    let askedBeforeInsert = -1;
+    vi.spyOn(StoreWriter.prototype, "insertMemories").mockImplementation(function (this: StoreWriter, ...args) {
+      askedBeforeInsert = asked.count();
+      return insert.apply(this, args);
+    });
+    const content = "My dentist's office is on Elm Street.";
+    expect(saysChanged(content)).toBe(false);
+    const made = await createMemory(b, { content, userId: "ana" });
+    expect(candidates).toHaveBeenCalledTimes(1);
+    expect(askedBeforeInsert).toBe(1);
+    expect(asked.count()).toBe(1);
+    expect(made.supersedes ?? []).toEqual([]);
+    // Numbered after the user's last: the third.
+    expect(await b.store.write(async () => (await b.store.memoriesAtMost(b.accountId, ["ana"])).get("ana"))).toBe(3);
+    await Promise.all([a.close(), b.close()]);
   });
 
   it("a note that says nothing changed reads its candidates without vectors, as before", async () => {
