@@ -8,7 +8,9 @@
 //   node scripts/measure-object-store.mjs --memories 100000 --bulk [--creates 400]
 //   node scripts/measure-object-store.mjs --trace FILE   also writes each counted request (the
 //     operation it served, method, path, range, start and end in ms from the operation's start) as
-//     JSON lines: which requests of a search follow each other, and which run side by side.
+//     JSON lines: which requests of a search follow each other, and which run side by side; and each
+//     call of the store's methods during one ({op, phase: "Class.method", startMs, endMs}): which
+//     query a round of requests belongs to (docs/object-storage.md, "A create's last round").
 //   node scripts/measure-object-store.mjs --clients 32   the timed creates from 32 concurrent clients (default 8)
 //   node scripts/measure-object-store.mjs --profile   also times, during the timed creates, the
 //     store methods a group commit runs under the write lock (`write`: the lock waited for and
@@ -86,6 +88,7 @@ const { Store, StoreWriter } = await import(join(root, "dist/storage/store.js"))
 const { Maintainer, maintainIfDue } = await import(join(root, "dist/storage/maintenance.js"));
 const { importExport } = await import(join(root, "dist/core/transfer.js"));
 
+if (TRACE) traceStoreCalls();
 const work = mkdtempSync(join(tmpdir(), "mm-objmeasure-"));
 const port = await freePort();
 const azuriteArgs = ["--location", join(work, "azurite"), "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"];
@@ -284,6 +287,25 @@ async function measure(store, env, countedEnv) {
     azuriteCpuSTimed: round(cpuTimed),
     visibleAfterMs: await visibility(store, env),
   };
+}
+
+/** For --trace: every method of the store's classes writes its calls during a counted operation, beside that operation's requests. */
+function traceStoreCalls() {
+  const protos = new Set();
+  for (let p of [Store.prototype, StoreWriter.prototype]) for (; p && p !== Object.prototype; p = Object.getPrototypeOf(p)) protos.add(p);
+  for (const proto of protos) {
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      const original = Object.getOwnPropertyDescriptor(proto, name).value;
+      if (typeof original !== "function" || name === "constructor") continue;
+      proto[name] = function (...a) {
+        const op = operation;
+        const t = performance.now();
+        const r = original.apply(this, a);
+        if (!op || !(r instanceof Promise)) return r;
+        return r.finally(() => appendFileSync(TRACE, JSON.stringify({ op: op.name, phase: `${proto.constructor.name}.${name}`, startMs: round(t - op.at), endMs: round(performance.now() - op.at) }) + "\n"));
+      };
+    }
+  }
 }
 
 /** Wraps PROFILED on the Store and StoreWriter prototypes with timers until stop(), which returns each one's calls and mean ms. */
