@@ -175,7 +175,9 @@ describe("segments", () => {
   it("a background maintainer comes back for the versions its own work replaced, once readers had their time", async () => {
     const ctx = await openContext({ storeDir: await tempDir(), embedder: createTestEmbedder(), tuning: { ...SMALL, vectorIndexMinRows: 30 } });
     for (let i = 0; i < 45; i++) await createMemory(ctx, { content: `note ${i} on ${TOPICS[i % 8]}`, userId: "u" });
-    const maintainer = new Maintainer(ctx.store, { keepVersionsMs: 300 });
+    // Readers get 2 s: the pass right after the first must come before that even on a loaded
+    // machine (with 300 ms, stats and a disk walk between the two passes took longer in a CI run).
+    const maintainer = new Maintainer(ctx.store, { keepVersionsMs: 2000 });
     const settled = await maintainer.runOnce();
     expect(settled?.work.find((w) => w.table === "memories")?.reason).toMatch(/vector index built|settled/);
     const sealed = async () => (await ctx.store.stats()).memories.segments[0]!;
@@ -184,7 +186,7 @@ describe("segments", () => {
     const diskBefore = await onDisk();
     expect(before.versions).toBeGreaterThan(1); // the pre-settle versions, kept for readers
     expect((await maintainer.runOnce())?.work.some((w) => w.table === "memories")).toBeFalsy(); // too soon
-    await new Promise((r) => setTimeout(r, 400));
+    await new Promise((r) => setTimeout(r, 2100));
     const later = await maintainer.runOnce();
     expect(later?.work.find((w) => w.table === "memories")?.reason).toMatch(/replaced by its last pass dropped/);
     const after = await sealed();
