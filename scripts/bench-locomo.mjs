@@ -79,20 +79,20 @@ async function locomoRun(url, key, conversations) {
   const sessions = new Map(all.map((c) => [c.sampleId, new Map(c.turns.map((t) => [t.diaId, t.session]))]));
   const byCategory = {};
   for (const q of run.questions) {
-    const { hit1, ndcg5 } = sessionMetrics(q.retrieved.slice(0, K), q.evidence, (id) => sessions.get(q.sampleId).get(id));
+    // Each question's figures once; each adds to its category and to the overall one.
+    const top = q.retrieved.slice(0, K);
+    const ev = new Set(q.evidence);
+    const at05 = top.filter((id, i) => ev.has(id) && q.scores[i] >= THRESHOLD);
+    const { hit1, ndcg5 } = sessionMetrics(top, q.evidence, (id) => sessions.get(q.sampleId).get(id));
+    const figures = { recall: q.recall, mrr: q.rr, recallAt05: new Set(at05).size / ev.size, sessionHit1: hit1, sessionNdcg5: ndcg5 };
     for (const cat of ["overall", CATEGORY_NAMES[q.category]]) {
-      const a = (byCategory[cat] ??= { n: 0, recall: 0, mrr: 0, recallAt05: 0, sessionHit1: 0, sessionNdcg5: 0 });
-      const ev = new Set(q.evidence);
-      const at05 = q.retrieved.slice(0, K).filter((id, i) => ev.has(id) && q.scores[i] >= THRESHOLD);
+      const a = (byCategory[cat] ??= { n: 0, ...Object.fromEntries(Object.keys(figures).map((k) => [k, 0])) });
       a.n++;
-      a.recall += q.recall;
-      a.mrr += q.rr;
-      a.recallAt05 += new Set(at05).size / ev.size;
-      a.sessionHit1 += hit1;
-      a.sessionNdcg5 += ndcg5;
+      for (const [k, v] of Object.entries(figures)) a[k] += v;
     }
   }
-  for (const a of Object.values(byCategory)) for (const k of ["recall", "mrr", "recallAt05", "sessionHit1", "sessionNdcg5"]) a[k] /= a.n;
+  // Sums to means.
+  for (const a of Object.values(byCategory)) for (const k of Object.keys(a)) if (k !== "n") a[k] /= a.n;
 
   // False positives: questions whose answer is elsewhere. In the one-conversation store, the other
   // four conversations' questions; with all five, each question asked of the next conversation.
