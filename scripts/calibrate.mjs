@@ -1,302 +1,348 @@
 #!/usr/bin/env node
-// `npm run calibrate`: refits the hybrid and keyword score constants of src/core/ranking.ts on the
-// calibration set, and reports how they hold on data they were not fitted on. It prints the
-// figures docs/search-quality.md quotes and writes them to bench-results/calibration.json. It
-// changes no source file: copy constants across by hand, with the figures, if they move.
+// `npm run calibrate`: fits the hybrid scorer's constants (src/core/scorer.ts) for the store's
+// embedding model, reports how they hold on data they were not fitted on, and writes them to
+// src/core/scorer-params.ts. With --ablate it also fits each candidate mechanism as an extra
+// signal and prints the ablation table docs/search-quality.md quotes.
 //
-// The calibration set (docs/search-quality.md, "Calibration"):
-// - LoCoMo's development split (../shared/data/locomo-dev, five conversations, 760 questions with
-//   evidence): each turn a memory of the user `locomo-<conversation>`, as bench:locomo loads them.
-//   Positives: a question's evidence turns, searched for in its own conversation. Negatives: the
-//   ten best hits of the same question asked in each of the four other conversations, where its
-//   answer cannot be ("wrong-user" questions).
-// - Two hand-labelled 20-memory stores (test/fixtures/calibration/small-store-{a,b}.json): a
-//   person's facts, with one-word, all-words, question, paraphrase and unrelated queries.
+// The fit is a logistic regression: score = σ(bias + Σ weight · signal), each weight ≥ 0 (more
+// evidence never lowers a score), by Newton's method with a small L2 penalty. Its rows are
+// (question, memory) pairs: for each question of the development users of bench/everyday and of
+// LoCoMo's development split, every memory of its user among the question's best 20 by cosine and
+// words, labelled 1 when it answers. The held-out users of bench/everyday (scripts/search-set.mjs)
+// are never fitted on; LoCoMo is reported leave-one-conversation-out (fitted on the other four).
 //
-// Fitting, per held-out conversation (leave-one-conversation-out): the structural constants
-// (keyword weight, neighbour cap) by R@10 + MRR@10 on the four other conversations; then the
-// midpoint, the highest at which R@10 counting only hits ≥ 0.5 stays within 10% of R@10 at
-// threshold 0, on the same four; then the slope, by a class-balanced logistic regression of
-// evidence against wrong-user hits. Keyword mode: midpoint and slope by that regression alone. Reported on the held-out conversation, and on both 20-memory
-// stores, which are never fitted on: another size of store, another kind of text. The final
-// constants are the same fit on all five conversations.
+// The signals are worked out here from the texts, as core/scorer.ts defines them; the embeddings
+// come from the real model. `npm run bench:everyday` then measures the fitted scorer through the
+// real search on a real store.
 //
-//   node scripts/calibrate.mjs [--features file]   with --features, the searches' evidence is
-//   saved to the file, or read from it if it exists (the searches take ~5 minutes).
-//
-// Every search runs through the real code (core/memories.ts searchCandidates) on a real store with
-// the real model; only the last step, turning evidence into a score, is redone here with trial
-// constants (core/ranking.ts hybridScore, keywordScore).
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+//   node scripts/calibrate.mjs [--cache file] [--ablate] [--check]
+//   --cache: embeddings are kept in the file between runs (the model takes ~3 minutes on LoCoMo).
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { ANSWERABLE, header, isHeldOut, loadEveryday, outcome, row, storedContent, summarize } from "./search-set.mjs";
+import { writeOrCheck } from "./generated-file.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const dist = (p) => import(pathToFileURL(join(root, "dist", p)).href);
-const { openContext } = await dist("core/context.js");
-const { addMemoriesFromLines, searchCandidates } = await dist("core/memories.js");
-const { HYBRID, KEYWORD, LEAD, hybridRaw, hybridScore, keywordScore } = await dist("core/ranking.js");
+const distDir = process.env.MM_DIST ?? join(root, "dist");
+const dist = (p) => import(pathToFileURL(join(distDir, p)).href);
+const { createEmbedder, DEFAULT_EMBEDDER } = await dist("embedder/index.js");
+const { denseQuery, keywordQuery } = await dist("core/ranking.js");
+const { queryTerms } = await dist("core/keyword.js");
+const { asAskedByUser, keywordShare, stemsOfText, turnBody } = await dist("core/scorer.js");
+const args = process.argv.slice(2);
+const option = (name) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : undefined);
+const log = (...a) => console.error(...a);
+/** Held-out figures are printed only when asked for: tuning reads the development part alone. */
+const SHOW_HELD = args.includes("--held-out");
+
 const locomoData = resolve(root, "..", "shared", "data", "locomo-dev", "locomo-dev.json");
 const locomoBench = resolve(root, "..", "shared", "bench", "locomo-recall.mjs");
-if (!existsSync(locomoData) || !existsSync(locomoBench)) {
-  console.error(`calibration needs ${locomoData} and ${locomoBench}`);
-  process.exit(2);
-}
-const { loadLocomo, selectQuestions, CATEGORY_NAMES: CATEGORY } = await import(pathToFileURL(locomoBench).href);
+const { loadLocomo, selectQuestions } = await import(pathToFileURL(locomoBench).href);
 
-const K = 10;
-const GRID = { keywordWeight: [0.5, 0.55, 0.6], neighbourCap: [0.25, 0.3, 0.35] };
-
-const featuresFile = process.argv.includes("--features") ? process.argv[process.argv.indexOf("--features") + 1] : undefined;
-const log = (...a) => console.error(...a);
-const { convs, smalls } = featuresFile && existsSync(featuresFile) ? JSON.parse(readFileSync(featuresFile, "utf8")) : await collect();
-if (featuresFile && !existsSync(featuresFile)) writeFileSync(featuresFile, JSON.stringify({ convs, smalls }));
-fitAndReport(convs, smalls);
-
-/** Loads the calibration set into a temp store and runs every search; returns their evidence. */
-async function collect() {
-  const store = mkdtempSync(join(tmpdir(), "mm-calibrate-"));
-  const ctx = await openContext({ storeDir: store, env: process.env });
-  try {
-    const { conversations } = loadLocomo(locomoData);
-    const convs = [];
-    for (const c of conversations) {
-      const userId = `locomo-${c.sampleId}`;
-      const ids = [];
-      // As ../shared/bench/locomo-recall.mjs stores them: each turn tagged and labelled with its session,
-      // which is what makes neighbouring turns one conversation (core/conversation.ts).
-      const line = (t) => JSON.stringify({ content: t.content, userId, tags: ["locomo", `session_${t.session}`], metadata: { dia_id: t.diaId, session: t.session, date_time: t.dateTime } });
-      await addMemoriesFromLines(ctx, c.turns.map(line), { batchSize: 256, onResult: (r) => ids.push(r.memory.id) });
-      const diaOf = new Map(ids.map((id, i) => [id, c.turns[i].diaId]));
-      convs.push({ id: c.sampleId, userId, diaOf, questions: selectQuestions(c).map((q) => ({ question: q.question, category: q.category, evidence: q.evidence })) });
-      log(`loaded ${c.sampleId}: ${ids.length} turns`);
-    }
-    const smalls = [];
-    for (const name of ["a", "b"]) {
-      const fixture = JSON.parse(readFileSync(join(root, "test", "fixtures", "calibration", `small-store-${name}.json`), "utf8"));
-      const userId = `small-${name}`;
-      const ids = [];
-      await addMemoriesFromLines(ctx, fixture.memories.map((m) => JSON.stringify({ content: m.content, userId })), { onResult: (r) => ids.push(r.memory.id) });
-      const fixtureId = new Map(ids.map((id, i) => [id, fixture.memories[i].id]));
-      smalls.push({ name, userId, fixtureId, queries: fixture.queries });
-    }
-
-    // ---- evidence of every search ----
-    const features = (cands, label) =>
-      cands.map((c) => ({ coverage: c.coverage ?? 0, nb: c.neighbourCoverage ?? 0, cosine: c.cosine ?? 0, missing: c.missingShare ?? 0, lead: c.lead, createdAt: c.record.createdAt, label: label(c.record.id) }));
-    const search = (query, userId) => searchCandidates(ctx, { query, userId, mode: "hybrid", limit: K });
-    for (const conv of convs) {
-      for (const q of conv.questions) {
-        const evidence = new Set(q.evidence);
-        q.own = features(await search(q.question, conv.userId), (id) => evidence.has(conv.diaOf.get(id)));
-        q.size = evidence.size;
-        q.wrong = [];
-        for (const other of convs) if (other !== conv) q.wrong.push(features(await search(q.question, other.userId), () => false));
-      }
-      log(`searched ${conv.id}`);
-    }
-    for (const s of smalls) for (const q of s.queries) q.own = features(await search(q.query, s.userId), (id) => q.relevant.includes(s.fixtureId.get(id)));
-    for (const c of convs) delete c.diaOf;
-    for (const s of smalls) delete s.fixtureId;
-    return { convs, smalls };
-  } finally {
-    await ctx.close();
-    rmSync(store, { recursive: true, force: true });
+// ---------------------------------------------------------------------------------------------
+// Embeddings, cached by text.
+// One thread: the worker pool buys nothing for a script that embeds and then computes.
+const embedder = await createEmbedder(DEFAULT_EMBEDDER, { ...process.env, MM_EMBED_WORKERS: "1" });
+const cacheFile = option("cache");
+const cache = new Map(cacheFile && existsSync(cacheFile) ? Object.entries(JSON.parse(readFileSync(cacheFile, "utf8"))).map(([k, v]) => [k, new Float32Array(Uint8Array.from(Buffer.from(v, "base64")).buffer)]) : []);
+async function embedAll(texts) {
+  const missing = [...new Set(texts.filter((t) => !cache.has(t)))];
+  for (let i = 0; i < missing.length; i += 128) {
+    const batch = missing.slice(i, i + 128);
+    const vs = await embedder.embed(batch);
+    batch.forEach((t, j) => cache.set(t, vs[j]));
+    if (missing.length > 500) log(`embedded ${Math.min(i + 128, missing.length)}/${missing.length}`);
   }
+  return texts.map((t) => cache.get(t));
+}
+const dot = (a, b) => {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
+  return s;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The sets as lists of questions over their user's memories, each pair with its signals.
+const rewrite = !args.includes("--no-agent-rewrite");
+const VARIANTS = args.includes("--variants");
+const asked = (q) => (rewrite ? asAskedByUser(q) : q);
+
+/** A user's memories: content, conversation and order, their stems and embedding. */
+async function memoriesOf(list) {
+  const vectors = await embedAll(list.map((m) => m.content));
+  return list.map((m, i) => ({ ...m, seq: i + 1, stems: stemsOfText(m.conversation && args.includes("--turn-body") ? turnBody(m.content) : m.content), vector: vectors[i] }));
 }
 
-function fitAndReport(convs, smalls) {
-  // ---- scoring with trial constants ----
-  // One search's scores, as core/ranking.ts rank() gives them: in hybrid mode the nearest memory's
-  // lead (LEAD) counts only when no memory reaches LEAD.unless by its own score.
-  const scored = (fs, score) => {
-    const out = fs.map((f) => ({ ...f, score: score(f) }));
-    if (score.hybrid && !out.some((f) => f.score >= LEAD.unless)) for (const f of out) if (f.lead !== undefined) f.score = Math.max(f.score, f.lead);
-    return out;
-  };
-  const ranked = (fs, score) => scored(fs, score).sort((a, b) => b.score - a.score || (a.createdAt < b.createdAt ? 1 : -1));
-  const hybrid = (p) => Object.assign((f) => hybridScore({ coverage: f.coverage, neighbourCoverage: f.nb, cosine: f.cosine, missingShare: f.missing }, p), { hybrid: true });
-  const keyword = (p) => (f) => (f.coverage > 0 ? keywordScore(f.coverage, p) : -1);
+/** The signals of every memory of a user for one question. */
+function signalsFor(question, vector, memories, extras, more = {}) {
+  const terms = queryTerms(keywordQuery(asked(question)));
+  const share = (m) => keywordShare(terms, (i) => m.stems.has(terms[i].stem));
+  const kw = memories.map(share);
+  return memories.map((m, i) => {
+    const before = memories[i - 1];
+    const after = memories[i + 1];
+    const nb = m.conversation ? Math.max(before?.conversation === m.conversation ? kw[i - 1] : 0, after?.conversation === m.conversation ? kw[i + 1] : 0) : 0;
+    const s = { cosine: Math.max(0, Math.min(1, dot(vector, m.vector))), keyword: kw[i], neighbour: nb, turn: m.conversation ? 1 : 0 };
+    for (const [k, v] of Object.entries(more)) s[k] = Math.max(0, Math.min(1, dot(v, m.vector)));
+    if (extras) Object.assign(s, extras(question, m, terms));
+    return s;
+  });
+}
 
-  function locomoFigures(convList, score) {
-    const byCat = {};
-    const add = (cat, row) => {
-      const a = (byCat[cat] ??= { n: 0, r: 0, mrr: 0, r05: 0, wrongQueries: 0, wrongWithHit: 0, wrongHits: 0 });
-      for (const [k, v] of Object.entries(row)) a[k] += v;
-    };
-    for (const conv of convList) {
-      for (const q of conv.questions) {
-        const top = ranked(q.own, score).filter((f) => f.score >= 0).slice(0, K);
-        const found = top.filter((f) => f.label);
-        const first = top.findIndex((f) => f.label);
-        let wrongWithHit = 0;
-        let wrongHits = 0;
-        for (const w of q.wrong) {
-          const hits = scored(w, score).filter((f) => f.score >= 0.5).length;
-          wrongWithHit += hits > 0 ? 1 : 0;
-          wrongHits += Math.min(K, hits);
+async function everydayQuestions(extras) {
+  const users = loadEveryday(root);
+  const out = [];
+  for (const u of users) {
+    // A note a later one replaced is hidden from search once write-time detection links the two;
+    // here every note a `current` question names as stale is taken as linked (bench:everyday
+    // measures what detection really links).
+    const stale = new Set(u.questions.flatMap((q) => q.stale ?? []));
+    const memories = await memoriesOf(u.memories.filter((m) => !stale.has(m.id)).map((m) => ({ id: m.id, content: storedContent(m), conversation: m.metadata?.sessionId ? String(m.metadata.sessionId) : null })));
+    const vectors = await embedAll(u.questions.map((q) => asked(q.q)));
+    const raws = VARIANTS ? await embedAll(u.questions.map((q) => denseQuery(asked(q.q)))) : [];
+    const kws = VARIANTS ? await embedAll(u.questions.map((q) => keywordQuery(asked(q.q)) || asked(q.q))) : [];
+    u.questions.forEach((q, i) => {
+      const more = VARIANTS ? { cosDense: raws[i], cosKw: kws[i] } : {};
+      out.push({ set: "everyday", user: u.userId, heldOut: isHeldOut(u.userId), kind: q.kind, q: q.q, answers: new Set(q.answers), stale: new Set(q.stale ?? []), memories, signals: signalsFor(q.q, vectors[i], memories, extras, more) });
+    });
+  }
+  return out;
+}
+
+async function locomoQuestions(extras) {
+  const { conversations } = loadLocomo(locomoData);
+  const out = [];
+  for (const c of conversations) {
+    const memories = await memoriesOf(c.turns.map((t) => ({ id: t.diaId, content: t.content, conversation: `session_${t.session}` })));
+    const qs = selectQuestions(c);
+    const vectors = await embedAll(qs.map((q) => asked(q.question)));
+    const raws = VARIANTS ? await embedAll(qs.map((q) => denseQuery(asked(q.question)))) : [];
+    qs.forEach((q, i) => out.push({ set: "locomo", user: c.sampleId, heldOut: false, kind: "locomo", q: q.question, answers: new Set(q.evidence), memories, signals: signalsFor(q.question, vectors[i], memories, extras, VARIANTS ? { cosDense: raws[i] } : {}) }));
+    log(`locomo ${c.sampleId}: ${memories.length} turns, ${qs.length} questions`);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model: a logistic regression over named features of the signals.
+const FEATURES = {
+  cosine: (s) => s.cosine,
+  keyword: (s) => s.keyword,
+  keyword2: (s) => s.keyword * s.keyword,
+  neighbour: (s) => s.neighbour,
+};
+
+function design(names) {
+  return (s) => names.map((n) => (FEATURES[n] ?? ((x) => x[n] ?? 0))(s));
+}
+
+/**
+ * Two models, one for notes and one for conversation turns (each memory is one or the other): a
+ * turn is read beside its neighbours and its words weigh differently. The turns' bias is then
+ * lowered or raised so that, on the questions fitted on, the answers ranked in the top ten that
+ * score 0.5 or more are TURN_KEEP of all those ranked there (the default threshold's promise).
+ */
+function fitTwo(questions, names, signs) {
+  const notes = fit(rowsOf(questions, names, Infinity, (s) => !s.turn), signs);
+  const turns = fit(rowsOf(questions, names, Infinity, (s) => s.turn), signs);
+  const x = design(names);
+  const logit = (m, s) => m.bias + x(s).reduce((a, v, j) => a + v * m.weights[j], 0);
+  // The shift: the TURN_KEEP quantile of the logits of the answers ranked in the top ten.
+  const ranked = [];
+  for (const q of questions.filter((q) => q.set === "locomo")) {
+    const order = q.signals.map((s, i) => [logit(turns, s), i]).sort((a, b) => b[0] - a[0]).slice(0, 10);
+    for (const [z, i] of order) if (q.answers.has(q.memories[i].id)) ranked.push(z);
+  }
+  ranked.sort((a, b) => a - b);
+  const shift = ranked.length ? -ranked[Math.floor((1 - TURN_KEEP) * ranked.length)] : 0;
+  turns.bias += Math.max(0, shift);
+  const score = (s) => 1 / (1 + Math.exp(-logit(s.turn ? turns : notes, s)));
+  return { notes, turns, score };
+}
+const TURN_KEEP = 0.92;
+/** The signals of core/scorer.ts, as fitted. */
+const FINAL = ["cosine", "keyword", "keyword2"];
+
+/** Rows of the fit: each question's best `depth` memories by a first ranking, and all its answers. */
+function rowsOf(questions, names, depth = Infinity, which = () => true) {
+  const x = design(names);
+  const rows = [];
+  for (const q of questions) {
+    const order = q.signals.map((s, i) => [s.cosine + s.keyword, i]).sort((a, b) => b[0] - a[0]).slice(0, depth).map(([, i]) => i);
+    const chosen = new Set([...order, ...q.memories.flatMap((m, i) => (q.answers.has(m.id) ? [i] : []))]);
+    for (const i of chosen) if (which(q.signals[i])) rows.push({ x: x(q.signals[i]), y: q.answers.has(q.memories[i].id) ? 1 : 0, w: q.set === "locomo" ? 0.5 : 1 });
+  }
+  return rows;
+}
+
+/** Weighted logistic regression by Newton's method; `signs[j]` ≥ 0 forces weight j ≥ 0, < 0 forces ≤ 0, 0 leaves it free. */
+function fit(rows, signs, l2 = 1e-3) {
+  const k = signs.length;
+  // The penalty scales with the answers, not the rows: a question has one or two answers among hundreds.
+  const mass = rows.reduce((a, r) => a + r.w * r.y, 0);
+  let active = signs.map(() => true);
+  for (;;) {
+    const idx = [...Array(k).keys()].filter((j) => active[j]);
+    let w = new Array(idx.length + 1).fill(0);
+    for (let it = 0; it < 50; it++) {
+      const d = idx.length + 1;
+      const g = new Array(d).fill(0);
+      const H = Array.from({ length: d }, () => new Array(d).fill(0));
+      for (const r of rows) {
+        const v = [1, ...idx.map((j) => r.x[j])];
+        const z = v.reduce((a, x, i) => a + x * w[i], 0);
+        const p = 1 / (1 + Math.exp(-z));
+        for (let i = 0; i < d; i++) {
+          g[i] += r.w * (p - r.y) * v[i];
+          for (let j = 0; j < d; j++) H[i][j] += r.w * p * (1 - p) * v[i] * v[j];
         }
-        const row = { n: 1, r: found.length / q.size, mrr: first >= 0 ? 1 / (first + 1) : 0, r05: found.filter((f) => f.score >= 0.5).length / q.size, wrongQueries: q.wrong.length, wrongWithHit, wrongHits };
-        add("overall", row);
-        add(CATEGORY[q.category] ?? String(q.category), row);
       }
-    }
-    return Object.fromEntries(
-      Object.entries(byCat).map(([cat, a]) => [
-        cat,
-        { n: a.n, R10: a.r / a.n, MRR10: a.mrr / a.n, R10at05: a.r05 / a.n, wrongUserQueriesWithHit: a.wrongWithHit / a.wrongQueries, wrongUserHitsPerQuery: a.wrongHits / a.wrongQueries },
-      ]),
-    );
-  }
-
-  function smallFigures(s, score) {
-    const kinds = {};
-    let falsePositives = 0;
-    let pairs = 0;
-    for (const q of s.queries) {
-      const k = (kinds[q.kind] ??= { queries: 0, found: 0 });
-      k.queries++;
-      const hits = scored(q.own, score).filter((f) => f.score >= 0.5);
-      if (q.relevant.length && q.own.filter((f) => f.label).length === q.relevant.length && hits.filter((f) => f.label).length === q.relevant.length) k.found++;
-      falsePositives += hits.filter((f) => !f.label).length;
-      pairs += 20 - q.relevant.length;
-    }
-    return { kinds, falsePositives, nonRelevantPairs: pairs };
-  }
-
-  /** Class-balanced logistic regression of label on x: the midpoint (P = 0.5) and the slope. */
-  function logistic(pos, neg) {
-    let a = 10;
-    let b = -4;
-    for (let it = 0; it < 6000; it++) {
-      let ga = 0;
-      let gb = 0;
-      for (const [xs, y] of [[pos, 1], [neg, 0]]) {
-        for (const x of xs) {
-          const g = (1 / (1 + Math.exp(-(a * x + b))) - y) / xs.length;
-          ga += g * x;
-          gb += g;
-        }
+      for (let i = 1; i < d; i++) {
+        g[i] += l2 * w[i] * mass;
+        H[i][i] += l2 * mass;
       }
-      a -= 20 * ga;
-      b -= 20 * gb;
+      const step = solve(H, g);
+      w = w.map((x, i) => x - step[i]);
+      if (Math.max(...step.map(Math.abs)) < 1e-7) break;
     }
-    return { slope: Math.round(a * 10) / 10, midpoint: Math.round((-b / a) * 1000) / 1000 };
+    const full = { bias: w[0], weights: new Array(k).fill(0) };
+    idx.forEach((j, i) => (full.weights[j] = w[i + 1]));
+    const wrong = idx.find((j) => (signs[j] > 0 && full.weights[j] < 0) || (signs[j] < 0 && full.weights[j] > 0));
+    if (wrong === undefined) return full;
+    active = active.map((a, j) => a && j !== wrong);
   }
-
-  /**
-   * The hybrid constants for these conversations: the structure (keyword weight, neighbour cap) with
-   * the best R@10 + MRR@10; then the midpoint, the highest (in steps of 0.005) at which R@10 counting
-   * only hits ≥ 0.5 stays within 10% of R@10 at threshold 0 (the recall the default threshold
-   * promises); then the slope, by a class-balanced logistic regression of evidence against the
-   * top wrong-user hits (its own midpoint, about 0.05 higher, is what balancing the two classes
-   * alone would pick: fewer false positives, 10% less recall at 0.5).
-   */
-  function fitHybrid(convList) {
-    let best;
-    for (const keywordWeight of GRID.keywordWeight) {
-      for (const neighbourCap of GRID.neighbourCap) {
-        const p = { ...HYBRID, keywordWeight, neighbourCap };
-        const f = locomoFigures(convList, hybrid(p)).overall;
-        if (!best || f.R10 + f.MRR10 > best.objective) best = { p, objective: f.R10 + f.MRR10 };
-      }
-    }
-    let midpoint = 0.2;
-    for (let m = 0.5; m >= 0.2; m -= 0.005) {
-      const f = locomoFigures(convList, hybrid({ ...best.p, midpoint: m })).overall;
-      if (f.R10at05 >= 0.9 * f.R10) {
-        midpoint = Math.round(m * 1000) / 1000;
-        break;
-      }
-    }
-    const raw = (f) => hybridRaw({ coverage: f.coverage, neighbourCoverage: f.nb, cosine: f.cosine, missingShare: f.missing }, best.p);
-    const pos = [];
-    const neg = [];
-    for (const conv of convList) {
-      for (const q of conv.questions) {
-        pos.push(...q.own.filter((f) => f.label).map(raw));
-        for (const w of q.wrong) neg.push(...w.map(raw).sort((x, y) => y - x).slice(0, K));
-      }
-    }
-    return { ...best.p, slope: logistic(pos, neg).slope, midpoint };
-  }
-
-  /** Keyword mode, the same way: midpoint by the recall rule, slope by the regression. */
-  function fitKeyword(convList) {
-    const pos = [];
-    const neg = [];
-    for (const conv of convList) {
-      for (const q of conv.questions) {
-        pos.push(...q.own.filter((f) => f.label && f.coverage > 0).map((f) => f.coverage));
-        for (const w of q.wrong) neg.push(...w.map((f) => f.coverage).filter((c) => c > 0).sort((x, y) => y - x).slice(0, K));
-      }
-    }
-    const { slope } = logistic(pos, neg);
-    for (let m = 1; m >= 0; m -= 0.005) {
-      const f = locomoFigures(convList, keyword({ slope, midpoint: m })).overall;
-      if (f.R10at05 >= 0.9 * f.R10) return { slope, midpoint: Math.round(m * 1000) / 1000 };
-    }
-    return { slope, midpoint: 0 };
-  }
-
-
-  // ---- leave one conversation out ----
-  const [smallA, smallB] = smalls;
-  const folds = [];
-  for (const held of convs) {
-    const rest = convs.filter((c) => c !== held);
-    const p = fitHybrid(rest);
-    folds.push({ heldOut: held.id, constants: p, heldOutFigures: locomoFigures([held], hybrid(p)) });
-    log(`fold ${held.id}: ${JSON.stringify(p)}`);
-  }
-  // Pool the held-out figures over the five folds, weighted by questions.
-  const pooled = {};
-  for (const f of folds) {
-    for (const [cat, v] of Object.entries(f.heldOutFigures)) {
-      const a = (pooled[cat] ??= { n: 0 });
-      for (const [k, x] of Object.entries(v)) if (k !== "n") a[k] = (a[k] ?? 0) + x * v.n;
-      a.n += v.n;
-    }
-  }
-  for (const a of Object.values(pooled)) for (const k of Object.keys(a)) if (k !== "n") a[k] /= a.n;
-
-  const final = fitHybrid(convs);
-  const finalKeyword = fitKeyword(convs);
-  const report = {
-    leaveOneConversationOut: pooled,
-    folds: folds.map((f) => ({ heldOut: f.heldOut, constants: f.constants, overall: f.heldOutFigures.overall })),
-    final: { hybrid: final, keyword: finalKeyword },
-    inUse: { hybrid: HYBRID, keyword: KEYWORD },
-    inUseFigures: {
-      locomo: locomoFigures(convs, hybrid(HYBRID)),
-      locomoKeyword: locomoFigures(convs, keyword(KEYWORD)),
-      smallStoreA: smallFigures(smallA, hybrid(HYBRID)),
-      smallStoreB: smallFigures(smallB, hybrid(HYBRID)),
-      smallStoreAKeyword: smallFigures(smallA, keyword(KEYWORD)),
-      smallStoreBKeyword: smallFigures(smallB, keyword(KEYWORD)),
-    },
-  };
-  mkdirSync(join(root, "bench-results"), { recursive: true });
-  writeFileSync(join(root, "bench-results", "calibration.json"), JSON.stringify(report, null, 2) + "\n");
-  print(report);
 }
 
-function print(r) {
-  const f3 = (x) => x.toFixed(3);
-  const row = (name, v) => `| ${name} | ${v.n} | ${f3(v.R10)} | ${f3(v.MRR10)} | ${f3(v.R10at05)} | ${f3(v.wrongUserQueriesWithHit)} |`;
-  const table = (title, figs) => {
-    console.log(`\n${title}\n| category | n | R@10 | MRR@10 | R@10 at 0.5 | wrong-user questions with a hit ≥ 0.5 |\n|---|---|---|---|---|---|`);
-    for (const cat of ["single-hop", "multi-hop", "temporal", "open-domain", "overall"]) if (figs[cat]) console.log(row(cat, figs[cat]));
-  };
-  table("LoCoMo dev, leave-one-conversation-out (constants fitted on the other four, reported on the fifth):", r.leaveOneConversationOut);
-  for (const f of r.folds) console.log(`  held out ${f.heldOut}: ${JSON.stringify(f.constants)}  R@10 ${f3(f.overall.R10)} MRR ${f3(f.overall.MRR10)}`);
-  console.log(`\nfitted on all five: hybrid ${JSON.stringify(r.final.hybrid)}, keyword ${JSON.stringify(r.final.keyword)}`);
-  console.log(`in use (src/core/ranking.ts): hybrid ${JSON.stringify(r.inUse.hybrid)}, keyword ${JSON.stringify(r.inUse.keyword)}`);
-  table("LoCoMo dev with the constants in use (hybrid):", r.inUseFigures.locomo);
-  table("LoCoMo dev with the constants in use (keyword mode):", r.inUseFigures.locomoKeyword);
-  for (const [name, s] of [["small store A", r.inUseFigures.smallStoreA], ["small store B", r.inUseFigures.smallStoreB], ["small store A, keyword mode", r.inUseFigures.smallStoreAKeyword], ["small store B, keyword mode", r.inUseFigures.smallStoreBKeyword]]) {
-    const kinds = Object.entries(s.kinds).map(([k, v]) => `${k} ${k === "unrelated" ? "-" : `${v.found}/${v.queries}`}`).join(", ");
-    console.log(`${name}: found at 0.5: ${kinds}; non-relevant memories at ≥ 0.5: ${s.falsePositives} of ${s.nonRelevantPairs} pairs`);
+function solve(A, b) {
+  const n = b.length;
+  const M = A.map((r, i) => [...r, b[i]]);
+  for (let c = 0; c < n; c++) {
+    let p = c;
+    for (let r = c + 1; r < n; r++) if (Math.abs(M[r][c]) > Math.abs(M[p][c])) p = r;
+    [M[c], M[p]] = [M[p], M[c]];
+    if (Math.abs(M[c][c]) < 1e-12) continue;
+    for (let r = 0; r < n; r++) {
+      if (r === c) continue;
+      const f = M[r][c] / M[c][c];
+      for (let j = c; j <= n; j++) M[r][j] -= f * M[c][j];
+    }
   }
+  return M.map((r, i) => (Math.abs(r[i]) < 1e-12 ? 0 : r[n] / r[i]));
 }
+
+const scorer = (names, model) => {
+  const x = design(names);
+  return (s) => 1 / (1 + Math.exp(-(model.bias + x(s).reduce((a, v, j) => a + v * model.weights[j], 0))));
+};
+
+/** Each question's outcome under a score function (semantic: the cosine itself). Ties: the newer memory first. */
+function outcomes(questions, scoreOf) {
+  return questions.map((q) => {
+    const hits = q.memories.map((m, i) => ({ id: m.id, score: scoreOf(q.signals[i]), seq: m.seq })).sort((a, b) => b.score - a.score || b.seq - a.seq);
+    return { ...outcome(q.kind, hits, q.answers, q.stale), hits };
+  });
+}
+
+function locomoFigures(os) {
+  let r10 = 0;
+  let mrr = 0;
+  let kept = 0;
+  for (const o of os) {
+    const top = o.hits.slice(0, 10);
+    const answers = o.answersSet;
+    const found = top.filter((h) => answers.has(h.id)).length;
+    r10 += found / answers.size;
+    kept += top.filter((h) => h.score >= 0.5 && answers.has(h.id)).length / answers.size;
+    const first = top.findIndex((h) => answers.has(h.id));
+    mrr += first >= 0 ? 1 / (first + 1) : 0;
+  }
+  const n = os.length;
+  return { r10: +(r10 / n).toFixed(3), mrr: +(mrr / n).toFixed(3), r10At05: +(kept / n).toFixed(3), keptShare: +(kept / r10).toFixed(3) };
+}
+
+// ---------------------------------------------------------------------------------------------
+const SIGNS = { cosine: 1, keyword: 1, keyword2: 1, neighbour: 1, turn: 0, lacksKind: -1, bridged: 1 };
+
+export async function prepare(extras) {
+  const everyday = await everydayQuestions(extras);
+  const locomo = args.includes("--no-locomo") ? [] : await locomoQuestions(extras);
+  if (cacheFile) writeFileSync(cacheFile, JSON.stringify(Object.fromEntries([...cache].map(([k, v]) => [k, Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64")]))));
+  return { everyday, locomo };
+}
+
+/** Fits `names` on the dev users and LoCoMo, returns the model and its figures on each part. */
+export function evaluate({ everyday, locomo }, names) {
+  const signs = names.map((n) => SIGNS[n] ?? 1);
+  const dev = everyday.filter((q) => !q.heldOut);
+  const held = everyday.filter((q) => q.heldOut);
+  const model = fitTwo([...dev, ...locomo], names, signs);
+  const f = model.score;
+  const figures = { model, dev: summarize(outcomes(dev, f)), heldOut: summarize(outcomes(held, f)) };
+  if (locomo.length) {
+    // Leave one conversation out: fitted on the other four, measured on it.
+    const convs = [...new Set(locomo.map((q) => q.user))];
+    const all = [];
+    for (const c of convs) {
+      const m = fitTwo([...dev, ...locomo.filter((q) => q.user !== c)], names, signs);
+      all.push(...outcomes(locomo.filter((q) => q.user === c), m.score));
+    }
+    const qs = locomo;
+    all.forEach((o, i) => (o.answersSet = qs[i].answers));
+    figures.locomo = locomoFigures(all);
+  }
+  return figures;
+}
+
+function semanticFigures({ everyday }) {
+  const f = (s) => s.cosine;
+  return { dev: summarize(outcomes(everyday.filter((q) => !q.heldOut), f)), heldOut: summarize(outcomes(everyday.filter((q) => q.heldOut), f)) };
+}
+
+if (args.includes("--debug")) {
+  const { locomo } = await prepare();
+  const rows = rowsOf(locomo, ["cosine", "keyword", "neighbour"], 20, (s) => s.turn);
+  const mean = (y) => { const r = rows.filter((r) => r.y === y); return [r.length, ...[0, 1, 2].map((j) => (r.reduce((a, x) => a + x.x[j], 0) / r.length).toFixed(3))]; };
+  console.log("neg", mean(0), "pos", mean(1));
+  console.log(JSON.stringify(fit(rows, [1, 1, 1])));
+  console.log(JSON.stringify(fit(rows.map((r) => ({ ...r, x: r.x.slice(0, 2) })), [1, 1])));
+} else if (args.includes("--bins")) {
+  const { everyday } = await prepare();
+  for (const key of ["cosine", "cosRaw"]) {
+    const bins = {};
+    for (const q of everyday.filter((q) => !q.heldOut)) q.signals.forEach((s, i) => { if (s.keyword > 0) return; const b = Math.floor(s[key] * 20) / 20; const e = (bins[b] ??= [0, 0]); e[0]++; e[1] += q.answers.has(q.memories[i].id) ? 1 : 0; });
+    console.log(key, Object.entries(bins).sort().map(([b, [n, y]]) => `${b}:${y}/${n}=${(y / n).toFixed(2)}`).join("  "));
+  }
+} else if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const data = await prepare();
+  const names = (option("features") ?? FINAL.join(",")).split(",");
+  const result = evaluate(data, names);
+  const sem = semanticFigures(data);
+  console.log(header());
+  console.log(row("semantic, dev", sem.dev));
+  if (SHOW_HELD) console.log(row("semantic, held out", sem.heldOut));
+  console.log(row("fitted, dev", result.dev));
+  if (SHOW_HELD) console.log(row("fitted, held out", result.heldOut));
+  if (args.includes("--show")) {
+    const dev = data.everyday.filter((q) => !q.heldOut);
+    for (const o of outcomes(dev, result.model.score).map((o, i) => ({ ...o, q: dev[i] }))) {
+      const h = o.hits[0];
+      if (h && h.score >= 0.9 && !o.q.answers.has(h.id)) {
+        const m = o.q.memories.find((m) => m.id === h.id);
+        const s = o.q.signals[o.q.memories.indexOf(m)];
+        console.log(`HIJACK ${h.score.toFixed(3)} [${o.q.kind}] ${o.q.q} -> ${m.content.slice(0, 70)} cos ${s.cosRaw?.toFixed(2)} kw ${s.keyword.toFixed(2)}`);
+      }
+    }
+  }
+  if (result.locomo) console.log(`\nLoCoMo leave-one-conversation-out: R@10 ${result.locomo.r10}, MRR@10 ${result.locomo.mrr}, R@10 at 0.5 ${result.locomo.r10At05} (${result.locomo.keptShare} of R@10)`);
+  for (const which of ["notes", "turns"]) console.log(`\n${which}:`, JSON.stringify({ bias: result.model[which].bias, ...Object.fromEntries(names.map((n, j) => [n, result.model[which].weights[j]])) }));
+  console.log(JSON.stringify(result.dev.byKind));
+  if (names.join() === FINAL.join() && !args.includes("--no-locomo")) {
+    const set = (m) => `{ bias: ${m.bias.toFixed(4)}, ${FINAL.map((n, j) => `${n}: ${m.weights[j].toFixed(4)}`).join(", ")} }`;
+    const id = `${DEFAULT_EMBEDDER.provider}:${DEFAULT_EMBEDDER.model}`;
+    const text = `// Written by scripts/calibrate.mjs (\`npm run calibrate\`): the hybrid scorer's constants per embedding\n// model (core/scorer.ts), fitted on bench/everyday's development users and LoCoMo's development\n// split. Don't edit by hand: rerun the fit.\nimport type { ScorerParams } from "./scorer.js";\n\nexport const FITTED: Record<string, Omit<ScorerParams, "model">> = {\n  "${id}": {\n    notes: ${set(result.model.notes)},\n    turns: ${set(result.model.turns)},\n  },\n};\n`;
+    writeOrCheck(join(root, "src", "core", "scorer-params.ts"), text, "scripts/calibrate.mjs");
+  }
+  if (SHOW_HELD) console.log(JSON.stringify(result.heldOut.byKind));
+}
+await embedder.close?.();

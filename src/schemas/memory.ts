@@ -92,6 +92,8 @@ export const SearchMemoriesInput = z.strictObject({
   mode: z._default(z.enum(SEARCH_MODES, { error: "must be semantic, keyword or hybrid" }), DEFAULT_SEARCH_MODE),
   includeSuperseded: z.optional(z.boolean()),
   asOf: z.optional(isoInstant),
+  /** Beyond the spec: each hit says how its score came about (its signals and what each added). */
+  explain: z.optional(z.boolean()),
 });
 export type SearchMemoriesInput = z.output<typeof SearchMemoriesInput>;
 

@@ -53,6 +53,17 @@ export const SearchHit = z.strictObject({
   createdAt: iso,
   supersededBy: z.optional(z.string()).check(z.describe("extension, only with includeSuperseded or asOf: the memory that replaced this one")),
   supersededAt: z.optional(iso),
+  explanation: z.optional(
+    z
+      .strictObject({
+        mode: z.enum(["hybrid", "semantic", "keyword"]),
+        score: z.number(),
+        signals: z.record(z.string(), z.number()).check(z.describe("the signals of the query and this memory: cosine, keyword (share of the query's word weight held), neighbour and turn (conversation turns)")),
+        contributions: z.optional(z.record(z.string(), z.number()).check(z.describe("hybrid: what each signal added to the logit; score = 1 / (1 + e^-(sum))"))),
+        model: z.optional(z.string().check(z.describe("hybrid: the embedder the scorer's constants were fitted for, or fallback"))),
+      })
+      .check(z.describe("extension, only with explain: how the score came about")),
+  ),
 });
 export const SearchResults = z.strictObject({ results: z.array(SearchHit) });
 

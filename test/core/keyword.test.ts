@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { coverage, englishCount, queryTerms, stemWord, termWeights } from "../../src/core/keyword.js";
+import { englishCount, queryTerms, stemWord } from "../../src/core/keyword.js";
 import { keywordQuery } from "../../src/core/ranking.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -40,39 +40,3 @@ describe("English word counts", () => {
   });
 });
 
-describe("coverage", () => {
-  const terms = queryTerms("dentist appointment");
-  const contains = (stems: string[]) => (i: number) => stems.includes(terms[i].stem);
-
-  it("is 1 for a memory holding every query word and 0 for one holding none, in any scope", () => {
-    for (const scope of [{ size: 1, docFreq: [1, 1] }, { size: 5_000, docFreq: [3, 900] }, { size: 20, docFreq: [0, 0] }]) {
-      const w = termWeights(terms, scope);
-      expect(coverage(w, contains(["dentist", "appoint"]))).toBe(1);
-      expect(coverage(w, contains([]))).toBe(0);
-    }
-  });
-
-  it("weighs a rare word above a common one, from English when the scope is small", () => {
-    const w = termWeights(queryTerms("dentist time"), { size: 3, docFreq: [1, 1] });
-    expect(w.present[0]).toBeGreaterThan(w.present[1] + 1);
-  });
-
-  it("follows the scope when it is big: a word in half the memories weighs little there", () => {
-    const rare = termWeights(queryTerms("caroline"), { size: 600, docFreq: [2] }).present[0];
-    const everywhere = termWeights(queryTerms("caroline"), { size: 600, docFreq: [300] }).present[0];
-    expect(everywhere).toBeLessThan(rare / 3);
-  });
-
-  it("does not discount a word for occurring in the memory being scored: a one-memory store weighs by English", () => {
-    const [t] = queryTerms("dentist");
-    const alone = termWeights([t], { size: 1, docFreq: [1] });
-    const absentFromAll = termWeights([t], { size: 1, docFreq: [0] });
-    expect(alone.present[0]).toBeCloseTo(absentFromAll.absent[0], 10);
-  });
-
-  it("depends on nothing but the terms and the scope's counts", () => {
-    const a = termWeights(terms, { size: 40, docFreq: [2, 5] });
-    const b = termWeights(terms, { size: 40, docFreq: [2, 5] });
-    expect(a).toEqual(b);
-  });
-});

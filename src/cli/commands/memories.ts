@@ -90,7 +90,8 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-e, --entity <entity>", "only memories linked to this entity (id or name)")
     .option("--all", "include memories replaced by newer ones (marked)")
     .option("--as-of <time>", "answer as of this ISO 8601 date or time: what was current then, nothing created later")
-    .action(async (query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string; meta?: string[]; entity?: string; all?: boolean; asOf?: string }, cmd: Command) => {
+    .option("--explain", "show how each score came about: its signals and what each added")
+    .action(async (query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string; meta?: string[]; entity?: string; all?: boolean; asOf?: string; explain?: boolean }, cmd: Command) => {
       const given = defined({
         query,
         userId: opts.user,
@@ -102,6 +103,7 @@ export function registerMemories(program: Command, app: CliApp): void {
         metadata: metaFlags(opts.meta),
         includeSuperseded: opts.all,
         asOf: opts.asOf,
+        explain: opts.explain,
       });
       // Through a server, which validates, the search is sent as given: the check only decides what
       // to warm locally, and the no-hit message reads the flags as they were given.
@@ -114,7 +116,7 @@ export function registerMemories(program: Command, app: CliApp): void {
           const api = await core();
           const body = await api.searchMemories(ctx, raw);
           await app.output.result(body, async (t) => {
-            if (body.results.length) return renderHits(t, body.results);
+            if (body.results.length) return opts.explain ? `${renderHits(t, body.results)}\n${renderExplanations(t, body.results)}` : renderHits(t, body.results);
             // Nothing passed: say what the nearest miss scored, so the person knows what to lower.
             const threshold = valid?.threshold ?? given.threshold ?? 0.5;
             const [closest] = (await api.searchMemories(ctx, { ...raw, threshold: 0, limit: 1 })).results;
@@ -483,6 +485,25 @@ function renderHits(t: TableKit, hits: MemorySearchHit[]): string {
     hits.map((h) => [h.score.toFixed(3), h.supersededBy ? `${h.content} ${t.dim(`(replaced by ${h.supersededBy})`)}` : h.content, h.userId, (h.tags ?? []).join(", "), h.id]),
     { flex: 1, ids: [4], drop: [3] },
   );
+}
+
+/**
+ * `--explain`: under the table, each hit's signals and what each added to its score:
+ *   1  0.981  cosine 0.71 (+8.16)  keyword 1.00 (+3.45)  bias −6.80  → logit 4.81
+ */
+function renderExplanations(t: TableKit, hits: MemorySearchHit[]): string {
+  const n = (x: number) => x.toFixed(2);
+  const signed = (x: number) => (x < 0 ? `−${n(-x)}` : `+${n(x)}`);
+  const lines = hits.map((h, i) => {
+    const e = h.explanation;
+    if (!e) return `${i + 1}  ${h.score.toFixed(3)}`;
+    if (e.mode !== "hybrid") return `${i + 1}  ${h.score.toFixed(3)}  ${Object.entries(e.signals).map(([k, v]) => `${k} ${n(v)}`).join("  ")} (${e.mode} mode: the score is this signal${e.mode === "keyword" ? ", calibrated" : ""})`;
+    const c = e.contributions;
+    const parts = [`cosine ${n(e.signals.cosine)} (${signed(c.cosine)})`, `keyword ${n(e.signals.keyword)} (${signed(c.keyword)})`];
+    const logit = c.bias + c.cosine + c.keyword;
+    return `${i + 1}  ${h.score.toFixed(3)}  ${parts.join("  ")}  bias ${signed(c.bias)}${e.signals.turn ? " (a conversation turn)" : ""}  → logit ${logit.toFixed(2)}`;
+  });
+  return `${t.dim("why: each signal, and what it added to the logit; score = 1/(1+e^-logit)")}\n${lines.join("\n")}`;
 }
 
 /** `--meta source=notes --meta year=1843` → the metadata filter `{source: "notes", year: "1843"}`. */

@@ -1,0 +1,146 @@
+import { englishCount, stemWord, type Term } from "./keyword.js";
+import { sigmoid } from "./ranking.js";
+import { FITTED } from "./scorer-params.js";
+
+/**
+ * The hybrid score: one fitted function of two signals of the query and the note itself.
+ *
+ *   score = σ(bias + c·cosine + k·keyword + k2·keyword²)      (0..1)
+ *
+ * - `cosine`: the query's and the note's embeddings, clamped to 0..1.
+ * - `keyword`: the share of the query's word weight the note holds. A word's weight is how rare it
+ *   is in everyday English (SUBTLEX-US counts, english-frequencies.ts), never in the store: a
+ *   note's keyword signal is the same whatever else is stored.
+ *
+ * There are two sets of constants: one for notes, one for conversation turns (core/conversation.ts),
+ * which are read beside the turns around them and answer less on their own. Each comes from a
+ * logistic regression (scripts/calibrate.mjs, `npm run calibrate`), one per embedding model, every
+ * weight at least 0 so that more evidence never lowers a score. A note's score then reads as the
+ * probability that it answers the query; a turn's is set so that the default threshold keeps most
+ * of the answers ranked in the top ten (docs/search-quality.md has both figures). Nothing here
+ * reads another note: a score is explainable from the query and the note alone.
+ */
+export interface Signals {
+  cosine: number;
+  keyword: number;
+  /** 1 for a conversation turn, 0 for a note: which set of constants applies. */
+  turn: number;
+}
+
+export interface Weights {
+  bias: number;
+  cosine: number;
+  keyword: number;
+  keyword2: number;
+}
+
+export interface ScorerParams {
+  /** The embedder these were fitted for (`<provider>:<model>`), or "fallback". */
+  model: string;
+  notes: Weights;
+  turns: Weights;
+}
+
+/**
+ * For an embedder nothing was fitted on (transformers, openai): its cosine counts only when high
+ * (0.5 at a cosine of 0.8 with no word in common; unrelated sentences stay well under it for the
+ * models mm supports), and a note holding every word of the query passes with a cosine of 0.4.
+ * Conservative: a paraphrase needs a close meaning. `npm run calibrate` fits a store's own model.
+ */
+const CONSERVATIVE: Weights = { bias: -8, cosine: 10, keyword: 2, keyword2: 2 };
+export const FALLBACK: Readonly<ScorerParams> = { model: "fallback", notes: CONSERVATIVE, turns: CONSERVATIVE };
+
+/** The parameters fitted for an embedder (its id, `<provider>:<model>`), or FALLBACK. */
+export function paramsFor(embedderId: string): ScorerParams {
+  const p = FITTED[embedderId];
+  return p ? { model: embedderId, ...p } : FALLBACK;
+}
+
+/** Each signal's part of the logit, and the score. */
+export interface Explanation {
+  score: number;
+  signals: Signals;
+  /** What each term added to the logit (before σ); their sum is the logit. */
+  contributions: { bias: number; cosine: number; keyword: number };
+  /** The embedder the constants were fitted for, or "fallback". */
+  model: string;
+}
+
+export function explain(s: Signals, p: ScorerParams): Explanation {
+  const w = s.turn ? p.turns : p.notes;
+  const contributions = { bias: w.bias, cosine: w.cosine * s.cosine, keyword: w.keyword * s.keyword + w.keyword2 * s.keyword * s.keyword };
+  const logit = contributions.bias + contributions.cosine + contributions.keyword;
+  return { score: finite01(sigmoid(logit)), signals: s, contributions, model: p.model };
+}
+
+export function score(s: Signals, p: ScorerParams): number {
+  return explain(s, p).score;
+}
+
+function finite01(x: number): number {
+  return Number.isFinite(x) ? Math.min(1, Math.max(0, x)) : 0;
+}
+
+/** Clamps a cosine to the 0..1 the signals take. */
+export function cosineSignal(cosine: number): number {
+  return Number.isFinite(cosine) ? Math.min(1, Math.max(0, cosine)) : 0;
+}
+
+/**
+ * A query word's weight: how rare it is in everyday English, ln(1 + (1 − p)/p) with p its rate per
+ * memory (an unseen word is rare, not infinitely so). The same in every store.
+ */
+export function wordWeight(stem: string): number {
+  const p = Math.min(0.5, (englishCount(stem) + 30) / 1_000_000);
+  return Math.log(1 + (1 - p) / p);
+}
+
+/** The share of the query's word weight held: `holds(i)` says whether the note holds term i. */
+export function keywordShare(terms: Term[], holds: (i: number) => boolean): number {
+  let have = 0;
+  let all = 0;
+  terms.forEach((t, i) => {
+    const w = wordWeight(t.stem);
+    all += w;
+    if (holds(i)) have += w;
+  });
+  return all > 0 ? have / all : 0;
+}
+
+/**
+ * A conversation turn's words without the speaker who opens it ("Caroline: I went…" → "I went…").
+ * Not used by search: measured and not kept (calibrate.mjs --turn-body; LoCoMo R@10 0.68 → 0.66).
+ */
+export function turnBody(content: string): string {
+  return content.replace(/^[^:\n]{1,40}:\s+/u, "");
+}
+
+/** A text's words as the keyword side sees them (folded, lower-cased, Porter2-stemmed). */
+export function stemsOfText(text: string): Set<string> {
+  const words = text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  return new Set(words.map(stemWord));
+}
+
+/**
+ * A question an agent asks about its user, as the user would ask it: "where does the user live?"
+ * is read as "where do I live?", "the user's wifi password" as "my wifi password". Agents are the
+ * main callers over MCP and hooks, and a person's notes say "I" and "my"; "user" itself is then no
+ * query word, so it doesn't match every "User …" fact an agent stored.
+ */
+export function asAskedByUser(query: string): string {
+  if (!/\buser\b/iu.test(query)) return query;
+  const verbs: Record<string, string> = { is: "am", has: "have", does: "do", was: "was", goes: "go" };
+  return query
+    .replace(/\b(?:the |this |our |my )?user['’]s\b/giu, "my")
+    .replace(/\b(does|do|is|has|have|was|did|can|could|will|would|should|shall|may|might|must)\s+(?:the |this |our )?user\b/giu, (_m, aux: string) => `${({ does: "do", is: "am", has: "have" } as Record<string, string>)[aux.toLowerCase()] ?? aux.toLowerCase()} I`)
+    .replace(/\b(?:the |this |our )?user\s+([a-z]+)\b/giu, (m, verb: string) => {
+      const v = verb.toLowerCase();
+      if (verbs[v]) return `I ${verbs[v]}`;
+      if (/^(?:to|and|or|in|on|at|with|for|of|about)$/u.test(v)) return m.replace(/(?:the |this |our )?user/iu, "me");
+      if (/(?:ches|shes|sses|xes|zes)$/u.test(v)) return `I ${v.slice(0, -2)}`;
+      if (/[^s]s$/u.test(v) && !/(?:ss|us|is)$/u.test(v)) return `I ${v.slice(0, -1)}`;
+      return `I ${v}`;
+    })
+    .replace(/\b(about|for|to|with|of|from|by|tell|remind|help)\s+(?:the |this |our )?user\b/giu, "$1 me")
+    .replace(/\b(?:the |this |our )?user\b/giu, "I");
+}
