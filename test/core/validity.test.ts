@@ -209,6 +209,17 @@ describe("history", () => {
       { version: 3, content: "second words", tags: ["b"], metadata: { k: 1 }, validFrom: v3.updatedAt },
     ]);
   });
+
+  it("ends a replaced memory's last version when it was replaced, not now", async () => {
+    const ctx = await open();
+    const paris = await createMemory(ctx, { content: "I live in Paris", userId: "u" });
+    const berlin = await createMemory(ctx, { content: "I moved to Berlin", userId: "u" });
+    const h = await memoryHistory(ctx, paris.id);
+    expect(h.versions).toEqual([{ version: 1, content: "I live in Paris", validFrom: paris.updatedAt, validTo: berlin.createdAt }]);
+    expect(h.events).toEqual([expect.objectContaining({ type: "superseded", at: berlin.createdAt, memoryId: berlin.id })]);
+    await restoreMemory(ctx, paris.id);
+    expect((await memoryHistory(ctx, paris.id)).versions.at(-1)!.validTo).toBeUndefined();
+  });
 });
 
 describe("duplicates", () => {
