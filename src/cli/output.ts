@@ -31,6 +31,8 @@ export interface OutputOptions {
 export class Output {
   /** How to name an API field in a message; set once the command is known (main.ts). */
   fieldName: FieldNamer = (field) => field;
+  /** A progress line being redrawn on stderr (cli/progress.ts): every other line is written above it. */
+  private live: LiveLine | undefined;
 
   private constructor(
     private readonly io: OutputStreams,
@@ -92,12 +94,26 @@ export class Output {
   }
 
   out(line: string): void {
-    this.io.stdout.write(line + "\n");
+    this.clearOfLive(this.io.stdout.isTTY === true, () => this.io.stdout.write(line + "\n"));
   }
 
   /** Human messages (progress, warnings) go to stderr so stdout stays parseable. */
   note(line: string): void {
-    this.io.stderr.write(this.fitStderr(line) + "\n");
+    this.clearOfLive(true, () => this.io.stderr.write(this.fitStderr(line) + "\n"));
+  }
+
+  /**
+   * Holds `line` as the terminal's live line until `stop`: notes, errors and (on a terminal) output
+   * are then written above it, never run on after it, whoever writes them.
+   */
+  hold(line: LiveLine): { stop(): void } {
+    this.live = line;
+    return { stop: () => void (this.live === line && (this.live = undefined)) };
+  }
+
+  private clearOfLive(onScreen: boolean, write: () => void): void {
+    if (this.live && onScreen) this.live.above(write);
+    else write();
   }
 
   /**
@@ -149,9 +165,15 @@ export class Output {
       this.io.stderr.write(JSON.stringify(err.toBody()) + "\n");
       return;
     }
-    this.io.stderr.write(paint(this.fitStderr(`mm: ${humanMessage(err, this.fieldName)}`), 31, this.colors.stderr) + "\n");
-    for (const line of extra) this.io.stderr.write(this.fitStderr(line) + "\n");
+    const message = paint(this.fitStderr(`mm: ${humanMessage(err, this.fieldName)}`), 31, this.colors.stderr);
+    this.clearOfLive(true, () => this.io.stderr.write(message + "\n"));
+    for (const line of extra) this.note(line);
   }
+}
+
+/** A line redrawn in place on stderr (a progress bar): `above` clears it, writes, and draws it again below. */
+export interface LiveLine {
+  above(write: () => void): void;
 }
 
 /**

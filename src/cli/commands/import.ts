@@ -62,7 +62,7 @@ export function registerImport(program: Command, app: CliApp): void {
       const what = file === "-" ? "stdin" : file;
       const userId = opts.user ?? (io.env.MM_USER || undefined);
       const total = output.isTable && io.stderr.isTTY && file !== "-" ? await countLines(file) : undefined;
-      const progress = output.isTable && io.stderr.isTTY ? startProgress(io.stderr, total, output.styles) : undefined;
+      const progress = output.isTable && io.stderr.isTTY ? startProgress(output, io.stderr, total) : undefined;
       let firstError: MmError | undefined;
       const onResult = (r: ImportResult) => {
         if (r.error) firstError ??= r.error;
@@ -71,8 +71,7 @@ export function registerImport(program: Command, app: CliApp): void {
           output.out(JSON.stringify({ ...rest, ...(error ? { error: error.toBody().error } : {}) }));
         } else if (r.error) {
           const text = `line ${r.line}: ${humanMessage(r.error, (f) => (f === "line" ? "the line" : f))}`;
-          if (progress) progress.log(text);
-          else output.note(text);
+          output.note(text);
         }
         progress?.tick();
       };

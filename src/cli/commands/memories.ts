@@ -350,7 +350,7 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
   openError.catch(() => undefined); // raced below; a failure before the race starts is not unhandled
   const lines = readLines(source, skip);
   const total = output.isTable && io.stderr.isTTY && opts.batch !== "-" ? Math.max(0, (await countLines(opts.batch)) - skip) : undefined;
-  const progress = output.isTable && io.stderr.isTTY ? startProgress(io.stderr, total, output.styles) : undefined;
+  const progress = output.isTable && io.stderr.isTTY ? startProgress(output, io.stderr, total) : undefined;
   let firstError: MmError | undefined;
   // Line numbers are the input's own, --skip included, so a resume offset can be read off them.
   let lastLine = skip;
@@ -368,15 +368,13 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
       );
     } else if (r.error) {
       const text = `line ${line}: ${humanMessage(r.error, (f) => (f === "line" ? "the line" : f))}`;
-      if (progress) progress.log(text);
-      else output.note(text);
+      output.note(text);
     } else if (r.memory && !progress) reportValidity(app, r.memory, line);
     progress?.tick();
   };
   const stop = new AbortController();
   const release = io.onInterrupt?.(() => {
-    progress?.log("Interrupted: committing the lines already read, then stopping (Ctrl-C again to quit at once).");
-    if (!progress) output.note("Interrupted: committing the lines already read, then stopping (Ctrl-C again to quit at once).");
+    output.note("Interrupted: committing the lines already read, then stopping (Ctrl-C again to quit at once).");
     stop.abort();
   });
   const summary = await withContext(
