@@ -123,22 +123,7 @@ export class Output {
   private fitStderr(text: string): string {
     const columns = this.io.stderr.columns;
     if (!this.isTable || !this.io.stderr.isTTY || !columns || columns < 20) return text;
-    const width = require("string-width") as (s: string) => number;
-    return text
-      .split("\n")
-      .map((paragraph) => {
-        const lines: string[] = [];
-        let line = "";
-        for (const word of paragraph.split(" ")) {
-          if (line && width(`${line} ${word}`) > columns) {
-            lines.push(line);
-            line = word;
-          } else line = line ? `${line} ${word}` : word;
-        }
-        lines.push(line);
-        return lines.join("\n");
-      })
-      .join("\n");
+    return fitWords(text, columns, require("string-width") as (s: string) => number);
   }
 
   /**
@@ -207,6 +192,8 @@ export interface TableOptions {
   ids?: number[];
   /** Further columns that may be left out, least useful first. */
   drop?: number[];
+  /** Columns never cut nor left out: what a person types back, already made short (a short id). */
+  whole?: number[];
 }
 
 export interface TableKit {
@@ -221,6 +208,10 @@ export interface TableKit {
   table(head: string[], rows: (string | number)[][], options?: TableOptions): string;
   /** One `key  value` line per entry; long values wrap under themselves. Undefined values are skipped. */
   record(entries: [string, unknown][]): string;
+  /** `--wide`: ids are to be shown whole. */
+  readonly wide: boolean;
+  /** A sentence or two, broken at spaces to the terminal's width, so the terminal never breaks a word. */
+  prose(text: string): string;
   dim(s: string): string;
   bold(s: string): string;
   green(s: string): string;
@@ -256,7 +247,7 @@ function tableKit(color: boolean, columns: number | undefined, wide = false): Ta
       }
       const widths = new Map(shown.map((i) => [i, natural[i]]));
       // Still too wide: cut the other columns (never an id), the widest first, down to 6.
-      const cuttable = shown.filter((i) => i !== flex && !options.ids?.includes(i));
+      const cuttable = shown.filter((i) => i !== flex && !options.ids?.includes(i) && !options.whole?.includes(i));
       for (let over = fixed(shown) + flexMin - limit; over > 0; over--) {
         const widest = cuttable.reduce((a, i) => (widths.get(i)! > widths.get(a)! ? i : a), cuttable[0]);
         if (widest === undefined || widths.get(widest)! <= 6) break;
@@ -288,10 +279,31 @@ function tableKit(color: boolean, columns: number | undefined, wide = false): Ta
         })
         .join("\n");
     },
+    wide,
+    prose: (text) => (limit === Infinity ? text : fitWords(text, limit, width)),
     dim,
     bold,
     green: (s) => paint(s, 32, color),
   };
+}
+
+/** `text` broken at spaces into lines of at most `columns`; a word longer than a line (a URL, a path) stays whole. */
+function fitWords(text: string, columns: number, width: (s: string) => number): string {
+  return text
+    .split("\n")
+    .map((paragraph) => {
+      const lines: string[] = [];
+      let line = "";
+      for (const word of paragraph.split(" ")) {
+        if (line && width(`${line} ${word}`) > columns) {
+          lines.push(line);
+          line = word;
+        } else line = line ? `${line} ${word}` : word;
+      }
+      lines.push(line);
+      return lines.join("\n");
+    })
+    .join("\n");
 }
 
 /** A cell on one line: newlines shown as ⏎, tabs as spaces. */

@@ -162,10 +162,21 @@ export class Accounts {
   /**
    * Revokes at once: servers re-read the key file when it changes, so the next request is refused.
    * With `accountId` (the console), another account's key is NOT_FOUND, exactly like an unknown one.
+   * With `byPrefix` (`mm keys revoke`, whose list shows ids shortened), `id` may be the start of
+   * one key's id; a start that several ids share is refused, never guessed.
    */
-  async revokeKey(id: string, accountId?: string): Promise<KeyInfo> {
+  async revokeKey(id: string, accountId?: string, options: { byPrefix?: boolean } = {}): Promise<KeyInfo> {
     return this.file.update((data) => {
-      const key = data.keys.find((k) => k.id === id && (accountId === undefined || k.accountId === accountId));
+      const own = data.keys.filter((k) => accountId === undefined || k.accountId === accountId);
+      let key = own.find((k) => k.id === id);
+      if (!key && options.byPrefix && id.length > "key_".length) {
+        const starting = own.filter((k) => k.id.startsWith(id));
+        if (starting.length > 1) {
+          const message = `begins ${starting.length} keys' ids; give more of it`;
+          throw new MmError("VALIDATION_ERROR", `Invalid request: id: ${id} ${message}.`, { details: [{ field: "id", message: `${id} ${message}` }] });
+        }
+        key = starting[0];
+      }
       if (!key) throw new MmError("NOT_FOUND", `Key ${id} does not exist.`);
       key.revokedAt ??= this.clock().toISOString();
       return toKeyInfo(key);

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runMm } from "../helpers/spawn-mm.js";
+import { json, runMm } from "../helpers/spawn-mm.js";
 import { runInTerminal } from "../helpers/terminal.js";
 import { useTempDirs } from "../helpers/temp.js";
 
@@ -28,5 +28,62 @@ describe("progress lines in a real terminal", () => {
     expect(refused.screen, refused.raw).toContain(`mm: created a new store at ${other} (from MM_STORE)`);
     expect(refused.screen.some((l) => l.startsWith("mm: This file is an mm export"))).toBe(true);
     for (const run of [added, refused]) expect(run.screen.filter((l) => l.includes("loading the model")), run.raw).toEqual([]);
+  });
+});
+
+describe("at 80 columns", () => {
+  /** Every line the screen shows fits: the terminal never had to break one, mid-word or not. */
+  const fits = (screen: string[], raw: string) => {
+    for (const line of screen) expect(line.length, raw).toBeLessThanOrEqual(80);
+  };
+
+  it("mm init breaks its sentences at spaces, never inside the model's name", async () => {
+    const store = join(await tempDir(), "a-store-in-a-directory-with-a-rather-long-name", "store");
+    for (const args of [["init", "--provider", "use-lite"], ["init"]]) {
+      const r = await runInTerminal([...args, "--no-color"], { store, cols: 80 });
+      expect(r.code, r.raw).toBe(0);
+      fits(r.screen, r.raw);
+      expect(r.screen.join("\n")).toContain("use-lite:universal-sentence-encoder-lite");
+    }
+  });
+
+  it("the Ctrl-C hint of a batch breaks at a space, above the bar", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "many.jsonl");
+    await writeFile(file, Array.from({ length: 400 }, (_, i) => JSON.stringify(`note number ${i + 1}`)).join("\n") + "\n");
+    const r = await runInTerminal(["memories", "add", "--batch", file, "--user", "a", "--batch-size", "16", "--no-color"], {
+      store: join(dir, "store"),
+      cols: 80,
+      keys: [{ waitFor: /\d+\/400 lines/, send: "\u0003" }],
+    });
+    expect(r.code, r.raw).toBe(130);
+    fits(r.screen, r.raw);
+    expect(r.screen.join(" ")).toContain("(Ctrl-C again to quit at once).");
+  });
+
+  it("keys list shows each key's id as a start that keys revoke takes", async () => {
+    const store = join(await tempDir(), "store");
+    const made: string[] = [];
+    for (const name of ["laptop", "work desktop"]) made.push(json(await runMm(["keys", "create", "--name", name], { store })).id);
+    const r = await runInTerminal(["keys", "list", "--no-color"], { store, cols: 80 });
+    fits(r.screen, r.raw);
+    const shown = r.screen.map((l) => /^(key_\w+)\s+(laptop|work desktop)\b/.exec(l)).filter((m) => m !== null);
+    expect(shown.map((m) => m[2])).toEqual(["laptop", "work desktop"]);
+    for (const [i, m] of shown.entries()) {
+      expect(made[i].startsWith(m[1])).toBe(true);
+      expect(m[1].length).toBeGreaterThanOrEqual(12);
+    }
+    expect(r.screen.join("\n")).toContain("ids shortened: mm keys revoke takes them as shown");
+    const wide = (await runInTerminal(["keys", "list", "--wide", "--no-color"], { store, cols: 80 })).screen.join("\n");
+    for (const id of made) expect(wide).toContain(id);
+
+    // A start that both ids share (ULIDs of this century begin 0) is refused, not guessed.
+    const ambiguous = await runMm(["keys", "revoke", "key_0", "--format", "table"], { store });
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toBe("mm: <id> key_0 begins 2 keys' ids; give more of it.\n");
+    const revoked = await runMm(["keys", "revoke", shown[1][1]], { store });
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(json(revoked)).toMatchObject({ id: made[1], revoked: true });
+    expect(json(await runMm(["keys", "list"], { store })).items.map((k: { revoked: boolean }) => k.revoked)).toEqual([false, true]);
   });
 });
