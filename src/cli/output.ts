@@ -355,6 +355,11 @@ export function count(n: number): string {
   return n.toLocaleString("en-US");
 }
 
+/** A count and its noun, singular for one: "1 memory", "2 memories", "1,000 relations". */
+export function counted(n: number, one: string, many = `${one}s`): string {
+  return `${count(n)} ${n === 1 ? one : many}`;
+}
+
 /** Human sizes: 1.4 MiB, 512 B. */
 export function bytes(n: number): string {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -87,3 +87,31 @@ describe("at 80 columns", () => {
     expect(json(await runMm(["keys", "list"], { store })).items.map((k: { revoked: boolean }) => k.revoked)).toEqual([false, true]);
   });
 });
+
+describe("files and counts in the person's words", () => {
+  it("a file that isn't there is 'no file …', not Node's ENOENT", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "store");
+    const missing = join(dir, "nope.jsonl");
+    for (const args of [["import", missing], ["memories", "add", "--batch", missing, "--user", "u"]]) {
+      const table = await runMm([...args, "--format", "table"], { store });
+      expect(table.code, table.stderr).toBe(2);
+      expect(table.stderr).toBe(`mm: no file ${missing}.\n`);
+      const body = JSON.parse((await runMm(args, { store })).stderr);
+      expect(body.error).toMatchObject({ code: "VALIDATION_ERROR", message: `no file ${missing}.` });
+    }
+  });
+
+  it("an export of one memory, one entity and one relation says each in the singular", async () => {
+    const store = join(await tempDir(), "store");
+    for (const args of [
+      ["memories", "add", "Ada wrote the first program", "--user", "u"],
+      ["entities", "create", "Ada", "--type", "PERSON"],
+      ["entities", "create", "Babbage", "--type", "PERSON"],
+      ["relations", "create", "--source", "Ada", "--target", "Babbage", "--type", "KNOWS"],
+    ])
+      expect((await runMm(args, { store })).code).toBe(0);
+    const r = await runMm(["export", "-o", join(store, "..", "out.jsonl")], { store });
+    expect(r.stderr).toContain("Exported 1 memory, 2 entities, 1 relation to");
+  });
+});

@@ -1,9 +1,10 @@
 import { createReadStream } from "node:fs";
-import { access, constants, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import type { Command } from "commander";
 import { MmError } from "../../errors.js";
 import type { ImportResult, ImportSummary } from "../../core/transfer.js";
 import { withContext } from "../context.js";
+import { assertReadable } from "../files.js";
 import { boundedLines, boundedText } from "../lines.js";
 import type { CliApp } from "../main.js";
 import { countLines, startProgress } from "../progress.js";
@@ -49,9 +50,7 @@ export function registerImport(program: Command, app: CliApp): void {
         throw new MmError("VALIDATION_ERROR", "--batch-size must be an integer from 1 to 4096.", { details: [{ field: "batch-size", message: "must be an integer from 1 to 4096" }] });
       }
       if (file !== "-") {
-        await access(file, constants.R_OK).catch((err: Error) =>
-          Promise.reject(new MmError("VALIDATION_ERROR", `Cannot read ${file}: ${err.message}`, { details: [{ field: "file", message: err.message }] })),
-        );
+        await assertReadable(file);
         if ((await stat(file)).isDirectory()) {
           throw new MmError("VALIDATION_ERROR", `${file} is a directory; give the file to import: an export's .jsonl, memory.jsonl, or mem0's export.`, {
             details: [{ field: "file", message: "is a directory" }],

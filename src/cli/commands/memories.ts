@@ -1,10 +1,11 @@
-import { accessSync, constants, createReadStream } from "node:fs";
+import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { Option, type Command } from "commander";
 import { MmError } from "../../errors.js";
 import type { BatchLineResult, Memory, MemoryHistory, MemoryListItem, MemorySearchHit, Page } from "../../core/memories.js";
 import { collect, confirmedDelete, entityRef, withContext } from "../context.js";
 import type { Context } from "../../core/context.js";
+import { assertReadable } from "../files.js";
 import { defined, jsonFlag, numberFlag, readStdin } from "../flags.js";
 import type { CliApp } from "../main.js";
 import { count, pageLine, when, type TableKit } from "../output.js";
@@ -338,13 +339,7 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
   });
   const unreadable = (err: Error) =>
     new MmError("VALIDATION_ERROR", `Cannot read ${opts.batch}: ${err.message}`, { details: [{ field: "batch", message: err.message }] });
-  if (opts.batch !== "-") {
-    try {
-      accessSync(opts.batch, constants.R_OK);
-    } catch (err) {
-      throw unreadable(err as Error);
-    }
-  }
+  if (opts.batch !== "-") await assertReadable(opts.batch);
   const source = opts.batch === "-" ? io.stdin : createReadStream(opts.batch);
   const openError = new Promise<never>((_, reject) => source.once("error", (err: Error) => reject(unreadable(err))));
   openError.catch(() => undefined); // raced below; a failure before the race starts is not unhandled
