@@ -1,7 +1,7 @@
 import { createHash, randomInt, timingSafeEqual } from "node:crypto";
 import { MmError, validationError } from "../errors.js";
 import { PLAN_QUOTAS } from "../schemas/enums.js";
-import { authDocument, DEFAULT_ACCOUNT, type AccountRecord, type AuthData, type KeyRecord, type Plan } from "../storage/auth-file.js";
+import { authDocument, DEFAULT_ACCOUNT, storeCreatedAt, type AccountRecord, type AuthData, type KeyRecord, type Plan } from "../storage/auth-file.js";
 import { documentsOf, type DocumentSource } from "../storage/database.js";
 import type { Document } from "../storage/documents.js";
 import { keyUseOf, type KeyUse } from "../storage/key-use.js";
@@ -65,6 +65,7 @@ export class Accounts {
   private readonly keyUse: KeyUse;
   /** When this process last recorded each key's use. */
   private readonly touched = new Map<string, number>();
+  private readonly storeCreatedAt: () => Promise<string | undefined>;
 
   /** `store`: an open store, or a store's location (a directory or an object-store URI). */
   constructor(
@@ -74,6 +75,14 @@ export class Accounts {
     const documents = documentsOf(store);
     this.file = authDocument(documents);
     this.keyUse = keyUseOf(documents);
+    this.storeCreatedAt = storeCreatedAt(documents);
+  }
+
+  /** The default account dated as its store is (auth.json holds only a placeholder for it). */
+  private async dated(account: Account): Promise<Account> {
+    if (account.id !== DEFAULT_ACCOUNT.id || account.createdAt !== DEFAULT_ACCOUNT.createdAt) return account;
+    const createdAt = await this.storeCreatedAt();
+    return createdAt ? { ...account, createdAt } : account;
   }
 
   async create(raw: unknown): Promise<Account> {
@@ -97,7 +106,12 @@ export class Accounts {
     if (typeof raw.id !== "string" || !/^acct_[A-Za-z0-9_]{1,64}$/.test(raw.id)) throw validationError("id", "must be an account id (acct_…)");
     const id = raw.id;
     return this.file.update((data) => {
-      if (data.accounts.some((a) => a.id === id)) return false;
+      const existing = data.accounts.find((a) => a.id === id);
+      if (existing) {
+        // A whole store's default account, restored: it keeps the date it had there.
+        if (existing.id === DEFAULT_ACCOUNT.id && existing.createdAt === DEFAULT_ACCOUNT.createdAt && typeof raw.createdAt === "string") existing.createdAt = raw.createdAt;
+        return false;
+      }
       if (data.accounts.some((a) => a.name.toLowerCase() === name.toLowerCase())) throw validationError("name", `another account is named "${name}"`);
       data.accounts.push({ id, name, plan, createdAt: typeof raw.createdAt === "string" ? raw.createdAt : this.clock().toISOString() });
       return true;
@@ -105,21 +119,24 @@ export class Accounts {
   }
 
   async list(): Promise<{ items: Account[] }> {
-    return { items: (await this.file.read()).accounts.map(toAccount) };
+    return { items: await Promise.all((await this.file.read()).accounts.map((a) => this.dated(toAccount(a)))) };
   }
 
   /** Finds an account by id or by name (case-insensitive). */
   async resolve(idOrName: string): Promise<Account> {
+    // Not dated: this is on every command's path, and no caller shows the default account's date.
     return toAccount(findAccount(await this.file.read(), idOrName));
   }
 
   async setPlan(idOrName: string, raw: unknown): Promise<Account> {
     const { plan } = (await schemas()).parseSetPlan(raw);
-    return this.file.update((data) => {
-      const account = findAccount(data, idOrName);
-      account.plan = plan;
-      return toAccount(account);
-    });
+    return this.dated(
+      await this.file.update((data) => {
+        const account = findAccount(data, idOrName);
+        account.plan = plan;
+        return toAccount(account);
+      }),
+    );
   }
 
   /** Creates a key and returns it in full, the only time it is ever shown; only its SHA-256 is kept. */

@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { json, runMm } from "../helpers/spawn-mm.js";
@@ -113,5 +113,21 @@ describe("files and counts in the person's words", () => {
       expect((await runMm(args, { store })).code).toBe(0);
     const r = await runMm(["export", "-o", join(store, "..", "out.jsonl")], { store });
     expect(r.stderr).toContain("Exported 1 memory, 2 entities, 1 relation to");
+  });
+});
+
+describe("the default account", () => {
+  it("is dated when its store was made, before and after auth.json is written, never 1970", async () => {
+    const store = join(await tempDir(), "store");
+    expect((await runMm(["init"], { store })).code).toBe(0);
+    const made = JSON.parse(await readFile(join(store, "config.json"), "utf8")).createdAt as string;
+    const dated = async () => json(await runMm(["accounts", "list"], { store })).items.find((a: { id: string }) => a.id === "acct_default").createdAt;
+    expect(await dated()).toBe(made);
+    expect((await runMm(["keys", "create", "--name", "laptop"], { store })).code).toBe(0); // writes auth.json
+    expect(await dated()).toBe(made);
+    const table = await runMm(["accounts", "list", "--format", "table"], { store });
+    expect(table.stdout).toContain(`${made.slice(0, 10)} ${made.slice(11, 16)}`);
+    expect(table.stdout).not.toContain("1970");
+    expect(json(await runMm(["accounts", "set-plan", "default", "hobby"], { store })).createdAt).toBe(made);
   });
 });

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { Accounts, KEY_SHOWN_ONCE, type Account, type KeyInfo } from "../../core/accounts.js";
+import { Accounts, DEFAULT_ACCOUNT, KEY_SHOWN_ONCE, type Account, type KeyInfo } from "../../core/accounts.js";
 import { openCommandLedger } from "../../limits/index.js";
 import { PLANS } from "../../schemas/enums.js";
 import { createdStoreNote, ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
@@ -113,7 +113,9 @@ export function registerAccounts(program: Command, app: CliApp): void {
 }
 
 function renderAccounts(t: TableKit, items: Account[]): string {
-  return t.table(["id", "name", "plan", "monthly quota", "created"], items.map((a) => [a.id, a.name, a.plan, a.quota === null || a.quota === undefined ? "unlimited" : count(a.quota), when(a.createdAt)]), { flex: 1, ids: [0] });
+  // The default account of a store that doesn't record its own creation time keeps a placeholder date.
+  const created = (a: Account) => (a.id === DEFAULT_ACCOUNT.id && a.createdAt === DEFAULT_ACCOUNT.createdAt ? "unknown" : when(a.createdAt));
+  return t.table(["id", "name", "plan", "monthly quota", "created"], items.map((a) => [a.id, a.name, a.plan, a.quota === null || a.quota === undefined ? "unlimited" : count(a.quota), created(a)]), { flex: 1, ids: [0] });
 }
 
 /**
