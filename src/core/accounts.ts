@@ -183,7 +183,7 @@ export class Accounts {
    * one key's id; a start that several ids share is refused, never guessed.
    */
   async revokeKey(id: string, accountId?: string, options: { byPrefix?: boolean } = {}): Promise<KeyInfo> {
-    return this.file.update((data) => {
+    const revoked = await this.file.update((data) => {
       const own = data.keys.filter((k) => accountId === undefined || k.accountId === accountId);
       let key = own.find((k) => k.id === id);
       if (!key && options.byPrefix && id.length > "key_".length) {
@@ -196,8 +196,9 @@ export class Accounts {
       }
       if (!key) throw new MmError("NOT_FOUND", `Key ${id} does not exist.`);
       key.revokedAt ??= this.clock().toISOString();
-      return toKeyInfo(key);
+      return key;
     });
+    return toKeyInfo({ ...revoked, lastUsedAt: await this.lastUse(revoked) });
   }
 
   /**
