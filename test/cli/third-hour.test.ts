@@ -131,3 +131,14 @@ describe("the default account", () => {
     expect(json(await runMm(["accounts", "set-plan", "default", "hobby"], { store })).createdAt).toBe(made);
   });
 });
+
+describe("an add that replaced something", () => {
+  it("names what it replaced by its text, shortened, beside its id", async () => {
+    const store = join(await tempDir(), "store");
+    const paris = "I live in a small flat in Paris near the canal, on the fourth floor without a lift";
+    const old = json(await runMm(["memories", "add", paris, "--user", "u"], { store })).id as string;
+    const r = await runMm(["memories", "add", "I moved to Berlin last month", "--user", "u", "--format", "table"], { store });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`replaces ${old} ("${paris.slice(0, 49)}…") (mm memories restore <id> undoes it)`);
+  });
+});

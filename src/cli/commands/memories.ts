@@ -271,13 +271,13 @@ async function addOne(app: CliApp, cmd: Command, content: string | undefined, op
       if (opts.entity) raw.entityIds = await entityRefs(ctx, opts.entity);
       if (!opts.extract) {
         const body = await (await core()).createMemory(ctx, raw);
-        reportValidity(app, body);
+        reportValidity(app, body, undefined, await replacedTexts(app, ctx, body));
         await app.output.result(body, (t) => renderMemory(t, body));
         return;
       }
       const { memory, extracted } = await (await core()).createMemoryWithExtraction(ctx, raw);
       reportExtraction(app, extracted);
-      reportValidity(app, memory);
+      reportValidity(app, memory, undefined, await replacedTexts(app, ctx, memory));
       await app.output.result(memory, (t) => renderMemory(t, memory));
     },
     // The new memory is embedded: its model loads while the store opens.
@@ -296,12 +296,25 @@ async function entityRefs(ctx: Context, refs: string[] | undefined): Promise<str
   return refs && Promise.all(refs.map(async (ref) => (await entityRef(ctx, ref))!));
 }
 
-/** On a terminal, a line on stderr when a create stored nothing (a duplicate) or replaced older memories. */
-function reportValidity(app: CliApp, m: Memory, line?: number): void {
+/**
+ * On a terminal, a line on stderr when a create stored nothing (a duplicate) or replaced older
+ * memories, each replaced one with the start of its text where `texts` has it (a single add reads
+ * them; a batch names ids only, rather than read once more per line).
+ */
+function reportValidity(app: CliApp, m: Memory, line?: number, texts?: Map<string, string>): void {
   if (!app.output.isTable) return;
   const where = line ? `line ${line}: ` : "";
+  const named = (id: string) => (texts?.has(id) ? `${id} ("${short(texts.get(id)!, 50)}")` : id);
   if (m.deduplicated) app.output.note(`${where}already stored as ${m.id}; nothing added (--no-dedupe stores a copy)`);
-  else if (m.supersedes?.length) app.output.note(`${where}replaces ${m.supersedes.join(", ")} (mm memories restore <id> undoes it)`);
+  else if (m.supersedes?.length) app.output.note(`${where}replaces ${m.supersedes.map(named).join(", ")} (mm memories restore <id> undoes it)`);
+}
+
+/** The texts of the memories `m` replaced, for the person's terminal only; one that can't be read is left out. */
+async function replacedTexts(app: CliApp, ctx: Context, m: Memory): Promise<Map<string, string>> {
+  if (!app.output.isTable || m.deduplicated || !m.supersedes?.length) return new Map();
+  const service = await core();
+  const read = await Promise.all(m.supersedes.map((id) => service.getMemory(ctx, id).then((r) => [id, r.content] as const, () => undefined)));
+  return new Map(read.filter((r) => r !== undefined));
 }
 
 /** What extraction did goes to stderr, so stdout stays exactly the API's memory body. */
