@@ -62,7 +62,7 @@ export const VALUE_KEY = "value:";
  * out again the keys of memories an older mm stored (Store refreshMatchKeys), and a newer memory
  * finds them by what the rules read now. Never looked up.
  */
-export const KEYS_MARK = "keys:9";
+export const KEYS_MARK = "keys:10";
 
 /** A key that says what a memory states (a fact's attribute or value), not its whole text or KEYS_MARK. */
 export function isFactKey(key: string): boolean {
@@ -786,12 +786,30 @@ const PHATIC = new Set(
 const DUPLICATE_MIN_WORDS = 4;
 const DUPLICATE_MIN_CONTENT_WORDS = 2;
 
+/** English contractions, spelt out, so that "I'm" and "I am" are one text (after fold: lower case, straight apostrophes). */
+const CONTRACTIONS: [RegExp, string][] = [
+  [/\bwon't\b/g, "will not"],
+  [/\bshan't\b/g, "shall not"],
+  [/\bcan't\b|\bcannot\b/g, "can not"],
+  [/\b(\w+)n't\b/g, "$1 not"],
+  [/\b(\w+)'m\b/g, "$1 am"],
+  [/\b(\w+)'re\b/g, "$1 are"],
+  [/\b(\w+)'ve\b/g, "$1 have"],
+  [/\b(\w+)'ll\b/g, "$1 will"],
+  [/\b(\w+)'d\b/g, "$1 would"],
+  [/\blet's\b/g, "let us"],
+  // Only after these is 's "is": after a name or a noun it is a possessive ("my sister's").
+  [/\b(it|he|she|that|what|there|here|who|where|how|when)'s\b/g, "$1 is"],
+];
+
 /**
- * The folded text a duplicate is recognised by (punctuation, case, accents and spacing aside), or
- * undefined for memories too short or too empty of content to be facts ("Thanks!", "ok").
+ * The folded text a duplicate is recognised by (contractions, punctuation, case, accents and
+ * spacing aside), or undefined for memories too short or too empty of content to be facts
+ * ("Thanks!", "ok").
  */
 export function textKey(content: string): string | undefined {
-  const words = fold(content).replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean);
+  const spelt = CONTRACTIONS.reduce((text, [pattern, full]) => text.replace(pattern, full), fold(content));
+  const words = spelt.replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean);
   if (words.length < DUPLICATE_MIN_WORDS) return undefined;
   if (words.filter((w) => !PHATIC.has(w)).length < DUPLICATE_MIN_CONTENT_WORDS) return undefined;
   return `${TEXT_KEY}${words.join(" ")}`;

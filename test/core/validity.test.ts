@@ -243,6 +243,28 @@ describe("duplicates", () => {
   });
 });
 
+describe("near-duplicates", () => {
+  it("counts the same words in other contractions, punctuation, case or spacing as a duplicate", async () => {
+    const ctx = await open();
+    const first = await createMemory(ctx, { content: "I'm allergic to penicillin", userId: "u" });
+    for (const again of ["I am allergic to penicillin.", "i AM   allergic to Penicillin!", "I\u2019m allergic to penicillin"]) {
+      expect(await createMemory(ctx, { content: again, userId: "u" }), again).toMatchObject({ id: first.id, deduplicated: true });
+    }
+    const dont = await createMemory(ctx, { content: "We don't eat meat at home", userId: "u" });
+    expect(await createMemory(ctx, { content: "We do not eat meat at home.", userId: "u" })).toMatchObject({ id: dont.id, deduplicated: true });
+    const its = await createMemory(ctx, { content: "It's my sister's birthday on the fifth", userId: "u" });
+    expect(await createMemory(ctx, { content: "It is my sister's birthday on the fifth", userId: "u" })).toMatchObject({ id: its.id, deduplicated: true });
+    // In one batch too.
+    const results: BatchLineResult[] = [];
+    const lines = ["We've got two cats at home", "We have got two cats at home."].map((c) => JSON.stringify({ content: c, userId: "w" }));
+    await addMemoriesFromLines(ctx, lines, { batchSize: 64, onResult: (r) => results.push(r) });
+    expect(results[1].memory).toMatchObject({ id: results[0].memory!.id, deduplicated: true });
+    // Other words are not a duplicate: a possessive stays one, and a negation is not the statement.
+    expect((await createMemory(ctx, { content: "I'm not allergic to penicillin", userId: "u" })).deduplicated).toBeUndefined();
+    expect((await createMemory(ctx, { content: "It is my sister birthday on the fifth", userId: "u" })).deduplicated).toBeUndefined();
+  });
+});
+
 describe("stores made before replaced facts", () => {
   it("open, read old memories as current, and take replacements", async () => {
     const dir = await tempDir();
