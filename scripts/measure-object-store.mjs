@@ -3,19 +3,19 @@
 // concurrent clients, as group commit gathers them, and one at a time), search p50/p95, and the
 // object-store requests one create and one search cost, counted by a pass-through HTTP proxy in
 // front of Azurite (its --debug log logs every body: over 512 MB for 2,000 creates). Starts its own
-// Azurite on a free port; needs `npm run build` first. Figures go to docs/object-storage.md.
+// Azurite on a free port; needs `npm run build` first. Figures go to docs/object-storage.md and docs/measurements/object-storage-rounds.md.
 //   node scripts/measure-object-store.mjs [--memories 2000] [--searches 100]
 //   node scripts/measure-object-store.mjs --memories 100000 --bulk [--creates 400]
 //   node scripts/measure-object-store.mjs --trace FILE   also writes each counted request (the
 //     operation it served, method, path, range, start and end in ms from the operation's start) as
 //     JSON lines: which requests of a search follow each other, and which run side by side; and each
 //     call of the store's methods during one ({op, phase: "Class.method", startMs, endMs}): which
-//     query a round of requests belongs to (docs/object-storage.md, "A create's last round").
+//     query a round of requests belongs to (docs/measurements/object-storage-rounds.md, "A create's last round").
 //   node scripts/measure-object-store.mjs --clients 32   the timed creates from 32 concurrent clients (default 8)
 //   node scripts/measure-object-store.mjs --profile   also times, during the timed creates, the
 //     store methods a group commit runs under the write lock (`write`: the lock waited for and
 //     held), and reports each one's calls and mean ms under `profile`: where a group's time goes
-//     (docs/object-storage.md, "Recent writes from memory (27 November, ninth pass)").
+//     (docs/measurements/object-storage-rounds.md, "Recent writes from memory (27 November, ninth pass)").
 //   node scripts/measure-object-store.mjs --pin   mm (this process: the local store's run and the
 //     Azurite one) on the first core and Azurite on the second (`taskset`), as a replica and an
 //     object store on machines of their own: without it the emulator's CPU competes with the model's.

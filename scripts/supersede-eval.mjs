@@ -18,7 +18,7 @@
 //     --check3    a third, written after the second was used; --check4 a fourth, after the third
 //     --heldout3  the lead's blind set (replaced-heldout3.jsonl, both-true-heldout3.jsonl), added after
 //     --heldout4  a second blind set, written for the newer-first ranking (ranking.ts NEWER) and measured once
-//     --heldout5  a third blind set, written while detection by the model (supersede.ts changedByModel) was built, measured once (docs/memory-validity.md, round four)
+//     --heldout5  a third blind set, written while detection by the model (supersede.ts changedByModel) was built, measured once (docs/measurements/memory-validity-rounds.md, round four)
 //     --heldout6  a fourth blind set, measured once clean (26 November 2026), then tuned on (round five)
 //     --heldout7  a fifth blind set, written while round five was made, measured once clean and not read
 //     --heldout8  a sixth blind set, measured once clean (26 November 2026), then tuned on (round six)

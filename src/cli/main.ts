@@ -4,6 +4,7 @@ import { EXIT, MmError, toMmError } from "../errors.js";
 import type { Embedder, Env } from "../embedder/index.js";
 import { Output, type OutputStreams } from "./output.js";
 import { fieldNamer } from "./messages.js";
+import { FS_REASONS } from "./files.js";
 import { hints } from "./hints.js";
 import { orList } from "../words.js";
 import { isApiCommand } from "./context.js";
@@ -195,18 +196,6 @@ const HELP = {
     const own = new Set(cmd.options.map((o) => o.long));
     return Help.prototype.visibleGlobalOptions.call(this, cmd).filter((o) => !own.has(o.long));
   },
-};
-
-const FS_REASONS: Record<string, string> = {
-  ENOTDIR: "part of that path is a file, not a directory",
-  EISDIR: "it is a directory",
-  EACCES: "permission denied",
-  EPERM: "operation not permitted",
-  EROFS: "the file system is read-only",
-  ENOSPC: "no space left on the device",
-  EDQUOT: "disk quota exceeded",
-  ENAMETOOLONG: "the path is too long",
-  ELOOP: "too many symbolic links",
 };
 
 /**

@@ -31,6 +31,8 @@ export interface OutputOptions {
 export class Output {
   /** How to name an API field in a message; set once the command is known (main.ts). */
   fieldName: FieldNamer = (field) => field;
+  /** A progress line being redrawn on stderr (cli/progress.ts): every other line is written above it. */
+  private live: LiveLine | undefined;
 
   private constructor(
     private readonly io: OutputStreams,
@@ -92,12 +94,26 @@ export class Output {
   }
 
   out(line: string): void {
-    this.io.stdout.write(line + "\n");
+    this.clearOfLive(this.io.stdout.isTTY === true, () => this.io.stdout.write(line + "\n"));
   }
 
   /** Human messages (progress, warnings) go to stderr so stdout stays parseable. */
   note(line: string): void {
-    this.io.stderr.write(this.fitStderr(line) + "\n");
+    this.clearOfLive(true, () => this.io.stderr.write(this.fitStderr(line) + "\n"));
+  }
+
+  /**
+   * Holds `line` as the terminal's live line until `stop`: notes, errors and (on a terminal) output
+   * are then written above it, never run on after it, whoever writes them.
+   */
+  hold(line: LiveLine): { stop(): void } {
+    this.live = line;
+    return { stop: () => void (this.live === line && (this.live = undefined)) };
+  }
+
+  private clearOfLive(onScreen: boolean, write: () => void): void {
+    if (this.live && onScreen) this.live.above(write);
+    else write();
   }
 
   /**
@@ -107,22 +123,7 @@ export class Output {
   private fitStderr(text: string): string {
     const columns = this.io.stderr.columns;
     if (!this.isTable || !this.io.stderr.isTTY || !columns || columns < 20) return text;
-    const width = require("string-width") as (s: string) => number;
-    return text
-      .split("\n")
-      .map((paragraph) => {
-        const lines: string[] = [];
-        let line = "";
-        for (const word of paragraph.split(" ")) {
-          if (line && width(`${line} ${word}`) > columns) {
-            lines.push(line);
-            line = word;
-          } else line = line ? `${line} ${word}` : word;
-        }
-        lines.push(line);
-        return lines.join("\n");
-      })
-      .join("\n");
+    return fitWords(text, columns, require("string-width") as (s: string) => number);
   }
 
   /**
@@ -149,9 +150,15 @@ export class Output {
       this.io.stderr.write(JSON.stringify(err.toBody()) + "\n");
       return;
     }
-    this.io.stderr.write(paint(this.fitStderr(`mm: ${humanMessage(err, this.fieldName)}`), 31, this.colors.stderr) + "\n");
-    for (const line of extra) this.io.stderr.write(this.fitStderr(line) + "\n");
+    const message = paint(this.fitStderr(`mm: ${humanMessage(err, this.fieldName)}`), 31, this.colors.stderr);
+    this.clearOfLive(true, () => this.io.stderr.write(message + "\n"));
+    for (const line of extra) this.note(line);
   }
+}
+
+/** A line redrawn in place on stderr (a progress bar): `above` clears it, writes, and draws it again below. */
+export interface LiveLine {
+  above(write: () => void): void;
 }
 
 /**
@@ -185,6 +192,8 @@ export interface TableOptions {
   ids?: number[];
   /** Further columns that may be left out, least useful first. */
   drop?: number[];
+  /** Columns never cut nor left out: what a person types back, already made short (a short id). */
+  whole?: number[];
 }
 
 export interface TableKit {
@@ -199,6 +208,10 @@ export interface TableKit {
   table(head: string[], rows: (string | number)[][], options?: TableOptions): string;
   /** One `key  value` line per entry; long values wrap under themselves. Undefined values are skipped. */
   record(entries: [string, unknown][]): string;
+  /** `--wide`: ids are to be shown whole. */
+  readonly wide: boolean;
+  /** A sentence or two, broken at spaces to the terminal's width, so the terminal never breaks a word. */
+  prose(text: string): string;
   dim(s: string): string;
   bold(s: string): string;
   green(s: string): string;
@@ -234,7 +247,7 @@ function tableKit(color: boolean, columns: number | undefined, wide = false): Ta
       }
       const widths = new Map(shown.map((i) => [i, natural[i]]));
       // Still too wide: cut the other columns (never an id), the widest first, down to 6.
-      const cuttable = shown.filter((i) => i !== flex && !options.ids?.includes(i));
+      const cuttable = shown.filter((i) => i !== flex && !options.ids?.includes(i) && !options.whole?.includes(i));
       for (let over = fixed(shown) + flexMin - limit; over > 0; over--) {
         const widest = cuttable.reduce((a, i) => (widths.get(i)! > widths.get(a)! ? i : a), cuttable[0]);
         if (widest === undefined || widths.get(widest)! <= 6) break;
@@ -266,10 +279,31 @@ function tableKit(color: boolean, columns: number | undefined, wide = false): Ta
         })
         .join("\n");
     },
+    wide,
+    prose: (text) => (limit === Infinity ? text : fitWords(text, limit, width)),
     dim,
     bold,
     green: (s) => paint(s, 32, color),
   };
+}
+
+/** `text` broken at spaces into lines of at most `columns`; a word longer than a line (a URL, a path) stays whole. */
+function fitWords(text: string, columns: number, width: (s: string) => number): string {
+  return text
+    .split("\n")
+    .map((paragraph) => {
+      const lines: string[] = [];
+      let line = "";
+      for (const word of paragraph.split(" ")) {
+        if (line && width(`${line} ${word}`) > columns) {
+          lines.push(line);
+          line = word;
+        } else line = line ? `${line} ${word}` : word;
+      }
+      lines.push(line);
+      return lines.join("\n");
+    })
+    .join("\n");
 }
 
 /** A cell on one line: newlines shown as ⏎, tabs as spaces. */
@@ -319,6 +353,11 @@ function wrap(text: string, w: number, width: (s: string) => number): string[] {
 /** A count as every message and table writes it: 6,000 (never 6000). */
 export function count(n: number): string {
   return n.toLocaleString("en-US");
+}
+
+/** A count and its noun, singular for one: "1 memory", "2 memories", "1,000 relations". */
+export function counted(n: number, one: string, many = `${one}s`): string {
+  return `${count(n)} ${n === 1 ? one : many}`;
 }
 
 /** Human sizes: 1.4 MiB, 512 B. */

@@ -1,11 +1,9 @@
 import { createReadStream } from "node:fs";
-import { count } from "./output.js";
+import { count, type Output } from "./output.js";
 
 export interface Progress {
   /** One more line done (added or failed). */
   tick(): void;
-  /** A message above the bar: the bar is cleared, the message printed, and the bar drawn again below it. */
-  log(line: string): void;
   /** Clears the bar for good, so what follows (the summary) starts on a clean line. */
   stop(): void;
 }
@@ -16,9 +14,11 @@ const REDRAW_MS = 200;
 /**
  * A one-line progress bar on a terminal's stderr for batch adds: "loading the model…" until the
  * first line is done, then done/total with a rate and an ETA (or just the count when the total is
- * unknown, reading stdin). Messages go above it, never under it.
+ * unknown, reading stdin). Messages go above it, never under it: `output` holds it as its live
+ * line until `stop`, so its notes and errors (a new store, a failure) are printed above it too.
  */
-export function startProgress(stream: NodeJS.WritableStream, total: number | undefined, style: { dim(s: string): string }): Progress {
+export function startProgress(output: Output, stream: NodeJS.WritableStream, total: number | undefined): Progress {
+  const style = output.styles;
   const started = Date.now();
   let firstAt = 0;
   let done = 0;
@@ -42,19 +42,24 @@ export function startProgress(stream: NodeJS.WritableStream, total: number | und
   const timer = setInterval(() => draw(), REDRAW_MS);
   timer.unref();
   draw(true);
+  // Whatever else is written meanwhile: the bar is cleared, the text written, and the bar drawn again below it.
+  const above = (write: () => void) => {
+    if (!stopped) stream.write("\r\u001b[K");
+    write();
+    draw(true);
+  };
+  const held = output.hold({ above });
   return {
     tick() {
       if (!done) firstAt = Date.now();
       done++;
       draw();
     },
-    log(message: string) {
-      stream.write(`\r\u001b[K${message}\n`);
-      draw(true);
-    },
     stop() {
+      if (stopped) return;
       stopped = true;
       clearInterval(timer);
+      held.stop();
       stream.write("\r\u001b[K");
     },
   };

@@ -776,7 +776,7 @@ export interface operations {
                             entityIds?: string[];
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             validFrom: string;
-                            /** @description absent on the current version */
+                            /** @description when this version ended: the next version's start, or when another memory replaced it; absent while it holds */
                             validTo?: string;
                         }[];
                         /** @description the memories it replaced, and those they replaced, nearest first */

@@ -1,7 +1,7 @@
 import { createHash, randomInt, timingSafeEqual } from "node:crypto";
 import { MmError, validationError } from "../errors.js";
 import { PLAN_QUOTAS } from "../schemas/enums.js";
-import { authDocument, DEFAULT_ACCOUNT, type AccountRecord, type AuthData, type KeyRecord, type Plan } from "../storage/auth-file.js";
+import { authDocument, DEFAULT_ACCOUNT, storeCreatedAt, type AccountRecord, type AuthData, type KeyRecord, type Plan } from "../storage/auth-file.js";
 import { documentsOf, type DocumentSource } from "../storage/database.js";
 import type { Document } from "../storage/documents.js";
 import { keyUseOf, type KeyUse } from "../storage/key-use.js";
@@ -65,6 +65,7 @@ export class Accounts {
   private readonly keyUse: KeyUse;
   /** When this process last recorded each key's use. */
   private readonly touched = new Map<string, number>();
+  private readonly storeCreatedAt: () => Promise<string | undefined>;
 
   /** `store`: an open store, or a store's location (a directory or an object-store URI). */
   constructor(
@@ -74,6 +75,14 @@ export class Accounts {
     const documents = documentsOf(store);
     this.file = authDocument(documents);
     this.keyUse = keyUseOf(documents);
+    this.storeCreatedAt = storeCreatedAt(documents);
+  }
+
+  /** The default account dated as its store is (auth.json holds only a placeholder for it). */
+  private async dated(account: Account): Promise<Account> {
+    if (account.id !== DEFAULT_ACCOUNT.id || account.createdAt !== DEFAULT_ACCOUNT.createdAt) return account;
+    const createdAt = await this.storeCreatedAt();
+    return createdAt ? { ...account, createdAt } : account;
   }
 
   async create(raw: unknown): Promise<Account> {
@@ -97,7 +106,12 @@ export class Accounts {
     if (typeof raw.id !== "string" || !/^acct_[A-Za-z0-9_]{1,64}$/.test(raw.id)) throw validationError("id", "must be an account id (acct_…)");
     const id = raw.id;
     return this.file.update((data) => {
-      if (data.accounts.some((a) => a.id === id)) return false;
+      const existing = data.accounts.find((a) => a.id === id);
+      if (existing) {
+        // A whole store's default account, restored: it keeps the date it had there.
+        if (existing.id === DEFAULT_ACCOUNT.id && existing.createdAt === DEFAULT_ACCOUNT.createdAt && typeof raw.createdAt === "string") existing.createdAt = raw.createdAt;
+        return false;
+      }
       if (data.accounts.some((a) => a.name.toLowerCase() === name.toLowerCase())) throw validationError("name", `another account is named "${name}"`);
       data.accounts.push({ id, name, plan, createdAt: typeof raw.createdAt === "string" ? raw.createdAt : this.clock().toISOString() });
       return true;
@@ -105,21 +119,24 @@ export class Accounts {
   }
 
   async list(): Promise<{ items: Account[] }> {
-    return { items: (await this.file.read()).accounts.map(toAccount) };
+    return { items: await Promise.all((await this.file.read()).accounts.map((a) => this.dated(toAccount(a)))) };
   }
 
   /** Finds an account by id or by name (case-insensitive). */
   async resolve(idOrName: string): Promise<Account> {
+    // Not dated: this is on every command's path, and no caller shows the default account's date.
     return toAccount(findAccount(await this.file.read(), idOrName));
   }
 
   async setPlan(idOrName: string, raw: unknown): Promise<Account> {
     const { plan } = (await schemas()).parseSetPlan(raw);
-    return this.file.update((data) => {
-      const account = findAccount(data, idOrName);
-      account.plan = plan;
-      return toAccount(account);
-    });
+    return this.dated(
+      await this.file.update((data) => {
+        const account = findAccount(data, idOrName);
+        account.plan = plan;
+        return toAccount(account);
+      }),
+    );
   }
 
   /** Creates a key and returns it in full, the only time it is ever shown; only its SHA-256 is kept. */
@@ -162,14 +179,26 @@ export class Accounts {
   /**
    * Revokes at once: servers re-read the key file when it changes, so the next request is refused.
    * With `accountId` (the console), another account's key is NOT_FOUND, exactly like an unknown one.
+   * With `byPrefix` (`mm keys revoke`, whose list shows ids shortened), `id` may be the start of
+   * one key's id; a start that several ids share is refused, never guessed.
    */
-  async revokeKey(id: string, accountId?: string): Promise<KeyInfo> {
-    return this.file.update((data) => {
-      const key = data.keys.find((k) => k.id === id && (accountId === undefined || k.accountId === accountId));
+  async revokeKey(id: string, accountId?: string, options: { byPrefix?: boolean } = {}): Promise<KeyInfo> {
+    const revoked = await this.file.update((data) => {
+      const own = data.keys.filter((k) => accountId === undefined || k.accountId === accountId);
+      let key = own.find((k) => k.id === id);
+      if (!key && options.byPrefix && id.length > "key_".length) {
+        const starting = own.filter((k) => k.id.startsWith(id));
+        if (starting.length > 1) {
+          const message = `begins ${starting.length} keys' ids; give more of it`;
+          throw new MmError("VALIDATION_ERROR", `Invalid request: id: ${id} ${message}.`, { details: [{ field: "id", message: `${id} ${message}` }] });
+        }
+        key = starting[0];
+      }
       if (!key) throw new MmError("NOT_FOUND", `Key ${id} does not exist.`);
       key.revokedAt ??= this.clock().toISOString();
-      return toKeyInfo(key);
+      return key;
     });
+    return toKeyInfo({ ...revoked, lastUsedAt: await this.lastUse(revoked) });
   }
 
   /**

@@ -247,7 +247,7 @@ export async function restoreMemory(ctx: Context, id: string): Promise<Memory> {
 /** A memory's every version, its replacement chain both ways and the events of its life (GET /v1/memories/:id/history). */
 export interface MemoryHistory {
   id: string;
-  /** Oldest first; the last is the memory as it is now (validTo absent). */
+  /** Oldest first; the last is the memory as it is now (validTo absent, or when another memory replaced it). */
   versions: { version: number; content: string; agentId?: string; tags?: string[]; metadata?: Record<string, unknown>; entityIds?: string[]; validFrom: string; validTo?: string }[];
   /** The memories it replaced, and those they replaced, nearest first. */
   replaced: ChainLink[];
@@ -284,7 +284,7 @@ export async function memoryHistory(ctx: Context, id: string): Promise<MemoryHis
     );
     const now = toMemory(row);
     versions.push(
-      defined({ version: kept.length + 1, content: now.content, agentId: now.agentId, tags: now.tags, metadata: now.metadata, entityIds: now.entityIds, validFrom: row.updatedAt, validTo: undefined }),
+      defined({ version: kept.length + 1, content: now.content, agentId: now.agentId, tags: now.tags, metadata: now.metadata, entityIds: now.entityIds, validFrom: row.updatedAt, validTo: row.supersededAt ?? undefined }),
     );
     const link = (r: MemoryRecord): ChainLink => defined({ id: r.id, content: r.content, createdAt: r.createdAt, supersededAt: r.supersededAt ?? undefined });
     const replacedBy: ChainLink[] = [];

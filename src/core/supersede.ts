@@ -62,7 +62,7 @@ export const VALUE_KEY = "value:";
  * out again the keys of memories an older mm stored (Store refreshMatchKeys), and a newer memory
  * finds them by what the rules read now. Never looked up.
  */
-export const KEYS_MARK = "keys:9";
+export const KEYS_MARK = "keys:10";
 
 /** A key that says what a memory states (a fact's attribute or value), not its whole text or KEYS_MARK. */
 export function isFactKey(key: string): boolean {
@@ -439,7 +439,7 @@ const NOT_HABITS =
  * of 5,000 memories each read their candidates' facts again every group (74 ms of the group's
  * 340 ms under the write lock on Azurite); at 8,192, 40 such users' candidates stay read (16 MB
  * for notes of 150 characters, measured)
- * (docs/object-storage.md, "Recent writes from memory (27 November, ninth pass)").
+ * (docs/measurements/object-storage-rounds.md, "Recent writes from memory (27 November, ninth pass)").
  */
 const FACTS_CACHE = new Map<string, Fact[]>();
 const FACTS_CACHE_SIZE = 8192;
@@ -689,7 +689,7 @@ function speakerOf(content: string): RegExpExecArray | null {
  * A transcript's turn: a speaker's line that is no labelled value. "Caroline: Priya is our
  * accountant" is one; "Therapist: Marguerite, Tuesdays on Zoom" and "Inhaler: switched to
  * Symbicort" are notes (SPEAKER takes their labels for names), so "Ended things with Marguerite"
- * can end the first and the second says a change (docs/memory-validity.md, "Measured": round
+ * can end the first and the second says a change (docs/measurements/memory-validity-rounds.md: round
  * thirteen).
  */
 function isTurn(content: string): boolean {
@@ -704,7 +704,7 @@ function isTurn(content: string): boolean {
  * identifier ("Order #88213"), or an agent's key ("user.employer", "prefers_theme"). Labels of
  * lists ("Decision:", "Bug:", "Idea:", "Restaurant to try:") name one of many and are left alone,
  * and so are labels that name a person or a day ("Dad:", "Project Heron:", "Saturday:"): a subject
- * has many facts. Chosen on every set of test/fixtures/supersede/ (docs/memory-validity.md, round
+ * has many facts. Chosen on every set of test/fixtures/supersede/ (docs/measurements/memory-validity-rounds.md, round
  * six).
  */
 function labelFact(content: string): { fact: Fact; own?: Fact } | undefined {
@@ -786,12 +786,30 @@ const PHATIC = new Set(
 const DUPLICATE_MIN_WORDS = 4;
 const DUPLICATE_MIN_CONTENT_WORDS = 2;
 
+/** English contractions, spelt out, so that "I'm" and "I am" are one text (after fold: lower case, straight apostrophes). */
+const CONTRACTIONS: [RegExp, string][] = [
+  [/\bwon't\b/g, "will not"],
+  [/\bshan't\b/g, "shall not"],
+  [/\bcan't\b|\bcannot\b/g, "can not"],
+  [/\b(\w+)n't\b/g, "$1 not"],
+  [/\b(\w+)'m\b/g, "$1 am"],
+  [/\b(\w+)'re\b/g, "$1 are"],
+  [/\b(\w+)'ve\b/g, "$1 have"],
+  [/\b(\w+)'ll\b/g, "$1 will"],
+  [/\b(\w+)'d\b/g, "$1 would"],
+  [/\blet's\b/g, "let us"],
+  // Only after these is 's "is": after a name or a noun it is a possessive ("my sister's").
+  [/\b(it|he|she|that|what|there|here|who|where|how|when)'s\b/g, "$1 is"],
+];
+
 /**
- * The folded text a duplicate is recognised by (punctuation, case, accents and spacing aside), or
- * undefined for memories too short or too empty of content to be facts ("Thanks!", "ok").
+ * The folded text a duplicate is recognised by (contractions, punctuation, case, accents and
+ * spacing aside), or undefined for memories too short or too empty of content to be facts
+ * ("Thanks!", "ok").
  */
 export function textKey(content: string): string | undefined {
-  const words = fold(content).replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean);
+  const spelt = CONTRACTIONS.reduce((text, [pattern, full]) => text.replace(pattern, full), fold(content));
+  const words = spelt.replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean);
   if (words.length < DUPLICATE_MIN_WORDS) return undefined;
   if (words.filter((w) => !PHATIC.has(w)).length < DUPLICATE_MIN_CONTENT_WORDS) return undefined;
   return `${TEXT_KEY}${words.join(" ")}`;
@@ -972,7 +990,7 @@ function numberChange(newer: string, older: string): string | undefined {
  * "return the library books by Friday") has a low cosine, and two close notes that both hold
  * (two allergies, two meetings, "my mom's birthday" / "my dad's birthday") are written without a
  * word of change. Chosen on every set of test/fixtures/supersede/ with bench/everyday's notes and
- * the fixtures' fillers as pairs that must not match (docs/memory-validity.md, round four):
+ * the fixtures' fillers as pairs that must not match (docs/measurements/memory-validity-rounds.md, round four):
  * - `keyed`: the least cosine for an older note found by a shared fact key (validity.ts);
  * - `near`: the least for one found by the model alone (a vector neighbour that shares no key),
  *   which must itself state a fact (have fact keys).
@@ -999,7 +1017,7 @@ const EVENT_VERB = /\b(?!(?:hundred|indeed|speed|breed|bleed|embed|sacred|naked|
  * change for the model's reading (the patterns and frames still read "started at KPMG" after
  * "employed by Deloitte": an employer is one at a time). Over every set's pairs, 6 of the 7
  * still-true pairs the model marked were these, and no replaced-fact pair marked by the model alone
- * was (docs/memory-validity.md, round five).
+ * was (docs/measurements/memory-validity-rounds.md, round five).
  */
 const TAKE_UP = /^(?:started|added|adopted|enrolled|subscribed)$/;
 /**
@@ -1119,7 +1137,7 @@ export function saysEnded(content: string): boolean {
  * apprentice Kasia took over" / "Plumber we use: Gary"). No transcript turn either side, no wish
  * or plan ("If Gary retired…"), and no older note of what happened on a day. On the replaced-fact
  * fixtures it matches 4–9% of the held-out replacements and none of the 808 still-true pairs
- * (docs/memory-validity.md, "Measured": round eleven).
+ * (docs/measurements/memory-validity-rounds.md: round eleven).
  */
 export function endedReason(newer: string, older: string): string | undefined {
   // What happened on a day stays true ("Gary fixed the boiler on Monday").

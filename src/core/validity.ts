@@ -212,8 +212,8 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // account. All the candidates are looked at, not DETECT_CANDIDATES of them: the loop below skips
   // the ones already marked replaced, and so may reach further back. The candidates themselves are
   // read without vectors or history: reading 200 per user whole was more than half of what a
-  // create read on Azurite at 100,000 memories (3.3 MB, 1.5 MB without: docs/object-storage.md,
-  // "Measured", eighth pass).
+  // create read on Azurite at 100,000 memories (3.3 MB, 1.5 MB without:
+  // docs/measurements/object-storage-rounds.md, eighth pass).
   const unread = new Map<string, Set<string>>();
   items.forEach((it, i) => {
     if (!changed[i] || settled[i].error || !facts[i].length) return;

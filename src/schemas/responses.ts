@@ -36,7 +36,7 @@ export const MemoryHistory = z.strictObject({
       metadata: z.optional(metadata),
       entityIds: z.optional(z.array(z.string())),
       validFrom: iso,
-      validTo: z.optional(iso).check(z.describe("absent on the current version")),
+      validTo: z.optional(iso).check(z.describe("when this version ended: the next version's start, or when another memory replaced it; absent while it holds")),
     }),
   ),
   replaced: z.array(ChainLink).check(z.describe("the memories it replaced, and those they replaced, nearest first")),

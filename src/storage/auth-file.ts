@@ -28,7 +28,21 @@ export interface AuthData {
   keys: KeyRecord[];
 }
 
+/**
+ * The account every store has. Its `createdAt` here is a placeholder (kept as written in older
+ * auth.json files): the account is as old as its store, so readers take the store's own creation
+ * time instead ({@link storeCreatedAt}).
+ */
 export const DEFAULT_ACCOUNT: AccountRecord = { id: "acct_default", name: "default", plan: "enterprise", createdAt: "1970-01-01T00:00:00.000Z" };
+
+/** When the store was made, as its `config` document records it (undefined if it doesn't). */
+export function storeCreatedAt(driver: () => Promise<DocumentDriver>): () => Promise<string | undefined> {
+  const config = new Document<{ createdAt?: unknown } | undefined>(driver, "config", { parse: (data) => data as { createdAt?: unknown } | undefined });
+  return async () => {
+    const at = (await config.read())?.createdAt;
+    return typeof at === "string" ? at : undefined;
+  };
+}
 
 /**
  * Where keys live: accounts and API key hashes are the store's `auth` document

@@ -613,7 +613,7 @@ export abstract class MemoryReads {
    * perUser × users, a group of 8 creates at 100,000 memories had users crowded out in 10 groups
    * of 50, each a second round of requests under the write lock (125 ms on Azurite); half as many
    * again, none, and the first round took no longer
-   * (docs/object-storage.md, "Fewer rounds under the lock (27 November, tenth pass)").
+   * (docs/measurements/object-storage-rounds.md, "Fewer rounds under the lock (27 November, tenth pass)").
    * Each user keeps its latest perUser of them. Sorting the matches by seq, a 4-byte integer,
    * instead of createdAt, a 24-character string, cut this query on Azurite from 88 requests (3 MB)
    * to 12 (1.1 MB) for 8 users at 100,000 memories (130–170 → 42–49 ms); the two orders differ only

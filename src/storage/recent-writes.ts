@@ -42,7 +42,7 @@ export interface RecentView {
  * and then the next read starts again from the segment as it is, with nothing kept: always exact,
  * at worst no faster. A base version that cleanup removed meanwhile fails the read; the caller
  * then forgets and reads the table as it is. Measured
- * (docs/object-storage.md, "Recent writes from memory (27 November, ninth pass)").
+ * (docs/measurements/object-storage-rounds.md, "Recent writes from memory (27 November, ninth pass)").
  */
 export class RecentWrites {
   private base: { segment: string; version: number; table?: Promise<Table> } | undefined;

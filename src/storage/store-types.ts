@@ -77,7 +77,7 @@ export interface StoreTuning {
    * distances), and a search's hits come without their vectors: core/search.ts reads them for the
    * few hits that need them. Only where a segment has an index (`vectorIndexMinRows`, as locally:
    * building it sooner, at 1,000 rows, kept each search off the vector column but made every
-   * compaction rewrite the index too, and creates fell to half; docs/object-storage.md, "Measured").
+   * compaction rewrite the index too, and creates fell to half; docs/measurements/object-storage-rounds.md).
    */
   vectorsFromIndex: boolean;
   /**

@@ -332,7 +332,7 @@ export class Store extends MemoryReads {
    * Asks the last sequence numbers of these users that this process doesn't keep (LastSeqs), so that
    * the insert after detection numbers its rows without asking: on an object store, a round of
    * requests beside detection's reads instead of one after them, for a user's first create in a
-   * process (every `mm memories add`; docs/object-storage.md, "A create's last round"). Under the
+   * process (every `mm memories add`; docs/measurements/object-storage-rounds.md, "A create's last round"). Under the
    * write lock only.
    */
   async learnLastSeqs(users: { accountId: string; userId: string }[]): Promise<void> {

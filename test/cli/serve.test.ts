@@ -59,7 +59,8 @@ describe("mm serve (spawned, real model)", () => {
     expect(keys.items[0].lastUsedAt).not.toBeNull();
     expect(JSON.stringify(keys)).not.toContain(key);
 
-    expect(json(await runMm(["keys", "revoke", created.id], { store })).revoked).toBe(true);
+    // What revoke answers of the key is what list said of it, its last use included.
+    expect(json(await runMm(["keys", "revoke", created.id], { store }))).toMatchObject({ revoked: true, lastUsedAt: keys.items[0].lastUsedAt });
     const refused = await api(url, key, "/v1/memories");
     expect(refused.status).toBe(401);
     expect((await refused.json()).error).toMatchObject({ code: "UNAUTHORIZED", message: "This API key has been revoked." });

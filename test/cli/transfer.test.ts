@@ -53,7 +53,7 @@ describe("mm export and mm import", () => {
     const exported = await runCli(a, ["export", "--output", first]);
     const exportMs = performance.now() - t;
     expect(exported.code, exported.stderr).toBe(0);
-    expect(exported.stderr).toMatch(/Exported 10,000 memories, 2 entities, 1 relations/);
+    expect(exported.stderr).toMatch(/Exported 10,000 memories, 2 entities, 1 relation/);
     const text = await readFile(first, "utf8");
     const lines = text.trimEnd().split("\n");
     expect(lines).toHaveLength(1 + 2 + 1 + 10_000);

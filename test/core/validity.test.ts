@@ -209,6 +209,17 @@ describe("history", () => {
       { version: 3, content: "second words", tags: ["b"], metadata: { k: 1 }, validFrom: v3.updatedAt },
     ]);
   });
+
+  it("ends a replaced memory's last version when it was replaced, not now", async () => {
+    const ctx = await open();
+    const paris = await createMemory(ctx, { content: "I live in Paris", userId: "u" });
+    const berlin = await createMemory(ctx, { content: "I moved to Berlin", userId: "u" });
+    const h = await memoryHistory(ctx, paris.id);
+    expect(h.versions).toEqual([{ version: 1, content: "I live in Paris", validFrom: paris.updatedAt, validTo: berlin.createdAt }]);
+    expect(h.events).toEqual([expect.objectContaining({ type: "superseded", at: berlin.createdAt, memoryId: berlin.id })]);
+    await restoreMemory(ctx, paris.id);
+    expect((await memoryHistory(ctx, paris.id)).versions.at(-1)!.validTo).toBeUndefined();
+  });
 });
 
 describe("duplicates", () => {
@@ -229,6 +240,28 @@ describe("duplicates", () => {
     expect((await createMemory(ctx, { content: "My passport number ends in 4471.", userId: "u", metadata: { turn: 7 } })).deduplicated).toBeUndefined();
     expect((await createMemory(ctx, { content: "my passport number ends in 4471!", userId: "u", metadata: { turn: 7 } })).deduplicated).toBe(true);
     expect((await listMemories(ctx, { userId: "u" })).pagination.total).toBe(7); // first, forced, two "Thanks!", "ok", tagged, with metadata
+  });
+});
+
+describe("near-duplicates", () => {
+  it("counts the same words in other contractions, punctuation, case or spacing as a duplicate", async () => {
+    const ctx = await open();
+    const first = await createMemory(ctx, { content: "I'm allergic to penicillin", userId: "u" });
+    for (const again of ["I am allergic to penicillin.", "i AM   allergic to Penicillin!", "I\u2019m allergic to penicillin"]) {
+      expect(await createMemory(ctx, { content: again, userId: "u" }), again).toMatchObject({ id: first.id, deduplicated: true });
+    }
+    const dont = await createMemory(ctx, { content: "We don't eat meat at home", userId: "u" });
+    expect(await createMemory(ctx, { content: "We do not eat meat at home.", userId: "u" })).toMatchObject({ id: dont.id, deduplicated: true });
+    const its = await createMemory(ctx, { content: "It's my sister's birthday on the fifth", userId: "u" });
+    expect(await createMemory(ctx, { content: "It is my sister's birthday on the fifth", userId: "u" })).toMatchObject({ id: its.id, deduplicated: true });
+    // In one batch too.
+    const results: BatchLineResult[] = [];
+    const lines = ["We've got two cats at home", "We have got two cats at home."].map((c) => JSON.stringify({ content: c, userId: "w" }));
+    await addMemoriesFromLines(ctx, lines, { batchSize: 64, onResult: (r) => results.push(r) });
+    expect(results[1].memory).toMatchObject({ id: results[0].memory!.id, deduplicated: true });
+    // Other words are not a duplicate: a possessive stays one, and a negation is not the statement.
+    expect((await createMemory(ctx, { content: "I'm not allergic to penicillin", userId: "u" })).deduplicated).toBeUndefined();
+    expect((await createMemory(ctx, { content: "It is my sister birthday on the fifth", userId: "u" })).deduplicated).toBeUndefined();
   });
 });
 

@@ -1,12 +1,17 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runShell, shellBlocks } from "../helpers/doc-examples.js";
+import { TOOLS } from "../../src/mcp/tools.js";
+import { codeBlocks, ROOT, runShell, shellBlocks } from "../helpers/doc-examples.js";
+import { ok, stdioClient } from "../helpers/mcp-client.js";
+import { runMm } from "../helpers/spawn-mm.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
 
 /** Every ```sh block of the agents and import/export pages runs exactly as printed, in a fresh store, and prints what the page says. */
 const EXPECTED: Record<string, (RegExp | string)[]> = {
-  "docs/agents.md": [/^33$/m, /^Alice switched from coffee to green tea$/m],
+  "docs/agents.md": [new RegExp(`^${TOOLS.length}$`, "m"), /^Alice switched from coffee to green tea$/m],
   "docs/import-export.md": ["identical but for the header's exportedAt", /^John_Smith: Speaks fluent Spanish$/m, /^2024-07-20T17:15:30\.123Z Prefers vegetarian food$/m],
 };
 
@@ -26,3 +31,34 @@ describe.each(Object.keys(EXPECTED))("%s", (file) => {
     }
   });
 });
+
+describe("docs/agents.md's client configurations", () => {
+  it("count the tools the server lists", async () => {
+    const page = await readFile(join(ROOT, "docs/agents.md"), "utf8");
+    const counts = [...page.matchAll(/\((\d+) tools\b/g)].map((m) => Number(m[1]));
+    expect(counts.length).toBeGreaterThan(0);
+    for (const n of counts) expect(n).toBe(TOOLS.length);
+  });
+
+  it("find the person's own notes, added with mm memories add --user", async () => {
+    const configs = (await codeBlocks("docs/agents.md", "json"))
+      .map((b) => Object.values((JSON.parse(b.code).mcpServers ?? JSON.parse(b.code).servers) as Record<string, { command?: string; args?: string[] }>)[0])
+      .filter((c) => c.command === "mm");
+    expect(configs.length).toBe(3); // Claude Desktop, Cursor, VS Code
+    const store = join(await tempDir(), "store");
+    const user = configs[0].args![configs[0].args!.indexOf("--user") + 1];
+    const note = json(await runMm(["memories", "add", "I live in Lisbon, near the river", "--user", user], { store }));
+    for (const { args } of configs) {
+      expect(args![0]).toBe("mcp");
+      const { client } = await stdioClient(args!.slice(1), { MM_STORE: store });
+      try {
+        const found = await ok(client, "memories_search", { query: "where do I live?", threshold: 0 });
+        expect(found.results.map((r: { id: string }) => r.id), args!.join(" ")).toContain(note.id);
+      } finally {
+        await client.close();
+      }
+    }
+  });
+});
+
+const json = (r: { stdout: string }) => JSON.parse(r.stdout);

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { Accounts, KEY_SHOWN_ONCE, type Account, type KeyInfo } from "../../core/accounts.js";
+import { Accounts, DEFAULT_ACCOUNT, KEY_SHOWN_ONCE, type Account, type KeyInfo } from "../../core/accounts.js";
 import { openCommandLedger } from "../../limits/index.js";
 import { PLANS } from "../../schemas/enums.js";
 import { createdStoreNote, ensureStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
@@ -72,16 +72,20 @@ export function registerAccounts(program: Command, app: CliApp): void {
     .command("list")
     .description("list keys (of --account, else all): id, name, prefix, created, last used, revoked")
     .action(async (_o: unknown, cmd: Command) => {
-      const body = await (await svc(cmd)).listKeys(accountFlag(app, cmd));
-      await app.output.result(body, (t) => renderKeys(t, body.items));
+      const accounts = await svc(cmd);
+      const account = accountFlag(app, cmd);
+      const body = await accounts.listKeys(account);
+      // Short ids must be unique among all the store's keys: `keys revoke` looks in all of them.
+      const all = account === undefined ? body.items : (await accounts.listKeys()).items;
+      await app.output.result(body, (t) => renderKeys(t, body.items, shortIds(all.map((k) => k.id))));
     });
 
   keys
     .command("revoke")
     .description("revoke a key; a running server refuses it from the next request")
-    .argument("<id>", "key id (key_…)")
+    .argument("<id>", "key id (key_…), or the start of it that `mm keys list` shows")
     .action(async (id: string, _o: unknown, cmd: Command) => {
-      const body = await (await svc(cmd)).revokeKey(id);
+      const body = await (await svc(cmd)).revokeKey(id, undefined, { byPrefix: true });
       await app.output.result(body, () => `Revoked ${body.id} (${body.name})`);
     });
 
@@ -109,14 +113,33 @@ export function registerAccounts(program: Command, app: CliApp): void {
 }
 
 function renderAccounts(t: TableKit, items: Account[]): string {
-  return t.table(["id", "name", "plan", "monthly quota", "created"], items.map((a) => [a.id, a.name, a.plan, a.quota === null || a.quota === undefined ? "unlimited" : count(a.quota), when(a.createdAt)]), { flex: 1, ids: [0] });
+  // The default account of a store that doesn't record its own creation time keeps a placeholder date.
+  const created = (a: Account) => (a.id === DEFAULT_ACCOUNT.id && a.createdAt === DEFAULT_ACCOUNT.createdAt ? "unknown" : when(a.createdAt));
+  return t.table(["id", "name", "plan", "monthly quota", "created"], items.map((a) => [a.id, a.name, a.plan, a.quota === null || a.quota === undefined ? "unlimited" : count(a.quota), created(a)]), { flex: 1, ids: [0] });
 }
 
-function renderKeys(t: TableKit, items: KeyInfo[]): string {
+/**
+ * Keys listed with their ids shortened to the shortest start (12 characters at least) that no other
+ * key's id shares, which `mm keys revoke` takes: a whole id (30 characters) would crowd the name out
+ * at 80 columns, and leaving it out would hide what `revoke` needs. `--wide` shows ids whole.
+ */
+function renderKeys(t: TableKit, items: KeyInfo[], short: Map<string, string>): string {
   if (!items.length) return "No keys.";
-  return t.table(
+  const table = t.table(
     ["id", "name", "prefix", "account", "created", "last used", "revoked"],
-    items.map((k) => [k.id, k.name, k.prefix + "…", k.accountId, when(k.createdAt), k.lastUsedAt ? when(k.lastUsedAt) : "never", k.revokedAt ? when(k.revokedAt) : "no"]),
-    { flex: 1, ids: [0, 3] },
+    items.map((k) => [t.wide ? k.id : (short.get(k.id) ?? k.id), k.name, k.prefix + "…", k.accountId, when(k.createdAt), k.lastUsedAt ? when(k.lastUsedAt) : "never", k.revokedAt ? when(k.revokedAt) : "no"]),
+    t.wide ? { flex: 1, ids: [0, 3] } : { flex: 1, ids: [3], whole: [0] },
+  );
+  return t.wide ? table : `${table}\n${t.dim("ids shortened: mm keys revoke takes them as shown; --wide shows them whole")}`;
+}
+
+/** Each id's shortest start, of `min` characters at least, that no other id in `ids` begins with. */
+function shortIds(ids: string[], min = 12): Map<string, string> {
+  return new Map(
+    ids.map((id) => {
+      let n = Math.min(min, id.length);
+      while (n < id.length && ids.some((other) => other !== id && other.startsWith(id.slice(0, n)))) n++;
+      return [id, id.slice(0, n)];
+    }),
   );
 }

@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { MmError } from "../../errors.js";
 import { withContext } from "../context.js";
 import type { CliApp } from "../main.js";
-import { count } from "../output.js";
+import { counted } from "../output.js";
 import { isRemote, localOnly } from "../remote.js";
 
 const transfer = () => import("../../core/transfer.js");
@@ -38,7 +38,7 @@ export function registerExport(program: Command, app: CliApp): void {
           throw err;
         }
         app.output.note(
-          `Exported ${count(counts.memories)} memories, ${count(counts.entities)} entities, ${count(counts.relations)} relations${opts.allAccounts ? ` of ${count(counts.accounts)} accounts` : ""}${opts.output ? ` to ${opts.output}` : ""}.` +
+          `Exported ${counted(counts.memories, "memory", "memories")}, ${counted(counts.entities, "entity", "entities")}, ${counted(counts.relations, "relation")}${opts.allAccounts ? ` of ${counted(counts.accounts, "account")}` : ""}${opts.output ? ` to ${opts.output}` : ""}.` +
             // docs/import-export.md, "Through --remote".
             (isRemote(ctx) ? " Through the API: without each memory's earlier versions (history), which it doesn't give." : ""),
         );

@@ -1,9 +1,10 @@
 import { createReadStream } from "node:fs";
-import { access, constants, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import type { Command } from "commander";
 import { MmError } from "../../errors.js";
 import type { ImportResult, ImportSummary } from "../../core/transfer.js";
 import { withContext } from "../context.js";
+import { assertReadable } from "../files.js";
 import { boundedLines, boundedText } from "../lines.js";
 import type { CliApp } from "../main.js";
 import { countLines, startProgress } from "../progress.js";
@@ -49,9 +50,7 @@ export function registerImport(program: Command, app: CliApp): void {
         throw new MmError("VALIDATION_ERROR", "--batch-size must be an integer from 1 to 4096.", { details: [{ field: "batch-size", message: "must be an integer from 1 to 4096" }] });
       }
       if (file !== "-") {
-        await access(file, constants.R_OK).catch((err: Error) =>
-          Promise.reject(new MmError("VALIDATION_ERROR", `Cannot read ${file}: ${err.message}`, { details: [{ field: "file", message: err.message }] })),
-        );
+        await assertReadable(file);
         if ((await stat(file)).isDirectory()) {
           throw new MmError("VALIDATION_ERROR", `${file} is a directory; give the file to import: an export's .jsonl, memory.jsonl, or mem0's export.`, {
             details: [{ field: "file", message: "is a directory" }],
@@ -62,7 +61,7 @@ export function registerImport(program: Command, app: CliApp): void {
       const what = file === "-" ? "stdin" : file;
       const userId = opts.user ?? (io.env.MM_USER || undefined);
       const total = output.isTable && io.stderr.isTTY && file !== "-" ? await countLines(file) : undefined;
-      const progress = output.isTable && io.stderr.isTTY ? startProgress(io.stderr, total, output.styles) : undefined;
+      const progress = output.isTable && io.stderr.isTTY ? startProgress(output, io.stderr, total) : undefined;
       let firstError: MmError | undefined;
       const onResult = (r: ImportResult) => {
         if (r.error) firstError ??= r.error;
@@ -71,8 +70,7 @@ export function registerImport(program: Command, app: CliApp): void {
           output.out(JSON.stringify({ ...rest, ...(error ? { error: error.toBody().error } : {}) }));
         } else if (r.error) {
           const text = `line ${r.line}: ${humanMessage(r.error, (f) => (f === "line" ? "the line" : f))}`;
-          if (progress) progress.log(text);
-          else output.note(text);
+          output.note(text);
         }
         progress?.tick();
       };

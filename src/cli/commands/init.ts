@@ -44,23 +44,27 @@ export function registerInit(program: Command, app: CliApp): void {
         const current = await describeStore(location);
         return output.result(current, (t) =>
           [
-            `The store at ${current.store} uses ${t.bold(describeEmbedder(current.embedder))} and holds ${count(current.memories)} memor${current.memories === 1 ? "y" : "ies"}.`,
+            t.prose(`The store at ${current.store} uses ${t.bold(describeEmbedder(current.embedder))} and holds ${count(current.memories)} memor${current.memories === 1 ? "y" : "ies"}.`),
             t.dim(
-              current.memories
-                ? "Another model needs another store: mm init --store <new directory> --provider …"
-                : "It holds no memories yet, so it can still switch: mm init --provider …",
+              t.prose(
+                current.memories
+                  ? "Another model needs another store: mm init --store <new directory> --provider …"
+                  : "It holds no memories yet, so it can still switch: mm init --provider …",
+              ),
             ),
           ].join("\n"),
         );
       }
       const embedder = await chooseEmbedder(app, flags);
       const body = await initStore(location, embedder);
-      await output.result(body, () =>
-        body.created
-          ? `Created a store at ${body.store} using ${describeEmbedder(body.embedder)}.`
-          : body.changed
-            ? `The store at ${body.store} now uses ${describeEmbedder(body.embedder)}.`
-            : `The store at ${body.store} already uses ${describeEmbedder(body.embedder)}.`,
+      await output.result(body, (t) =>
+        t.prose(
+          body.created
+            ? `Created a store at ${body.store} using ${describeEmbedder(body.embedder)}.`
+            : body.changed
+              ? `The store at ${body.store} now uses ${describeEmbedder(body.embedder)}.`
+              : `The store at ${body.store} already uses ${describeEmbedder(body.embedder)}.`,
+        ),
       );
     });
 }

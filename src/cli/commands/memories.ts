@@ -1,10 +1,11 @@
-import { accessSync, constants, createReadStream } from "node:fs";
+import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { Option, type Command } from "commander";
 import { MmError } from "../../errors.js";
 import type { BatchLineResult, Memory, MemoryHistory, MemoryListItem, MemorySearchHit, Page } from "../../core/memories.js";
 import { collect, confirmedDelete, entityRef, withContext } from "../context.js";
 import type { Context } from "../../core/context.js";
+import { assertReadable } from "../files.js";
 import { defined, jsonFlag, numberFlag, readStdin } from "../flags.js";
 import type { CliApp } from "../main.js";
 import { count, pageLine, when, type TableKit } from "../output.js";
@@ -272,13 +273,13 @@ async function addOne(app: CliApp, cmd: Command, content: string | undefined, op
       if (opts.entity) raw.entityIds = await entityRefs(ctx, opts.entity);
       if (!opts.extract) {
         const body = await (await core()).createMemory(ctx, raw);
-        reportValidity(app, body);
+        reportValidity(app, body, undefined, await replacedTexts(app, ctx, body));
         await app.output.result(body, (t) => renderMemory(t, body));
         return;
       }
       const { memory, extracted } = await (await core()).createMemoryWithExtraction(ctx, raw);
       reportExtraction(app, extracted);
-      reportValidity(app, memory);
+      reportValidity(app, memory, undefined, await replacedTexts(app, ctx, memory));
       await app.output.result(memory, (t) => renderMemory(t, memory));
     },
     // The new memory is embedded: its model loads while the store opens.
@@ -297,12 +298,25 @@ async function entityRefs(ctx: Context, refs: string[] | undefined): Promise<str
   return refs && Promise.all(refs.map(async (ref) => (await entityRef(ctx, ref))!));
 }
 
-/** On a terminal, a line on stderr when a create stored nothing (a duplicate) or replaced older memories. */
-function reportValidity(app: CliApp, m: Memory, line?: number): void {
+/**
+ * On a terminal, a line on stderr when a create stored nothing (a duplicate) or replaced older
+ * memories, each replaced one with the start of its text where `texts` has it (a single add reads
+ * them; a batch names ids only, rather than read once more per line).
+ */
+function reportValidity(app: CliApp, m: Memory, line?: number, texts?: Map<string, string>): void {
   if (!app.output.isTable) return;
   const where = line ? `line ${line}: ` : "";
+  const named = (id: string) => (texts?.has(id) ? `${id} ("${short(texts.get(id)!, 50)}")` : id);
   if (m.deduplicated) app.output.note(`${where}already stored as ${m.id}; nothing added (--no-dedupe stores a copy)`);
-  else if (m.supersedes?.length) app.output.note(`${where}replaces ${m.supersedes.join(", ")} (mm memories restore <id> undoes it)`);
+  else if (m.supersedes?.length) app.output.note(`${where}replaces ${m.supersedes.map(named).join(", ")} (mm memories restore <id> undoes it)`);
+}
+
+/** The texts of the memories `m` replaced, for the person's terminal only; one that can't be read is left out. */
+async function replacedTexts(app: CliApp, ctx: Context, m: Memory): Promise<Map<string, string>> {
+  if (!app.output.isTable || m.deduplicated || !m.supersedes?.length) return new Map();
+  const service = await core();
+  const read = await Promise.all(m.supersedes.map((id) => service.getMemory(ctx, id).then((r) => [id, r.content] as const, () => undefined)));
+  return new Map(read.filter((r) => r !== undefined));
 }
 
 /** What extraction did goes to stderr, so stdout stays exactly the API's memory body. */
@@ -340,19 +354,13 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
   });
   const unreadable = (err: Error) =>
     new MmError("VALIDATION_ERROR", `Cannot read ${opts.batch}: ${err.message}`, { details: [{ field: "batch", message: err.message }] });
-  if (opts.batch !== "-") {
-    try {
-      accessSync(opts.batch, constants.R_OK);
-    } catch (err) {
-      throw unreadable(err as Error);
-    }
-  }
+  if (opts.batch !== "-") await assertReadable(opts.batch);
   const source = opts.batch === "-" ? io.stdin : createReadStream(opts.batch);
   const openError = new Promise<never>((_, reject) => source.once("error", (err: Error) => reject(unreadable(err))));
   openError.catch(() => undefined); // raced below; a failure before the race starts is not unhandled
   const lines = readLines(source, skip);
   const total = output.isTable && io.stderr.isTTY && opts.batch !== "-" ? Math.max(0, (await countLines(opts.batch)) - skip) : undefined;
-  const progress = output.isTable && io.stderr.isTTY ? startProgress(io.stderr, total, output.styles) : undefined;
+  const progress = output.isTable && io.stderr.isTTY ? startProgress(output, io.stderr, total) : undefined;
   let firstError: MmError | undefined;
   // Line numbers are the input's own, --skip included, so a resume offset can be read off them.
   let lastLine = skip;
@@ -370,15 +378,13 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
       );
     } else if (r.error) {
       const text = `line ${line}: ${humanMessage(r.error, (f) => (f === "line" ? "the line" : f))}`;
-      if (progress) progress.log(text);
-      else output.note(text);
+      output.note(text);
     } else if (r.memory && !progress) reportValidity(app, r.memory, line);
     progress?.tick();
   };
   const stop = new AbortController();
   const release = io.onInterrupt?.(() => {
-    progress?.log("Interrupted: committing the lines already read, then stopping (Ctrl-C again to quit at once).");
-    if (!progress) output.note("Interrupted: committing the lines already read, then stopping (Ctrl-C again to quit at once).");
+    output.note("Interrupted: committing the lines already read, then stopping (Ctrl-C again to quit at once).");
     stop.abort();
   });
   const summary = await withContext(
