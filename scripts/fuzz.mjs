@@ -516,7 +516,10 @@ Object.assign(GENERATORS, {
   mcp: (r) => mcpRequest(r, "mcp", r.chance(0.95) ? JSON.stringify(mcpMessage(r, r.int(1e6))) : r.pick(["", "{", "[]", "null", '{"jsonrpc":"2.0"}', "[1,2]"])),
   mcpBatch: (r) => {
     const n = r.pick([0, 1, 2, 5, 16, 17, 40, 100]);
-    return mcpRequest(r, "mcpBatch", JSON.stringify(Array.from({ length: n }, (_, i) => (r.chance(0.8) ? { jsonrpc: "2.0", id: i, method: "tools/list" } : mcpMessage(r, i)))));
+    // A byte-order mark in front: the batch cap and the rate count must read it as the handler does.
+    const bom = r.chance(0.1) ? "\uFEFF" : "";
+    const req = mcpRequest(r, "mcpBatch", bom + JSON.stringify(Array.from({ length: n }, (_, i) => (r.chance(0.8) ? { jsonrpc: "2.0", id: i, method: "tools/list" } : mcpMessage(r, i)))));
+    return bom ? { ...req, judge: (answers) => judgeMcp(answers) ?? (answers.some((a) => a.status === 200) ? `a batch behind a byte-order mark ran: ${answers[0].body.slice(0, 200)}` : undefined) } : req;
   },
   console: (r) => {
     const query = r.chance(0.5) ? `?${["q", "mode", "threshold", "limit", "page", "tags", "userId", "entityType", "type"].filter(() => r.chance(0.3)).map((k) => `${k}=${encodeURIComponent(String(r.chance(0.7) ? r.pick(["tea", "semantic", "0.3", "5", "2", "a,b", "alice", "PERSON", "KNOWS"]) : r.pick(STRINGS)))}`).join("&")}` : "";
