@@ -128,6 +128,34 @@ describe("mm mcp over stdio", () => {
     expect((await ok(client, "memories_get", { id: mine.id })).userId).toBe("alice");
   });
 
+  it("is no existence oracle: another user's or agent's id named in supersedes or by answers exactly as an unknown id does", async () => {
+    // A store of its own: the memories here would change what the suite's later searches find.
+    const store = join(await tempDir(), "store");
+    const { client } = await stdioClient(["--user", "alice", "--agent", "desk"], { MM_STORE: store });
+    const mine = await ok(client, "memories_add", { content: "alice keeps her bike in the shed" });
+    const bob = JSON.parse((await runMm(["memories", "add", "bob keeps his bike at work", "--user", "bob", "--json"], { store })).stdout);
+    const otherAgent = JSON.parse((await runMm(["memories", "add", "alice's phone note on bikes", "--user", "alice", "--agent", "phone", "--json"], { store })).stdout);
+    const unknownId = "mem_00000000000000000000000000";
+    const calls: [string, (id: string) => Record<string, unknown>][] = [
+      ["memories_add", (id) => ({ content: "alice moved her bike to the hall", supersedes: [id] })],
+      ["memories_update", (id) => ({ id: mine.id, supersedes: [id] })],
+      ["memories_supersede", (id) => ({ id: mine.id, by: id })],
+      ["memories_get", (id) => ({ id })],
+      ["memories_history", (id) => ({ id })],
+    ];
+    for (const [tool, args] of calls) {
+      const unknown = await fails(client, tool, args(unknownId), "MEMORY_NOT_FOUND");
+      for (const id of [bob.id, otherAgent.id]) {
+        const fenced = await fails(client, tool, args(id), "MEMORY_NOT_FOUND");
+        expect(JSON.stringify(fenced), tool).toBe(JSON.stringify(unknown).replaceAll(unknownId, id));
+      }
+    }
+    // Nothing was replaced.
+    for (const id of [bob.id, otherAgent.id]) expect(JSON.parse((await runMm(["memories", "get", id, "--json"], { store })).stdout).supersededBy).toBeUndefined();
+    expect((await ok(client, "memories_get", { id: mine.id })).supersededBy).toBeUndefined();
+    await client.close();
+  });
+
   it("runs every graph tool with good input", async () => {
     const ada = await ok(client, "entities_create", { name: "Ada Lovelace", type: "PERSON", description: "mathematician" });
     schemaOk(R.Entity, ada);
