@@ -318,7 +318,7 @@ function id(r, kind) {
 
 const BODIES = {
   memory: (r) => pickFields(r, { content: field(r, `note ${r.int(1000)} about ${r.pick(["tea", "Berlin", "the project"])}`), userId: field(r, r.pick(["alice", "bob"])), agentId: field(r, "agent"), tags: field(r, ["t", r.pick(["a", "b"])]), metadata: field(r, { n: r.int(10) }), entityIds: field(r, [r.pick(ids.ent)]) }, ["content", "userId"]),
-  search: (r) => pickFields(r, { query: field(r, r.pick(["tea", "what does alice drink?", "Berlin"])), userId: field(r, "alice"), tags: field(r, ["t"]), limit: field(r, r.pick([1, 10, 100, 500])), threshold: field(r, r.pick([0, 0.3, 0.5, 1])), mode: field(r, r.pick(["hybrid", "semantic", "keyword", "other"])) }, ["query"]),
+  search: (r) => pickFields(r, { query: field(r, r.pick(["tea", "what does alice drink?", "Berlin"])), userId: field(r, "alice"), tags: field(r, ["t"]), limit: field(r, r.pick([1, 10, 100, 500])), threshold: field(r, r.pick([0, 0.3, 0.5, 1])), mode: field(r, r.pick(["hybrid", "semantic", "keyword", "other"])), asOf: field(r, r.pick(["2026-03-01", "2026-12-07T10:00Z", "2026-02-30", "2026-12-07 10:00", "2026-12-07T24:00Z", "2026-12-07T10:00+25:00"])) }, ["query"]),
   memoryPatch: (r) => pickFields(r, { content: field(r, "patched"), tags: field(r, null), metadata: field(r, { p: 1 }), agentId: field(r, null) }, []),
   entity: (r) => pickFields(r, { name: field(r, `Name ${r.int(300)}`), type: field(r, r.pick(["PERSON", "ORGANIZATION", "person", "ALIEN"])), description: field(r, "d"), metadata: field(r, { k: "v" }) }, ["name", "type"]),
   entityPatch: (r) => pickFields(r, { name: field(r, `Renamed ${r.int(300)}`), type: field(r, "PLACE"), description: field(r, null) }, []),
