@@ -86,6 +86,31 @@ describe("mm mcp over stdio", () => {
     expect(lines[2].result.structuredContent.error.code).toBe("MEMORY_NOT_FOUND");
   });
 
+  it("answers a JSON-RPC batch with a JSON-RPC error instead of leaving it unanswered, and goes on serving", async () => {
+    const dir = await tempDir();
+    const child = spawn(process.execPath, [MM_BIN, "mcp"], { env: { ...process.env, MM_STORE: join(dir, "store") }, stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    const send = (text: string) => child.stdin.write(text + "\n");
+    send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }));
+    send(JSON.stringify([{ jsonrpc: "2.0", id: 2, method: "tools/list" }, { jsonrpc: "2.0", id: 3, method: "ping" }]));
+    send("  []");
+    // A batch split across writes is still one line.
+    child.stdin.write('[{"jsonrpc":"2.0","id":4,');
+    await new Promise((r) => setTimeout(r, 50));
+    send('"method":"ping"}]');
+    send(JSON.stringify({ jsonrpc: "2.0", id: 5, method: "ping" }));
+    child.stdin.end();
+    expect(await new Promise((r) => child.on("close", r))).toBe(0);
+    const lines = out.trim().split("\n").map((l) => JSON.parse(l));
+    // Answers come as they are ready: the refusals need no server, so they may come first.
+    const refusals = lines.filter((l) => l.id === null);
+    expect(refusals).toHaveLength(3);
+    for (const l of refusals) expect(l).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: expect.stringMatching(/batch.*one message per line/i) } });
+    expect(lines.filter((l) => l.id !== null).map((l) => l.id)).toEqual([1, 5]);
+    expect(lines.find((l) => l.id === 5).result).toEqual({});
+  });
+
   it("runs every memory tool with good input; the scope fills userId and agentId", async () => {
     const added = await ok(client, "memories_add", { content: "Zoë moved to Lisbon 🌊 in 2024", tags: ["moves"], metadata: { source: "chat", n: 1 } });
     schemaOk(R.Memory, added);
