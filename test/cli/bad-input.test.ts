@@ -20,4 +20,19 @@ describe("bad input the CLI refuses in the user's words", () => {
     const fine = await runMm(["memories", "search", "shed key", "--user", "u", "--as-of", "2099-12-07T10:00+01:00", "--threshold", "0"], { store });
     expect(fine.code, fine.stderr).toBe(0);
   });
+
+  it("a Redis URL with a malformed %-escape is a usage error naming --redis or MM_REDIS_URL, never 'URI malformed' or the password", async () => {
+    const store = join(await tempDir(), "store");
+    expect((await runMm(["init"], { store })).code).toBe(0);
+    const url = "redis://:s3cret%zz@127.0.0.1:1";
+    const serve = await runMm(["serve", "--port", "0", "--redis", url], { store });
+    expect(serve.code, serve.stderr).toBe(2);
+    const { error } = JSON.parse(serve.stderr.trim().split("\n").pop()!);
+    expect(error.code).toBe("VALIDATION_ERROR");
+    expect(error.message).toMatch(/^--redis: the password in the URL has a % that doesn't start an escape/);
+    const viaEnv = await runMm(["memories", "add", "x", "--user", "u"], { store, env: { MM_REDIS_URL: "redis://us%2er%g@127.0.0.1:1" } });
+    expect(viaEnv.code, viaEnv.stderr).toBe(2);
+    expect(JSON.parse(viaEnv.stderr).error.message).toMatch(/^MM_REDIS_URL: the user name in the URL has a %/);
+    for (const r of [serve, viaEnv]) expect(r.stderr).not.toMatch(/URI malformed|INTERNAL_ERROR|s3cret|\bat .*\.js:\d+/);
+  });
 });
