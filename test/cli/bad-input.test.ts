@@ -35,4 +35,15 @@ describe("bad input the CLI refuses in the user's words", () => {
     expect(JSON.parse(viaEnv.stderr).error.message).toMatch(/^MM_REDIS_URL: the user name in the URL has a %/);
     for (const r of [serve, viaEnv]) expect(r.stderr).not.toMatch(/URI malformed|INTERNAL_ERROR|s3cret|\bat .*\.js:\d+/);
   });
+
+  it("an Azure account key that isn't base64 is a STORE_ERROR that says so in the variable's name, without Rust source paths or the key", async () => {
+    const dir = await tempDir();
+    const env = { AZURE_STORAGE_ACCOUNT_NAME: "mmtestaccount", AZURE_STORAGE_ACCOUNT_KEY: "not-a-base64-key!!", AZURE_STORAGE_ENDPOINT: "http://127.0.0.1:1", XDG_STATE_HOME: dir };
+    const r = await runMm(["init", "--json"], { store: "az://mm-test/store", env });
+    expect(r.code, r.stderr).toBe(6);
+    const { error } = JSON.parse(r.stderr.trim().split("\n").pop()!);
+    expect(error.code).toBe("STORE_ERROR");
+    expect(error.message).toMatch(/AZURE_STORAGE_ACCOUNT_KEY is not base64/);
+    expect(r.stderr).not.toMatch(/\.rs\b|src\/|not-a-base64-key/);
+  });
 });
