@@ -51,8 +51,8 @@ export const ENDPOINTS: { [K in keyof operations]: { method: Method; path: strin
  * An answer of the API that is not a success, or a request that got no answer. `code` is the
  * spec's error code (`MEMORY_NOT_FOUND`, `RATE_LIMIT_EXCEEDED`, …), or the client's own: with
  * `status` 0, `TIMEOUT` or `NETWORK_ERROR`; with the answer's status, `HTTP_ERROR` (an error
- * without the API's envelope) or `INVALID_RESPONSE` (a success whose body isn't JSON). `extra` holds the envelope's other fields
- * (`retryAfter`, `details`, `currentUsage`…).
+ * without the API's envelope) or `INVALID_RESPONSE` (a success whose body isn't JSON). `extra`
+ * holds the envelope's other fields (`retryAfter`, `details`, `currentUsage`…).
  */
 export class MmApiError extends Error {
   override readonly name = "MmApiError";
