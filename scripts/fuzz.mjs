@@ -318,7 +318,7 @@ function id(r, kind) {
 
 const BODIES = {
   memory: (r) => pickFields(r, { content: field(r, `note ${r.int(1000)} about ${r.pick(["tea", "Berlin", "the project"])}`), userId: field(r, r.pick(["alice", "bob"])), agentId: field(r, "agent"), tags: field(r, ["t", r.pick(["a", "b"])]), metadata: field(r, { n: r.int(10) }), entityIds: field(r, [r.pick(ids.ent)]) }, ["content", "userId"]),
-  search: (r) => pickFields(r, { query: field(r, r.pick(["tea", "what does alice drink?", "Berlin"])), userId: field(r, "alice"), tags: field(r, ["t"]), limit: field(r, r.pick([1, 10, 100, 500])), threshold: field(r, r.pick([0, 0.3, 0.5, 1])), mode: field(r, r.pick(["hybrid", "semantic", "keyword", "other"])) }, ["query"]),
+  search: (r) => pickFields(r, { query: field(r, r.pick(["tea", "what does alice drink?", "Berlin"])), userId: field(r, "alice"), tags: field(r, ["t"]), limit: field(r, r.pick([1, 10, 100, 500])), threshold: field(r, r.pick([0, 0.3, 0.5, 1])), mode: field(r, r.pick(["hybrid", "semantic", "keyword", "other"])), asOf: field(r, r.pick(["2026-03-01", "2026-12-07T10:00Z", "2026-02-30", "2026-12-07 10:00", "2026-12-07T24:00Z", "2026-12-07T10:00+25:00"])) }, ["query"]),
   memoryPatch: (r) => pickFields(r, { content: field(r, "patched"), tags: field(r, null), metadata: field(r, { p: 1 }), agentId: field(r, null) }, []),
   entity: (r) => pickFields(r, { name: field(r, `Name ${r.int(300)}`), type: field(r, r.pick(["PERSON", "ORGANIZATION", "person", "ALIEN"])), description: field(r, "d"), metadata: field(r, { k: "v" }) }, ["name", "type"]),
   entityPatch: (r) => pickFields(r, { name: field(r, `Renamed ${r.int(300)}`), type: field(r, "PLACE"), description: field(r, null) }, []),
@@ -516,7 +516,10 @@ Object.assign(GENERATORS, {
   mcp: (r) => mcpRequest(r, "mcp", r.chance(0.95) ? JSON.stringify(mcpMessage(r, r.int(1e6))) : r.pick(["", "{", "[]", "null", '{"jsonrpc":"2.0"}', "[1,2]"])),
   mcpBatch: (r) => {
     const n = r.pick([0, 1, 2, 5, 16, 17, 40, 100]);
-    return mcpRequest(r, "mcpBatch", JSON.stringify(Array.from({ length: n }, (_, i) => (r.chance(0.8) ? { jsonrpc: "2.0", id: i, method: "tools/list" } : mcpMessage(r, i)))));
+    // A byte-order mark in front: the batch cap and the rate count must read it as the handler does.
+    const bom = r.chance(0.1) ? "\uFEFF" : "";
+    const req = mcpRequest(r, "mcpBatch", bom + JSON.stringify(Array.from({ length: n }, (_, i) => (r.chance(0.8) ? { jsonrpc: "2.0", id: i, method: "tools/list" } : mcpMessage(r, i)))));
+    return bom ? { ...req, judge: (answers) => judgeMcp(answers) ?? (answers.some((a) => a.status === 200) ? `a batch behind a byte-order mark ran: ${answers[0].body.slice(0, 200)}` : undefined) } : req;
   },
   console: (r) => {
     const query = r.chance(0.5) ? `?${["q", "mode", "threshold", "limit", "page", "tags", "userId", "entityType", "type"].filter(() => r.chance(0.3)).map((k) => `${k}=${encodeURIComponent(String(r.chance(0.7) ? r.pick(["tea", "semantic", "0.3", "5", "2", "a,b", "alice", "PERSON", "KNOWS"]) : r.pick(STRINGS)))}`).join("&")}` : "";

@@ -9,6 +9,7 @@ import { hints } from "./hints.js";
 import { orList } from "../words.js";
 import { isApiCommand } from "./context.js";
 import { localOnly, resolveRemote, viaRemote } from "./remote.js";
+import { settleKeyFlags } from "./secret-flags.js";
 import { VERSION } from "./version.js";
 
 export interface CliIO extends OutputStreams {
@@ -124,7 +125,8 @@ async function runCommands(argv: string[], partial: Partial<CliIO>, only: (() =>
     .option("--no-color", "no colour (also: NO_COLOR=1; FORCE_COLOR=1 forces it)")
     .option("--debug", "show internal details of unexpected errors (also: MM_DEBUG=1)")
     .option("--remote [url]", "run against an mm server instead of a local store (also: $MM_URL; alone: the server `mm login` saved)")
-    .option("--key <key>", "the API key for --remote (default: $MM_API_KEY, else the one `mm login` saved)")
+    .option("--key <key>", "the API key for --remote; - reads it from stdin (default: $MM_API_KEY, else the one `mm login` saved)")
+    .option("--key-file <path>", "read the API key for --remote from this file")
     .helpCommand("help [command...]", "show help for a command, e.g. mm help memories search")
     .configureHelp(HELP)
     .exitOverride()
@@ -137,6 +139,8 @@ async function runCommands(argv: string[], partial: Partial<CliIO>, only: (() =>
   for (const register of await Promise.all((only ? [only] : COMMANDS).map((load) => load()))) register(program, app);
   // Messages name the flags of the command that runs, once it is known.
   program.hook("preAction", (_program, action) => void (output.fieldName = fieldNamer(action, io.env)));
+  // Before anything reads --key: `--key -` and `--key-file` become the key itself.
+  program.hook("preAction", () => settleKeyFlags(program, app));
   // Through --remote only what the API offers (export and import go record by record through it);
   // the rest says it needs a local store.
   program.hook("preAction", async (_program, action) => {
@@ -253,7 +257,7 @@ function helpArgs(argv: string[]): string[] {
 
 /** Where the command's name is in argv: after the global flags (and their values). */
 function firstWord(argv: string[]): number {
-  const withValue = new Set(["--store", "--account", "--format", "--key"]);
+  const withValue = new Set(["--store", "--account", "--format", "--key", "--key-file"]);
   let i = 0;
   while (i < argv.length && argv[i].startsWith("-")) i += withValue.has(argv[i]) || (argv[i] === "--remote" && argv[i + 1]?.includes("://")) ? 2 : 1;
   return i;

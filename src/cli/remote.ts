@@ -105,12 +105,33 @@ export async function remoteContext(remote: Remote): Promise<RemoteContext> {
   return { remote: client, url: remote.url, lastStatus: () => status };
 }
 
-/** The client's error as the CLI's: the server's code, message and extra fields, and so its exit code. */
+/**
+ * The client's error as the CLI's: the server's code, message and extra fields, and so its exit
+ * code, with every text made printable. An answer that isn't the API's is REMOTE_UNAVAILABLE.
+ */
 export function asMmError(err: unknown, url: string): unknown {
   if (!(err instanceof Error) || err.name !== "MmApiError") return err;
   const e = err as Error & { code: string; status: number; extra: Record<string, unknown> };
-  if (e.code in ERROR_TABLE) return new MmError(e.code as ErrorCode, e.message, e.extra, { cause: err });
-  return new MmError("REMOTE_UNAVAILABLE", `The server at ${url} could not be reached: ${e.message}.`, {}, { cause: err });
+  const message = printable(e.message);
+  if (e.code in ERROR_TABLE) return new MmError(e.code as ErrorCode, message, printable(e.extra), { cause: err });
+  const what = e.status === 0 ? "could not be reached" : "did not answer as an mm server does";
+  return new MmError("REMOTE_UNAVAILABLE", `The server at ${url} ${what}: ${message.replace(/\.$/, "")}.`, {}, { cause: err });
+}
+
+// Escape sequences (CSI, OSC, and two-character ones), then any control, line-breaking or bidi character left.
+const ESCAPES = /\u001b\[[0-?]*[ -/]*[@-~]|\u009b[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b\u009c]*(\u0007|\u001b\\|\u009c)?|\u001b[@-_]?/g;
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]+/g;
+
+/**
+ * A server's text as it may reach a terminal: without escape sequences (which could clear the
+ * screen, retitle the window or fake mm's own lines) and with each run of control characters a
+ * single space. Strings inside objects and arrays (an error's `details`) too.
+ */
+function printable<T>(value: T): T {
+  if (typeof value === "string") return value.replace(ESCAPES, "").replace(CONTROLS, " ").trim() as T;
+  if (Array.isArray(value)) return value.map(printable) as T;
+  if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [printable(k), printable(v)])) as T;
+  return value;
 }
 
 type Remoted = Record<string, unknown>;

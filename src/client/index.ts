@@ -49,9 +49,10 @@ export const ENDPOINTS: { [K in keyof operations]: { method: Method; path: strin
 
 /**
  * An answer of the API that is not a success, or a request that got no answer. `code` is the
- * spec's error code (`MEMORY_NOT_FOUND`, `RATE_LIMIT_EXCEEDED`, …), or, with `status` 0, the
- * client's own: `TIMEOUT` or `NETWORK_ERROR`. `extra` holds the envelope's other fields
- * (`retryAfter`, `details`, `currentUsage`…).
+ * spec's error code (`MEMORY_NOT_FOUND`, `RATE_LIMIT_EXCEEDED`, …), or the client's own: with
+ * `status` 0, `TIMEOUT` or `NETWORK_ERROR`; with the answer's status, `HTTP_ERROR` (an error
+ * without the API's envelope) or `INVALID_RESPONSE` (a success whose body isn't JSON). `extra`
+ * holds the envelope's other fields (`retryAfter`, `details`, `currentUsage`…).
  */
 export class MmApiError extends Error {
   override readonly name = "MmApiError";
@@ -157,11 +158,14 @@ export function createClient(options: ClientOptions) {
       options.onResponse?.(res);
       const text = await res.text();
       let body: unknown;
+      let json = true;
       try {
-        body = text ? JSON.parse(text) : undefined;
+        body = JSON.parse(text);
       } catch {
-        body = undefined;
+        json = false;
       }
+      // A success that isn't JSON is no answer of the API (a proxy's page, the wrong port): not `undefined`.
+      if (res.ok && !json) throw new MmApiError("INVALID_RESPONSE", `HTTP ${res.status} from ${url} is ${notJson(text, res.headers.get("Content-Type"))}`, res.status);
       if (res.ok) return body;
       const error = (body as { error?: Record<string, unknown> } | undefined)?.error;
       if (!error || typeof error.code !== "string") {
@@ -274,6 +278,13 @@ function queryString(query: Record<string, unknown> | undefined): string {
   }
   const text = search.toString();
   return text ? `?${text}` : "";
+}
+
+/** What a body that should have been JSON was instead, in a few words and its first characters. */
+function notJson(text: string, type: string | null): string {
+  if (!text.trim()) return "empty, where JSON was expected";
+  const start = text.trim().slice(0, 80).replace(/\s+/g, " ");
+  return `not JSON (${type ? `Content-Type ${type}` : "no Content-Type"}): "${start}${text.trim().length > 80 ? "…" : ""}"`;
 }
 
 function wait(ms: number, signal?: AbortSignal): Promise<void> {

@@ -185,19 +185,23 @@ const queryCaches = new WeakMap<Context["store"], Map<string, Float32Array>>();
 
 /**
  * A search query's embedding, from a small LRU cache (1,024 queries per open store) when the same
- * text was asked before: agents repeat queries, and embedding is most of a search's time.
+ * text was asked before: agents repeat queries, and embedding is most of a search's time. Entries
+ * are the account's own: shared ones would let one account time whether another had just
+ * searched an exact text. The 1,024 places are shared, so an account can learn at most how many
+ * queries others asked, never which.
  */
 export async function embedQuery(ctx: Context, query: string): Promise<Float32Array> {
   let cache = queryCaches.get(ctx.store);
   if (!cache) queryCaches.set(ctx.store, (cache = new Map()));
-  const hit = cache.get(query);
+  const key = JSON.stringify([ctx.accountId, query]);
+  const hit = cache.get(key);
   if (hit) {
-    cache.delete(query);
-    cache.set(query, hit);
+    cache.delete(key);
+    cache.set(key, hit);
     return hit;
   }
   const [vector] = await embedChecked(ctx, [query]);
-  cache.set(query, vector);
+  cache.set(key, vector);
   if (cache.size > QUERY_CACHE_SIZE) cache.delete(cache.keys().next().value!);
   return vector;
 }

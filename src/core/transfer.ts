@@ -138,6 +138,8 @@ export interface ImportOptions {
   meterFor?(accountId: string): Promise<Meter | undefined>;
   /** Each record's outcome, in input order, after the commit that holds it. */
   onResult?(result: ImportResult): void;
+  /** Something dropped from a record that was added (a replacement that isn't its account's), once the whole file is read. */
+  onWarning?(line: number, message: string): void;
   signal?: AbortSignal;
 }
 
@@ -254,34 +256,46 @@ export async function importExport(ctx: Context, records: AsyncIterable<InputRec
   }
   if (!header) throw new MmError("VALIDATION_ERROR", "The file is empty: an mm export starts with its header line.", { details: [{ field: "line 1", message: "missing" }] });
   await flush();
-  await relink(ctx, links, idMap);
+  for (const l of await relink(ctx, links, idMap, options)) {
+    options.onWarning?.(l.record.line, `its supersededBy ${l.by} is not a memory of its account (another account's, or in neither the file nor the store): imported as current, without the link.`);
+  }
   return summary;
 }
 
-/** A replacement read with remapIds: `id` (new) was replaced by `by` (its id in the file) at `at`. */
+/** A replacement waiting for its replacing memory: `id` (its id here) was replaced by `by` (its id in the file) at `at`. */
 interface Link {
   accountId: string;
   id: string;
   by: string;
   at: string;
+  record: Pending;
 }
 
 /**
- * Records the replacements of a remapped import, once every memory has its new id: one commit per
- * segment, after the memories themselves. Until then (or if the replacing memory wasn't in the
- * file) the replaced memories are current.
+ * Records the replacements that waited for their replacing memory (later in the file, or with
+ * remapIds a new id), once every record is read: one commit, after the memories themselves. Until
+ * then the replaced memories are current. A replacement by a memory of another account, or by one
+ * that is nowhere, would hide its memory from its own account's searches for good: it is left out,
+ * and returned so the import can say so.
  */
-async function relink(ctx: Context, links: Link[], idMap: Map<string, string>): Promise<void> {
-  const known = links.filter((l) => idMap.has(`${l.accountId}\u0000${l.by}`));
-  if (!known.length) return;
-  await ctx.store.write(async (w) => {
-    for (const accountId of new Set(known.map((l) => l.accountId))) {
-      const mine = known.filter((l) => l.accountId === accountId);
-      const rows = await ctx.store.getMemoryRows(accountId, mine.map((l) => l.id));
-      const byId = new Map(mine.map((l) => [l.id, l]));
-      await w.replaceMemories(rows.map((r) => ({ ...r, supersededBy: idMap.get(`${accountId}\u0000${byId.get(r.id)!.by}`)!, supersededAt: byId.get(r.id)!.at })));
-    }
-  });
+async function relink(ctx: Context, links: Link[], idMap: Map<string, string>, options: ImportOptions): Promise<Link[]> {
+  const added = links.filter((l) => !l.record.error && !l.record.skipped);
+  const target = new Map<Link, string>();
+  for (const l of added) {
+    const by = idMap.get(`${l.accountId}\u0000${l.by}`) ?? (!options.remapIds && (await ctx.store.getMemory(l.accountId, l.by)) ? l.by : undefined);
+    if (by) target.set(l, by);
+  }
+  if (target.size) {
+    await ctx.store.write(async (w) => {
+      for (const accountId of new Set([...target.keys()].map((l) => l.accountId))) {
+        const mine = [...target.keys()].filter((l) => l.accountId === accountId);
+        const rows = await ctx.store.getMemoryRows(accountId, mine.map((l) => l.id));
+        const byId = new Map(mine.map((l) => [l.id, l]));
+        await w.replaceMemories(rows.map((r) => ({ ...r, supersededBy: target.get(byId.get(r.id)!)!, supersededAt: byId.get(r.id)!.at })));
+      }
+    });
+  }
+  return added.filter((l) => !target.has(l));
 }
 
 /** An mm export's first line, checked: for `importExport`, and for an import through `mm --remote` (cli/commands/import-remote.ts). */
@@ -487,7 +501,7 @@ function usableVector(vector: unknown, dims: number): Float32Array | undefined {
 
 /**
  * A memory record's replacement and history, checked: supersededBy a memory id with supersededAt a
- * timestamp, history an array of objects. With remapIds the replacement waits for relink().
+ * timestamp, history an array of objects. A replacement by a memory not read yet waits for relink().
  */
 function importedValidity(v: Record<string, unknown>, p: Pending, options: ImportOptions, links: Link[], idMap: Map<string, string>, now: Date): Pick<MemoryRow, "supersededBy" | "supersededAt" | "history"> {
   const out: Pick<MemoryRow, "supersededBy" | "supersededAt" | "history"> = { supersededBy: null, supersededAt: null, history: null };
@@ -500,10 +514,10 @@ function importedValidity(v: Record<string, unknown>, p: Pending, options: Impor
   if (v.supersededBy === undefined) return out;
   if (typeof v.supersededBy !== "string" || !ID.memory.test(v.supersededBy)) throw validationError("supersededBy", "must be an mm memory id");
   timestamps(v, ["supersededAt"], now);
-  if (!options.remapIds) return { ...out, supersededBy: v.supersededBy, supersededAt: String(v.supersededAt) };
+  // Read earlier in this account: linked now. Otherwise relink() decides, once the file is read.
   const mapped = idMap.get(`${p.accountId}\u0000${v.supersededBy}`);
   if (mapped) return { ...out, supersededBy: mapped, supersededAt: String(v.supersededAt) };
-  links.push({ accountId: p.accountId, id: p.id!, by: v.supersededBy, at: String(v.supersededAt) });
+  links.push({ accountId: p.accountId, id: p.id!, by: v.supersededBy, at: String(v.supersededAt), record: p });
   return out;
 }
 

@@ -22,7 +22,15 @@ export function mountMcp(app: Hono<{ Variables: { principal?: Principal; body?: 
   app.post("/mcp", limitBody, async (c: HonoContext<{ Variables: { principal?: Principal; body?: string } }>) => {
     const principal = await deps.accounts.authenticate(c.req.header("Authorization"));
     c.set("principal", principal);
-    await takeReads(deps.limiter, principal.keyId, c.get("body"));
+    // Parsed here, once, and handed to the SDK as parsed: if the SDK read the text again its own
+    // way (its decoder drops a byte-order mark, JSON.parse doesn't), a body this count saw as
+    // nothing could run as a batch of 100.
+    const parsed = parseBody(c.get("body"));
+    if (!parsed.ok) {
+      const why = c.get("body")?.startsWith("\uFEFF") ? " (it starts with a byte-order mark; send it without one)" : "";
+      return c.json({ jsonrpc: "2.0", error: { code: -32700, message: `Parse error: the body is not valid JSON${why}.` }, id: null }, 400);
+    }
+    await takeReads(deps.limiter, principal.keyId, parsed.value);
     const [{ createMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
       import("../mcp/server.js"),
       import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
@@ -46,9 +54,9 @@ export function mountMcp(app: Hono<{ Variables: { principal?: Principal; body?: 
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     try {
-      // The body was read (and size-checked) by the app's body reader: hand the SDK a copy of it.
+      // The body was read (and size-checked) by the app's body reader, and parsed above.
       const raw = c.req.raw;
-      return await transport.handleRequest(new Request(raw.url, { method: raw.method, headers: raw.headers, body: c.get("body") ?? "" }));
+      return await transport.handleRequest(new Request(raw.url, { method: raw.method, headers: raw.headers }), { parsedBody: parsed.value });
     } finally {
       await server.close();
     }
@@ -63,19 +71,22 @@ function rateLimited(bucket: string, retryAfter: number): MmError {
   return new MmError("RATE_LIMIT_EXCEEDED", `Too many ${bucket} requests; retry in ${retryAfter} s.`, { retryAfter });
 }
 
+/** The body as JSON, read exactly as /v1 reads one: strict JSON.parse, no byte-order mark. */
+function parseBody(body: string | undefined): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(body ?? "") };
+  } catch {
+    return { ok: false };
+  }
+}
+
 /**
  * Takes one read from the key's rate limit for each request in the body that is not a tool call
  * (those take their own bucket when they run), all or none: a body whose requests don't all fit
  * in the minute's reads is refused whole with 429. A batch over MAX_BATCH messages is refused
- * with 400. A body that isn't JSON is left to the SDK, which answers a JSON-RPC parse error.
+ * with 400.
  */
-async function takeReads(limiter: Limiter, keyId: string, body: string | undefined): Promise<void> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body ?? "");
-  } catch {
-    return;
-  }
+async function takeReads(limiter: Limiter, keyId: string, parsed: unknown): Promise<void> {
   const messages = Array.isArray(parsed) ? parsed : [parsed];
   if (messages.length > MAX_BATCH) {
     throw validationError("body", `a JSON-RPC batch may hold at most ${MAX_BATCH} messages; this one has ${messages.length}. Send them one per request.`);

@@ -44,6 +44,7 @@ const MM_TOOLS: { name: string; route: string; title: string; hint?: string; sco
     route: "POST /v1/memories",
     title: "Add a memory",
     scoped: true,
+    fenced: true,
     hint: "content is free text (at most 10,000 characters); userId and agentId default to the server's --user and --agent. A newer fact (\"I moved to Berlin\") marks the older one it replaces; supersedes: [ids] names them yourself. The same text twice stores one memory (the answer has deduplicated: true); dedupe: false stores a copy.",
   },
   {
@@ -180,16 +181,24 @@ function refuseOtherThan(scope: ToolScope, field: "userId" | "agentId", value: u
 /**
  * A scoped server (`mm mcp --user alice`) acts on its user's (and agent's) memories only: a
  * memory id of another user or agent answers exactly as an unknown id does, and an update may not
- * move a memory to another agent.
+ * move a memory to another agent. That holds for the ids a call names besides its own (`supersedes`,
+ * `by`) too: the first of them that is unknown or out of scope is answered here, alike, so which
+ * one the core would have named, and how, can't tell them apart.
  */
 async function fenceMemory(ctx: Context, args: Record<string, unknown>, scope: ToolScope): Promise<void> {
   if (scope.userId === undefined && scope.agentId === undefined) return;
   refuseOtherThan(scope, "agentId", args.agentId);
-  const id = args.id;
-  if (typeof id !== "string" || id === "") return; // runRoute says what is wrong with it
-  const record = await ctx.store.getMemory(ctx.accountId, id);
-  if (!record) return;
-  if ((scope.userId !== undefined && record.userId !== scope.userId) || (scope.agentId !== undefined && record.agentId !== scope.agentId)) throw memoryNotFound(id);
+  const where = async (id: unknown): Promise<"unknown" | "outside" | "inside" | undefined> => {
+    if (typeof id !== "string" || id === "") return undefined; // runRoute and the core say what is wrong with it
+    const record = await ctx.store.getMemory(ctx.accountId, id);
+    if (!record) return "unknown";
+    return (scope.userId !== undefined && record.userId !== scope.userId) || (scope.agentId !== undefined && record.agentId !== scope.agentId) ? "outside" : "inside";
+  };
+  if ((await where(args.id)) === "outside") throw memoryNotFound(args.id as string);
+  if (["unknown", "outside"].includes((await where(args.by)) ?? "")) throw memoryNotFound(args.by as string);
+  for (const id of Array.isArray(args.supersedes) ? args.supersedes : []) {
+    if (["unknown", "outside"].includes((await where(id)) ?? "")) throw new MmError("MEMORY_NOT_FOUND", memoryNotFound(id).message, { field: "supersedes" });
+  }
 }
 
 /** Reference tools that store many records in one call, each billed as one operation. */

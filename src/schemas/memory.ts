@@ -52,13 +52,30 @@ export const UpdateMemoryInput = z
   .check(z.refine((v) => Object.keys(v).length > 0, "give at least one of content, agentId, tags, metadata, entityIds, supersedes"));
 export type UpdateMemoryInput = z.output<typeof UpdateMemoryInput>;
 
-/** An ISO 8601 instant ("2026-03-01", "2026-03-01T12:00:00Z"), normalised to UTC with milliseconds. */
+/**
+ * An ISO 8601 instant ("2026-03-01", "2026-03-01T12:00:00Z"), normalised to UTC with milliseconds.
+ * A date alone is the end of that day (UTC). A time must name its zone: read in the server's own
+ * zone, the same text would mean another instant on another machine.
+ */
 const isoInstant = z.pipe(
-  z.string().check(
-    z.refine((v) => /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/.test(v) && !Number.isNaN(Date.parse(v)), "must be an ISO 8601 date or time, like 2026-03-01 or 2026-03-01T12:00:00Z"),
-  ),
+  z.string().check(z.refine((v) => instantProblem(v) === undefined, { error: (issue) => instantProblem(issue.input as string) })),
   z.transform((v: string) => new Date(/^\d{4}-\d{2}-\d{2}$/.test(v) ? `${v}T23:59:59.999Z` : v).toISOString()),
 );
+
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-](\d{2}):?(\d{2}))?)?$/;
+
+/** What is wrong with `v` as an instant, in words, or undefined. Date.parse alone rolls 2026-02-30 over to 2 March. */
+function instantProblem(v: string): string | undefined {
+  const m = INSTANT.exec(v);
+  if (!m) return "must be an ISO 8601 date or time, like 2026-03-01 or 2026-03-01T12:00:00Z";
+  const [, year, month, day, hour, minute, second, , zoneHours, zoneMinutes] = m.map(Number);
+  if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return `${v.slice(0, 10)} is not a day of the calendar`;
+  if (m[4] === undefined) return undefined;
+  if (hour > 23 || minute > 59 || (m[6] !== undefined && second > 59)) return `${v.slice(11)} is not a time of day (hours 00–23, minutes and seconds 00–59)`;
+  if (m[7] === undefined) return "has no time zone: add Z for UTC, or an offset like +02:00";
+  if (m[7] !== "Z" && (zoneHours > 23 || zoneMinutes > 59)) return `${m[7]} is not a time zone offset`;
+  return undefined;
+}
 
 /** POST /v1/memories/:id/supersede and mm memories supersede: the memory that replaces this one. */
 export const SupersedeInput = z.strictObject({ by: reference });

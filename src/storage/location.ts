@@ -86,6 +86,10 @@ export function objectStorageOptions(place: Extract<StorePlace, { kind: "object"
     const key = get("AZURE_STORAGE_ACCOUNT_KEY");
     const other = get("AZURE_STORAGE_SAS_TOKEN") ?? get("AZURE_CLIENT_ID") ?? get("AZURE_FEDERATED_TOKEN_FILE");
     if (!key && !other && !emulator) throw missing("AZURE_STORAGE_ACCOUNT_KEY", "is not set (or AZURE_STORAGE_SAS_TOKEN, or a managed identity's AZURE_CLIENT_ID)");
+    // Checked here: the object store's own refusal names a Rust source file and a byte offset.
+    if (key && !/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(key)) {
+      throw missing("AZURE_STORAGE_ACCOUNT_KEY", "is not base64: an account key is the 88 characters of letters, digits, + and / ending in == that the portal shows under Access keys");
+    }
     set("azure_storage_account_name", account);
     set("azure_storage_account_key", key);
     set("azure_storage_sas_token", get("AZURE_STORAGE_SAS_TOKEN"));

@@ -368,3 +368,60 @@ describe("mm import: bad files and dates", () => {
     }
   }, 120_000);
 });
+
+/** A replacement that isn't the record's own account's must not hide the memory from that account. */
+describe("mm import: supersededBy stays within its account", () => {
+  const T = "2026-03-01T10:00:00.000Z";
+  const header = { format: "mm-export", version: 1, exportedAt: T, embedder: null, scope: { allAccounts: true }, vectors: false };
+  const account = (id: string, name: string) => ({ kind: "account", id, name, plan: "hobby", createdAt: T });
+  const memory = (accountId: string, n: number, extra: Record<string, unknown> = {}) => ({
+    kind: "memory",
+    accountId,
+    id: `mem_${String(n).padStart(24, "0")}`,
+    content: `the garden shed key ${n} of ${accountId}`,
+    userId: "u",
+    createdAt: T,
+    updatedAt: T,
+    ...extra,
+  });
+  const by = (n: number) => ({ supersededBy: `mem_${String(n).padStart(24, "0")}`, supersededAt: T });
+
+  it("drops a link to another account's memory, or to one that is nowhere, with a warning; keeps one within the account, earlier or later in the file", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "store");
+    const file = join(dir, "all.jsonl");
+    const records = [
+      account("acct_alpha", "alpha"),
+      account("acct_beta", "beta"),
+      memory("acct_beta", 1),
+      memory("acct_alpha", 2, by(1)), // beta's memory, earlier in the file
+      memory("acct_alpha", 3, by(9)), // nowhere
+      memory("acct_alpha", 4, by(5)), // alpha's, later in the file
+      memory("acct_alpha", 5),
+      memory("acct_alpha", 6, by(5)), // alpha's, earlier in the file
+    ];
+    await writeFile(file, [header, ...records].map((r) => JSON.stringify(r)).join("\n") + "\n");
+    const imported = await runMm(["import", "--all-accounts", file], { store });
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(json(imported.stdout).map((r) => r.status)).toEqual(Array(8).fill("added"));
+    expect(imported.stderr).toMatch(/warning: line 5: its supersededBy mem_0+1 is not a memory of its account/);
+    expect(imported.stderr).toMatch(/warning: line 6: its supersededBy mem_0+9 is not a memory of its account/);
+    expect(imported.stderr).not.toMatch(/line [2-47-9]:/);
+
+    const alpha = async (id: number) => JSON.parse((await runMm(["--account", "alpha", "memories", "get", `mem_${String(id).padStart(24, "0")}`], { store })).stdout);
+    expect((await alpha(2)).supersededBy).toBeUndefined();
+    expect((await alpha(3)).supersededBy).toBeUndefined();
+    expect((await alpha(4)).supersededBy).toBe(`mem_${"5".padStart(24, "0")}`);
+    expect((await alpha(6)).supersededBy).toBe(`mem_${"5".padStart(24, "0")}`);
+    const found = JSON.parse((await runMm(["--account", "alpha", "memories", "search", "garden shed key", "--user", "u", "--mode", "keyword", "--threshold", "0"], { store })).stdout);
+    expect(found.results.map((r: { id: string }) => r.id).sort()).toEqual([2, 3, 5].map((n) => `mem_${String(n).padStart(24, "0")}`));
+
+    // Into a store that already holds beta's memory: the same.
+    const again = join(dir, "again.jsonl");
+    await writeFile(again, [header, account("acct_alpha", "alpha"), memory("acct_alpha", 7, by(1))].map((r) => JSON.stringify(r)).join("\n") + "\n");
+    const second = await runMm(["import", "--all-accounts", again], { store });
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).toMatch(/warning: line 3: its supersededBy mem_0+1 is not a memory of its account/);
+    expect((await alpha(7)).supersededBy).toBeUndefined();
+  }, 60_000);
+});

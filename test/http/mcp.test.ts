@@ -160,6 +160,21 @@ describe("/mcp over Streamable HTTP", () => {
     expect((await api.get("/v1/memories")).headers.get("x-ratelimit-remaining")).toBe("4");
   });
 
+  it("reads a body one way for the batch cap, the rate count and the SDK: a byte-order mark doesn't slip a 100-message batch past either", async () => {
+    const server = await serve({ rateLimits: { read: 5, write: 100, search: 100 } });
+    const { key } = await server.account("acme");
+    const api = client(server.url, key);
+    const headers = { Accept: "application/json, text/event-stream", "Content-Type": "application/json" };
+    const list = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "tools/list" })));
+    for (const raw of [`\uFEFF${list(100)}`, `\uFEFF${list(2)}`, `\uFEFF${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" })}`]) {
+      const res = await api.post("/mcp", { raw, headers });
+      expect(res.status, res.text.slice(0, 200)).toBe(400);
+      expect(res.body, res.text.slice(0, 200)).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32700 } });
+    }
+    // Nothing ran, so nothing was counted: the whole minute's reads are left but this request's.
+    expect((await api.get("/v1/memories")).headers.get("x-ratelimit-remaining")).toBe("4");
+  });
+
   it("answers arguments that aren't an object as a tool error (VALIDATION_ERROR), not a JSON-RPC error with a schema dump", async () => {
     const server = await serve();
     const { key } = await server.account("acme");

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client, startTestServer, type Client, type TestServer } from "../helpers/http-server.js";
+import { createTestEmbedder } from "../helpers/test-embedder.js";
 
 /**
  * Over real HTTP with two keys and the real model: nothing account B stores may change a score, a
@@ -56,5 +57,36 @@ describe("search results are private to an account", () => {
     }
     expect((await b.get("/v1/memories", { query: { limit: 1 } })).body.pagination.total).toBe(300);
     expect(await whatAsees()).toStrictEqual(before);
+  });
+});
+
+/**
+ * The query-embedding cache must not tell one account what another searched: a text account A
+ * searched a moment ago is embedded again for account B (a cache hit would answer B faster).
+ */
+describe("the query-embedding cache is per account", () => {
+  it("A's search doesn't make B's same query a cache hit; A's own repeat is one", async () => {
+    const embedded: string[] = [];
+    const base = createTestEmbedder();
+    const embedder = { ...base, embed: (texts: string[]) => (embedded.push(...texts), base.embed(texts)) };
+    const server = await startTestServer({ embedder });
+    try {
+      const a = client(server.url, (await server.account("a")).key);
+      const b = client(server.url, (await server.account("b")).key);
+      const query = "what did the locksmith say about the back door";
+      const times = () => embedded.filter((t) => t.includes("locksmith")).length;
+      for (const mode of ["semantic", "hybrid"]) {
+        const before = times();
+        expect((await a.post("/v1/memories/search", { body: { query, mode, userId: "u" } })).status).toBe(200);
+        const afterA = times();
+        expect((await a.post("/v1/memories/search", { body: { query, mode, userId: "u" } })).status).toBe(200);
+        expect(times(), `${mode}: A's repeat comes from the cache`).toBe(afterA);
+        expect((await b.post("/v1/memories/search", { body: { query, mode, userId: "u" } })).status).toBe(200);
+        expect(times(), `${mode}: B's query is embedded again, not taken from A's entry`).toBe(afterA + (afterA - before));
+        if (mode === "semantic") expect(afterA).toBeGreaterThan(before);
+      }
+    } finally {
+      await server.close();
+    }
   });
 });

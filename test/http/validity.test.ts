@@ -68,3 +68,21 @@ describe("replaced facts over HTTP", () => {
     expectError(await A.post("/v1/memories", { body: { content: "x", userId: "d", dedupe: "no" } }), 400, "VALIDATION_ERROR");
   });
 });
+
+describe("asOf is an instant or it is refused", () => {
+  it("refuses a day the calendar doesn't have, an hour past 23, and a time without a zone, naming asOf; takes a date alone, Z and offsets", async () => {
+    for (const asOf of ["2026-02-30", "2026-02-29T10:00:00Z", "2026-04-31T00:00Z", "2026-12-07T24:30:00Z", "2026-12-07T10:61Z", "2026-12-07 10:00", "2026-12-07T10:00:00", "2026-12-07T10:00+25:00"]) {
+      const res = await A.post("/v1/memories/search", { body: { query: "x", asOf } });
+      const error = expectError(res, 400, "VALIDATION_ERROR");
+      expect(error.details, asOf).toEqual([{ field: "asOf", message: expect.any(String) }]);
+      expect(error.message, asOf).toContain("asOf");
+    }
+    const noZone = expectError(await A.post("/v1/memories/search", { body: { query: "x", asOf: "2026-12-07 10:00" } }), 400, "VALIDATION_ERROR");
+    expect(noZone.details[0].message).toMatch(/time zone.*Z.*\+02:00/);
+    const noDay = expectError(await A.post("/v1/memories/search", { body: { query: "x", asOf: "2026-02-30" } }), 400, "VALIDATION_ERROR");
+    expect(noDay.details[0].message).toMatch(/2026-02-30 is not a day/);
+    for (const asOf of ["2028-02-29", "2026-12-07T10:00Z", "2026-12-07T10:00:00.5+02:00", "2026-12-07 10:00:00-0530"]) {
+      expect((await A.post("/v1/memories/search", { body: { query: "x", asOf } })).status, asOf).toBe(200);
+    }
+  });
+});

@@ -86,6 +86,31 @@ describe("mm mcp over stdio", () => {
     expect(lines[2].result.structuredContent.error.code).toBe("MEMORY_NOT_FOUND");
   });
 
+  it("answers a JSON-RPC batch with a JSON-RPC error instead of leaving it unanswered, and goes on serving", async () => {
+    const dir = await tempDir();
+    const child = spawn(process.execPath, [MM_BIN, "mcp"], { env: { ...process.env, MM_STORE: join(dir, "store") }, stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    const send = (text: string) => child.stdin.write(text + "\n");
+    send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }));
+    send(JSON.stringify([{ jsonrpc: "2.0", id: 2, method: "tools/list" }, { jsonrpc: "2.0", id: 3, method: "ping" }]));
+    send("  []");
+    // A batch split across writes is still one line.
+    child.stdin.write('[{"jsonrpc":"2.0","id":4,');
+    await new Promise((r) => setTimeout(r, 50));
+    send('"method":"ping"}]');
+    send(JSON.stringify({ jsonrpc: "2.0", id: 5, method: "ping" }));
+    child.stdin.end();
+    expect(await new Promise((r) => child.on("close", r))).toBe(0);
+    const lines = out.trim().split("\n").map((l) => JSON.parse(l));
+    // Answers come as they are ready: the refusals need no server, so they may come first.
+    const refusals = lines.filter((l) => l.id === null);
+    expect(refusals).toHaveLength(3);
+    for (const l of refusals) expect(l).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: expect.stringMatching(/batch.*one message per line/i) } });
+    expect(lines.filter((l) => l.id !== null).map((l) => l.id)).toEqual([1, 5]);
+    expect(lines.find((l) => l.id === 5).result).toEqual({});
+  });
+
   it("runs every memory tool with good input; the scope fills userId and agentId", async () => {
     const added = await ok(client, "memories_add", { content: "Zoë moved to Lisbon 🌊 in 2024", tags: ["moves"], metadata: { source: "chat", n: 1 } });
     schemaOk(R.Memory, added);
@@ -126,6 +151,34 @@ describe("mm mcp over stdio", () => {
     const mine = await ok(client, "memories_add", { content: "alice's own note" });
     await fails(client, "memories_update", { id: mine.id, agentId: "phone" }, "FORBIDDEN");
     expect((await ok(client, "memories_get", { id: mine.id })).userId).toBe("alice");
+  });
+
+  it("is no existence oracle: another user's or agent's id named in supersedes or by answers exactly as an unknown id does", async () => {
+    // A store of its own: the memories here would change what the suite's later searches find.
+    const store = join(await tempDir(), "store");
+    const { client } = await stdioClient(["--user", "alice", "--agent", "desk"], { MM_STORE: store });
+    const mine = await ok(client, "memories_add", { content: "alice keeps her bike in the shed" });
+    const bob = JSON.parse((await runMm(["memories", "add", "bob keeps his bike at work", "--user", "bob", "--json"], { store })).stdout);
+    const otherAgent = JSON.parse((await runMm(["memories", "add", "alice's phone note on bikes", "--user", "alice", "--agent", "phone", "--json"], { store })).stdout);
+    const unknownId = "mem_00000000000000000000000000";
+    const calls: [string, (id: string) => Record<string, unknown>][] = [
+      ["memories_add", (id) => ({ content: "alice moved her bike to the hall", supersedes: [id] })],
+      ["memories_update", (id) => ({ id: mine.id, supersedes: [id] })],
+      ["memories_supersede", (id) => ({ id: mine.id, by: id })],
+      ["memories_get", (id) => ({ id })],
+      ["memories_history", (id) => ({ id })],
+    ];
+    for (const [tool, args] of calls) {
+      const unknown = await fails(client, tool, args(unknownId), "MEMORY_NOT_FOUND");
+      for (const id of [bob.id, otherAgent.id]) {
+        const fenced = await fails(client, tool, args(id), "MEMORY_NOT_FOUND");
+        expect(JSON.stringify(fenced), tool).toBe(JSON.stringify(unknown).replaceAll(unknownId, id));
+      }
+    }
+    // Nothing was replaced.
+    for (const id of [bob.id, otherAgent.id]) expect(JSON.parse((await runMm(["memories", "get", id, "--json"], { store })).stdout).supersededBy).toBeUndefined();
+    expect((await ok(client, "memories_get", { id: mine.id })).supersededBy).toBeUndefined();
+    await client.close();
   });
 
   it("runs every graph tool with good input", async () => {

@@ -107,7 +107,8 @@ export function registerImport(program: Command, app: CliApp): void {
           }
           // With --all-accounts each record is billed to the account it is written into.
           const meterFor = (accountId: string) => command.meterOf(accountId, "write");
-          return t.importExport(ctx, lines, { remapIds: opts.remapIds, allAccounts: opts.allAccounts, batchSize, onResult, signal: stop.signal, meterFor });
+          const onWarning = (line: number, message: string) => output.warn(`line ${line}: ${message}`);
+          return t.importExport(ctx, lines, { remapIds: opts.remapIds, allAccounts: opts.allAccounts, batchSize, onResult, onWarning, signal: stop.signal, meterFor });
         },
         { charge: false, create: true },
       ).finally(() => {

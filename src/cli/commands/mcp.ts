@@ -21,7 +21,11 @@ export function registerMcp(program: Command, app: CliApp): void {
     )
     .action(async (opts: { user?: string; agent?: string }, cmd: Command) => {
       const { io } = app;
-      const [{ createMcpServer }, { StdioServerTransport }] = await Promise.all([import("../../mcp/server.js"), import("@modelcontextprotocol/sdk/server/stdio.js")]);
+      const [{ createMcpServer }, { StdioServerTransport }, { BATCH_REFUSAL, refuseBatches }] = await Promise.all([
+        import("../../mcp/server.js"),
+        import("@modelcontextprotocol/sdk/server/stdio.js"),
+        import("../../mcp/stdio-batches.js"),
+      ]);
       let opened: Promise<CommandContext> | undefined;
       let upkeep: ReturnType<typeof startUpkeep> | undefined;
       const context = () => {
@@ -47,7 +51,7 @@ export function registerMcp(program: Command, app: CliApp): void {
         },
         log: (entry) => io.stderr.write(`mm mcp: ${JSON.stringify(entry)}\n`),
       });
-      const transport = new StdioServerTransport(io.stdin, io.stdout);
+      const transport = new StdioServerTransport(refuseBatches(io.stdin, () => io.stdout.write(`${JSON.stringify(BATCH_REFUSAL)}\n`)), io.stdout);
       await server.connect(transport);
       io.stderr.write(`mm mcp: ready on stdio${userId ? ` for user ${userId}` : ""}${agentId ? `, agent ${agentId}` : ""}\n`);
       await new Promise<void>((resolve) => {

@@ -4,6 +4,7 @@ import { MmError } from "../../errors.js";
 import { coordinationDirOf, isObjectStore, locateStore, missingStore, storeStatus } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
 import { count } from "../output.js";
+import { warnSecretFlag } from "../secret-flags.js";
 
 interface ServeFlags {
   host?: string;
@@ -74,7 +75,7 @@ export function registerServe(program: Command, app: CliApp): void {
         env: io.env,
         rateLimits,
         bodyLimitBytes: int("body-limit", flags.bodyLimit, 1),
-        ...redisOption(flags.redis, io.env),
+        ...redisOption(flags.redis, app),
         warm: flags.warm,
         log,
       });
@@ -110,12 +111,13 @@ export function registerServe(program: Command, app: CliApp): void {
 }
 
 /** `--redis`, else `$MM_REDIS_URL`, and which one it was (messages name it). An empty value means none. */
-function redisOption(flag: string | undefined, env: Record<string, string | undefined>): { redisUrl?: string; redisSource?: string } {
+function redisOption(flag: string | undefined, app: CliApp): { redisUrl?: string; redisSource?: string } {
   if (flag !== undefined) {
     if (!flag.trim()) throw new MmError("VALIDATION_ERROR", "--redis needs a URL such as redis://127.0.0.1:6379.", { details: [{ field: "redis", message: "is empty" }] });
+    if (/^rediss?:\/\/[^/@]*:[^/@]*@/i.test(flag.trim())) warnSecretFlag(app, "--redis with a password", "set MM_REDIS_URL instead");
     return { redisUrl: flag.trim(), redisSource: "--redis" };
   }
-  const fromEnv = env.MM_REDIS_URL?.trim();
+  const fromEnv = app.io.env.MM_REDIS_URL?.trim();
   return fromEnv ? { redisUrl: fromEnv, redisSource: "MM_REDIS_URL" } : {};
 }
 

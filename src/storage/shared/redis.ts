@@ -87,6 +87,16 @@ export class RedisConnection {
         details: [{ field: source, message: "must be a redis:// or rediss:// URL" }],
       });
     }
+    for (const [part, value] of [["user name", url.username], ["password", url.password]]) {
+      try {
+        decodeURIComponent(value);
+      } catch {
+        // Never the value itself: it is a secret.
+        throw new MmError("VALIDATION_ERROR", `${source}: the ${part} in the URL has a % that doesn't start an escape such as %40 (for @); write a % itself as %25.`, {
+          details: [{ field: source, message: `the ${part} has a malformed %-escape` }],
+        });
+      }
+    }
     if (url.pathname.length > 1 && !/^\/\d+$/.test(url.pathname)) {
       throw new MmError("VALIDATION_ERROR", `${source}: the path names a database by number (redis://host:6379/0), not ${url.pathname}.`, {
         details: [{ field: source, message: "the path must be a database number" }],
