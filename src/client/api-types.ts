@@ -538,6 +538,7 @@ export interface operations {
                     mode?: "semantic" | "keyword" | "hybrid";
                     includeSuperseded?: boolean;
                     asOf?: string;
+                    explain?: boolean;
                 };
             };
         };
@@ -562,6 +563,22 @@ export interface operations {
                             supersededBy?: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             supersededAt?: string;
+                            /** @description extension, only with explain: how the score came about */
+                            explanation?: {
+                                /** @enum {string} */
+                                mode: "hybrid" | "semantic" | "keyword";
+                                score: number;
+                                /** @description the signals of the query and this memory: cosine, keyword (share of the query's word weight held), neighbour and turn (conversation turns) */
+                                signals: {
+                                    [key: string]: number;
+                                };
+                                /** @description hybrid: what each signal added to the logit; score = 1 / (1 + e^-(sum)) */
+                                contributions?: {
+                                    [key: string]: number;
+                                };
+                                /** @description hybrid: the embedder the scorer's constants were fitted for, or fallback */
+                                model?: string;
+                            };
                         }[];
                     };
                 };
