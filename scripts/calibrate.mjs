@@ -29,7 +29,7 @@ const dist = (p) => import(pathToFileURL(join(distDir, p)).href);
 const { createEmbedder, DEFAULT_EMBEDDER } = await dist("embedder/index.js");
 const { denseQuery, keywordQuery } = await dist("core/ranking.js");
 const { queryTerms } = await dist("core/keyword.js");
-const { asAskedByUser, keywordShare, stemsOfText, turnBody } = await dist("core/scorer.js");
+const { asAskedByUser, keywordShare, stemsOfText, turnBody, wordWeight } = await dist("core/scorer.js");
 const args = process.argv.slice(2);
 const option = (name) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : undefined);
 const log = (...a) => console.error(...a);
@@ -83,7 +83,8 @@ function signalsFor(question, vector, memories, extras, more = {}) {
     const before = memories[i - 1];
     const after = memories[i + 1];
     const nb = m.conversation ? Math.max(before?.conversation === m.conversation ? kw[i - 1] : 0, after?.conversation === m.conversation ? kw[i + 1] : 0) : 0;
-    const s = { cosine: Math.max(0, Math.min(1, dot(vector, m.vector))), keyword: kw[i], neighbour: nb, turn: m.conversation ? 1 : 0 };
+    const held = terms.filter((t) => m.stems.has(t.stem)).map((t) => wordWeight(t.stem));
+    const s = { cosine: Math.max(0, Math.min(1, dot(vector, m.vector))), keyword: kw[i], neighbour: nb, turn: m.conversation ? 1 : 0, rarest: held.length ? Math.max(...held) / 13 : 0, mass: held.reduce((a, b) => a + b, 0) / 20 };
     for (const [k, v] of Object.entries(more)) s[k] = Math.max(0, Math.min(1, dot(v, m.vector)));
     if (extras) Object.assign(s, extras(question, m, terms));
     return s;
@@ -110,6 +111,23 @@ async function everydayQuestions(extras) {
   return out;
 }
 
+/**
+ * The two hand-labelled 20-memory stores (test/fixtures/calibration): one-word and all-words
+ * queries ("dentist", "Lisbon"), questions, paraphrases and unrelated questions. Fitted on, beside
+ * the development users: the everyday sets have no query of bare keywords.
+ */
+async function smallStoreQuestions(extras) {
+  const out = [];
+  for (const name of ["a", "b"]) {
+    const fixture = JSON.parse(readFileSync(join(root, "test", "fixtures", "calibration", `small-store-${name}.json`), "utf8"));
+    const memories = await memoriesOf(fixture.memories.map((m) => ({ id: m.id, content: m.content, conversation: null })));
+    const vectors = await embedAll(fixture.queries.map((q) => asked(q.query)));
+    const kindOf = { "one-word": "keywords", "all-words": "keywords", question: "shared", paraphrase: "reworded", unrelated: "unanswerable" };
+    fixture.queries.forEach((q, i) => out.push({ set: "small", user: `small-${name}`, heldOut: false, kind: kindOf[q.kind], q: q.query, answers: new Set(q.relevant ?? []), stale: new Set(), memories, signals: signalsFor(q.query, vectors[i], memories, extras) }));
+  }
+  return out;
+}
+
 async function locomoQuestions(extras) {
   const { conversations } = loadLocomo(locomoData);
   const out = [];
@@ -130,6 +148,9 @@ const FEATURES = {
   cosine: (s) => s.cosine,
   keyword: (s) => s.keyword,
   keyword2: (s) => s.keyword * s.keyword,
+  both: (s) => s.cosine * s.keyword,
+  cosine2: (s) => s.cosine * s.cosine,
+  bridged2: (s) => (s.bridged ?? 0) ** 2,
   neighbour: (s) => s.neighbour,
 };
 
@@ -175,6 +196,19 @@ function rowsOf(questions, names, depth = Infinity, which = () => true) {
   }
   return rows;
 }
+
+/** The keyword share with each term held at `held[i]` (1, a bridge's share, or 0). */
+function bridgedShare(terms, held) {
+  let have = 0;
+  let all = 0;
+  terms.forEach((t, i) => {
+    const w = keywordShare([t], () => true) ? termWeight(t) : 0;
+    all += w;
+    have += held[i] * w;
+  });
+  return all ? have / all : 0;
+}
+const termWeight = (t) => wordWeight(t.stem);
 
 /** Weighted logistic regression by Newton's method; `signs[j]` ≥ 0 forces weight j ≥ 0, < 0 forces ≤ 0, 0 leaves it free. */
 function fit(rows, signs, l2 = 1e-3) {
@@ -262,10 +296,10 @@ function locomoFigures(os) {
 }
 
 // ---------------------------------------------------------------------------------------------
-const SIGNS = { cosine: 1, keyword: 1, keyword2: 1, neighbour: 1, turn: 0, lacksKind: -1, bridged: 1 };
+const SIGNS = { cosine: 1, keyword: 1, keyword2: 1, neighbour: 1, turn: 0, lacksKind: -1, bridged: 1, bridged2: 1 };
 
 export async function prepare(extras) {
-  const everyday = await everydayQuestions(extras);
+  const everyday = [...(await everydayQuestions(extras)), ...(args.includes("--no-small") ? [] : await smallStoreQuestions(extras))];
   const locomo = args.includes("--no-locomo") ? [] : await locomoQuestions(extras);
   if (cacheFile) writeFileSync(cacheFile, JSON.stringify(Object.fromEntries([...cache].map(([k, v]) => [k, Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64")]))));
   return { everyday, locomo };
@@ -278,7 +312,7 @@ export function evaluate({ everyday, locomo }, names) {
   const held = everyday.filter((q) => q.heldOut);
   const model = fitTwo([...dev, ...locomo], names, signs);
   const f = model.score;
-  const figures = { model, dev: summarize(outcomes(dev, f)), heldOut: summarize(outcomes(held, f)) };
+  const figures = { model, dev: summarize(outcomes(dev.filter((q) => q.set === "everyday"), f)), heldOut: summarize(outcomes(held, f)), small: summarize(outcomes(dev.filter((q) => q.set === "small"), f)) };
   if (locomo.length) {
     // Leave one conversation out: fitted on the other four, measured on it.
     const convs = [...new Set(locomo.map((q) => q.user))];
@@ -296,10 +330,41 @@ export function evaluate({ everyday, locomo }, names) {
 
 function semanticFigures({ everyday }) {
   const f = (s) => s.cosine;
-  return { dev: summarize(outcomes(everyday.filter((q) => !q.heldOut), f)), heldOut: summarize(outcomes(everyday.filter((q) => q.heldOut), f)) };
+  return { dev: summarize(outcomes(everyday.filter((q) => !q.heldOut && q.set === "everyday"), f)), heldOut: summarize(outcomes(everyday.filter((q) => q.heldOut), f)) };
 }
 
-if (args.includes("--debug")) {
+if (args.includes("--ablate")) {
+  // Each mechanism of the landed rule stack that can be said of one note, added back to the fitted
+  // scorer as a signal and fitted again; its effect on the held-out users. The old modules come
+  // from a build of the commit before the scorer (MM_ABLATE_DIST, e.g. a worktree of e9da6e1).
+  const old = process.env.MM_ABLATE_DIST;
+  if (!old) throw new Error("--ablate needs MM_ABLATE_DIST: the dist/ of a build of commit e9da6e1");
+  const { answerKind, holdsKind } = await import(pathToFileURL(join(old, "core", "answer-kind.js")).href);
+  const { bridgesOf, stemsOf, BRIDGE } = await import(pathToFileURL(join(old, "core", "bridges.js")).href);
+  const extras = (question, m, terms) => {
+    const kind = answerKind(asked(question));
+    const stems = stemsOf(m.content);
+    const held = terms.map((t) => (m.stems.has(t.stem) ? 1 : [...bridgesOf(t.stem)].some((b) => stems.has(b)) ? BRIDGE.share : 0));
+    return { lacksKind: kind && !m.conversation && !holdsKind(m.content, kind) ? 1 : 0, bridged: terms.length ? bridgedShare(terms, held) : 0 };
+  };
+  const data = await prepare(extras);
+  const base = ["cosine", "keyword", "keyword2"];
+  const variants = [
+    ["fitted scorer", base],
+    ["+ answer kinds (a note without the kind of value asked for)", [...base, "lacksKind"]],
+    ["+ WordNet bridges (keyword share counting bridged words at 0.8)", ["cosine", "bridged", "bridged2"]],
+    ["+ neighbour propagation (turns: the neighbours' keyword share)", [...base, "neighbour"]],
+  ];
+  console.log(header("variant"));
+  const sem = semanticFigures(data);
+  console.log(row("meaning alone (semantic), held out", sem.heldOut));
+  for (const [name, names] of variants) {
+    const r = evaluate(data, names);
+    console.log(row(`${name}, held out`, r.heldOut));
+    console.log(row(`${name}, dev`, r.dev));
+    if (r.locomo) console.log(`|   LoCoMo (LOCO): R@10 ${r.locomo.r10}, MRR@10 ${r.locomo.mrr}, R@10 at 0.5 ${r.locomo.r10At05} |`);
+  }
+} else if (args.includes("--debug")) {
   const { locomo } = await prepare();
   const rows = rowsOf(locomo, ["cosine", "keyword", "neighbour"], 20, (s) => s.turn);
   const mean = (y) => { const r = rows.filter((r) => r.y === y); return [r.length, ...[0, 1, 2].map((j) => (r.reduce((a, x) => a + x.x[j], 0) / r.length).toFixed(3))]; };
@@ -322,6 +387,7 @@ if (args.includes("--debug")) {
   console.log(row("semantic, dev", sem.dev));
   if (SHOW_HELD) console.log(row("semantic, held out", sem.heldOut));
   console.log(row("fitted, dev", result.dev));
+  console.log(row("fitted, 20-memory stores", result.small), JSON.stringify(result.small.byKind.keywords ?? {}));
   if (SHOW_HELD) console.log(row("fitted, held out", result.heldOut));
   if (args.includes("--show")) {
     const dev = data.everyday.filter((q) => !q.heldOut);
@@ -330,7 +396,7 @@ if (args.includes("--debug")) {
       if (h && h.score >= 0.9 && !o.q.answers.has(h.id)) {
         const m = o.q.memories.find((m) => m.id === h.id);
         const s = o.q.signals[o.q.memories.indexOf(m)];
-        console.log(`HIJACK ${h.score.toFixed(3)} [${o.q.kind}] ${o.q.q} -> ${m.content.slice(0, 70)} cos ${s.cosRaw?.toFixed(2)} kw ${s.keyword.toFixed(2)}`);
+        console.log(`HIJACK ${h.score.toFixed(3)} [${o.q.kind}${s.turn ? ", turn" : ""}] ${o.q.q} -> ${m.content.slice(0, 70)} cos ${s.cosine.toFixed(2)} kw ${s.keyword.toFixed(2)}`);
       }
     }
   }

@@ -15,7 +15,7 @@ export const HELD_OUT_USERS = new Set(["a-mei", "a-trucker", "b-fiona-ops", "b-a
 export const isHeldOut = (userId) => HELD_OUT_USERS.has(userId) || userId.startsWith("d-");
 
 /** The answerable kinds, whose answer should come first. */
-export const ANSWERABLE = ["shared", "reworded", "agent", "named", "current", "both"];
+export const ANSWERABLE = ["shared", "reworded", "agent", "named", "current", "both", "keywords"];
 
 export function loadEveryday(root) {
   const dir = join(root, "bench", "everyday");

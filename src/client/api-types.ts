@@ -578,6 +578,11 @@ export interface operations {
                                 };
                                 /** @description hybrid: the embedder the scorer's constants were fitted for, or fallback */
                                 model?: string;
+                                /** @description the score is the one of the memory this one replaced (the link recorded when it was replaced) */
+                                lentBy?: {
+                                    id: string;
+                                    score: number;
+                                };
                             };
                         }[];
                     };

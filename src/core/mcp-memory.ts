@@ -408,10 +408,11 @@ export async function searchNodes(ctx: Context, scope: Scope, raw: unknown): Pro
     userId: scope.userId,
     ...(scope.agentId ? { agentId: scope.agentId } : {}),
     limit: input.limit ?? 20,
-    // mm's default search (hybrid at 0.5): words where they match, and otherwise the observation
-    // that stands out by meaning ("who owns a dog?" finds "adopted a rescue greyhound", 0.72). Semantic
-    // mode at 0.35 missed it (cosine 0.35) and let unrelated text through elsewhere (docs/search-quality.md).
-    threshold: input.threshold ?? 0.5,
+    // A node lookup, not an answer: the entities whose observations have at least a 1 in 20 chance of
+    // answering (hybrid scores are probabilities, docs/search-quality.md), best first. A paraphrase
+    // sharing no word scores 0.05-0.4 ("who owns a dog?" against "Priya adopted a rescue greyhound
+    // last winter", 0.06); unrelated text stays under 0.01 ("best pizza in town?").
+    threshold: input.threshold ?? 0.05,
     mode: input.mode ?? "hybrid",
   });
   const records = new Map((await ctx.store.memoriesByIds(filter, results.map((h) => h.id))).map((r) => [r.id, r]));

@@ -52,7 +52,7 @@ const MM_TOOLS: { name: string; route: string; title: string; hint?: string; sco
     route: "POST /v1/memories/search",
     title: "Search memories",
     scoped: true,
-    hint: "Results are ranked by score (0 to 1). mode: hybrid (default: words and meaning), semantic or keyword. threshold (default 0.5) is the minimum score; use 0.3 to find paraphrases. tags: every listed tag must match. Replaced memories are left out unless includeSuperseded is true; asOf (ISO 8601) answers as of that time.",
+    hint: "Results are ranked by score (0 to 1). mode: hybrid (default: words and meaning), semantic or keyword. threshold (default 0.5) is the minimum score: in hybrid mode a score is the probability that the memory answers, so use 0.2 to see likely paraphrases. explain: true shows how each score came about. tags: every listed tag must match. Replaced memories are left out unless includeSuperseded is true; asOf (ISO 8601) answers as of that time.",
   },
   { name: "memories_list", route: "GET /v1/memories", title: "List memories", scoped: true, hint: "page and limit (at most 100) walk the pages." },
   { name: "memories_get", route: "GET /v1/memories/:id", title: "Get a memory", fenced: true },

@@ -33,7 +33,7 @@ export const ReadGraphInput = z.object({});
 export const SearchNodesInput = z.object({
   query: text({ max: 2048 }).check(z.describe("what to look for, in natural language: matched by meaning against observations, and against entity names")),
   limit: z.optional(z.int().check(z.gte(1), z.lte(100), z.describe("extension: at most this many matching observations (default 20)"))),
-  threshold: z.optional(z.number().check(z.gte(0), z.lte(1), z.describe("extension: minimum score of a matching observation (default 0.5)"))),
+  threshold: z.optional(z.number().check(z.gte(0), z.lte(1), z.describe("extension: minimum score of a matching observation (default 0.05: a 1 in 20 chance of answering)"))),
   mode: z.optional(z.enum(SEARCH_MODES).check(z.describe("extension: hybrid (default: words and meaning), semantic or keyword"))),
 });
 export const OpenNodesInput = z.object({ names: z.array(name) });

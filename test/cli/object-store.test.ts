@@ -29,7 +29,7 @@ describe("mm on a store in Azure Blob Storage (spawned, real Azurite)", () => {
     const lisbon = json(ok(await mm(["memories", "add", "I moved to Lisbon in March", "--user", "ana"])));
     const dentist = json(ok(await mm(["memories", "add", "My dentist is Dr. Costa", "--user", "ana"])));
     // Each command is its own process: every read below is another process's view of the writes.
-    expect(json(ok(await mm(["memories", "search", "which city do I live in", "--user", "ana"]))).results[0].id).toBe(lisbon.id);
+    expect(json(ok(await mm(["memories", "search", "which city do I live in", "--user", "ana", "--threshold", "0"]))).results[0].id).toBe(lisbon.id);
     expect(json(ok(await mm(["memories", "get", dentist.id]))).content).toBe("My dentist is Dr. Costa");
     expect(json(ok(await mm(["memories", "list"]))).pagination.total).toBe(2);
     const acct = json(ok(await mm(["accounts", "create", "acme", "--plan", "hobby"])));

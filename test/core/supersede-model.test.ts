@@ -161,12 +161,15 @@ describe("replaced facts read by the model", () => {
     const house = await createMemory(ctx(), { content: "Keys handed back to the agency this morning, we sleep in the Montreuil house tonight.", userId, supersedes: [flat.id] });
     const question = { query: "where do we live?", userId };
     // Asked for the replaced memories too, nothing is lent: each has its own score.
-    const all = (await searchMemories(ctx(), { ...question, includeSuperseded: true, threshold: 0 })).results;
+    const all = (await searchMemories(ctx(), { ...question, includeSuperseded: true, threshold: 0, explain: true })).results;
     const own = all.find((h) => h.id === house.id)!.score;
-    const now = (await searchMemories(ctx(), { ...question, threshold: 0 })).results;
-    expect(own).toBeLessThan(0.5); // its own words are far from the question
+    // Listed below the memory that replaced it, the flat's score is capped at the house's; its own is explained.
+    const flatScore = all.find((h) => h.id === flat.id)!.explanation!.score;
+    const now = (await searchMemories(ctx(), { ...question, threshold: 0, explain: true })).results;
+    expect(own).toBeLessThan(flatScore); // its own words are far from the question
     expect(now[0].id).toBe(house.id);
-    expect(now[0].score).toBeGreaterThanOrEqual(0.5);
+    expect(now[0].score).toBe(flatScore);
+    expect(now[0].explanation?.lentBy).toEqual({ id: flat.id, score: flatScore });
     expect(now.map((h) => h.id)).not.toContain(flat.id);
     // Semantic mode takes the `limit` nearest current memories, replaced ones not among them: nothing is lent.
     const semantic = (await searchMemories(ctx(), { ...question, mode: "semantic", threshold: 0, limit: 3 })).results;

@@ -158,6 +158,27 @@ describe("memories", () => {
     expect(strict.map((h: any) => h.id)).toEqual([b.id]);
   });
 
+  it("POST /v1/memories/search with explain: true → each hit's signals and what each added, matching its score", async () => {
+    const user = "m-explain";
+    await api.post("/v1/memories", { body: { content: "coffee beans roasted dark", userId: user } });
+    const res = await api.post("/v1/memories/search", { body: { query: "coffee beans", userId: user, explain: true } });
+    expect(res.status).toBe(200);
+    const [hit] = R.SearchResults.parse(res.body).results;
+    const e = hit.explanation!;
+    expect(e.mode).toBe("hybrid");
+    expect(e.score).toBe(hit.score);
+    expect(Object.keys(e.signals).sort()).toEqual(["cosine", "keyword", "turn"]);
+    expect(e.signals.keyword).toBe(1);
+    const logit = Object.values(e.contributions!).reduce((a, b) => a + b, 0);
+    expect(hit.score).toBeCloseTo(1 / (1 + Math.exp(-logit)), 12);
+    expect(typeof e.model).toBe("string");
+    // Not asked for, not there; and a bad value is refused.
+    expect((await api.post("/v1/memories/search", { body: { query: "coffee beans", userId: user } })).body.results[0]).not.toHaveProperty("explanation");
+    const bad = await api.post("/v1/memories/search", { body: { query: "coffee beans", userId: user, explain: "yes" } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe("VALIDATION_ERROR");
+  });
+
   it("POST /v1/memories/search filters by userId, agentId and tags (AND)", async () => {
     const mk = (content: string, extra: object) => api.post("/v1/memories", { body: { content, ...extra } });
     const x = (await mk("mango smoothie recipe", { userId: "s-f1", agentId: "chef", tags: ["food", "drink"] })).body;
