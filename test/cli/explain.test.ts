@@ -35,3 +35,20 @@ describe("mm memories search --explain", () => {
     expect(text).toMatch(/1 {2}0\.\d{3} {2}cosine 0\.\d\d \(\+\d+\.\d\d\) {2}keyword 1\.00 \(\+\d+\.\d\d\) {2}bias −\d+\.\d\d {2}→ logit -?\d+\.\d\d/);
   });
 });
+
+describe("mm memories search --all", () => {
+  it("shows the replaced memories that match at the default threshold, each marked with what replaced it", async () => {
+    const store = `${await tempDir()}/store`;
+    const old = json(await runMm(["memories", "add", "My phone number is 555-0142", "--user", "me"], { store }));
+    const now = json(await runMm(["memories", "add", "Got a new phone, my number is 555-0199 now", "--user", "me"], { store }));
+    expect(now.supersedes).toEqual([old.id]);
+    const current = json(await runMm(["memories", "search", "what's my phone number?", "--user", "me"], { store }));
+    expect(current.results.map((h: { id: string }) => h.id)).toEqual([now.id]);
+    const all = json(await runMm(["memories", "search", "what's my phone number?", "--user", "me", "--all"], { store }));
+    expect(all.results.map((h: { id: string }) => h.id)).toEqual([now.id, old.id]);
+    expect(all.results[1].supersededBy).toBe(now.id);
+    expect(all.results[1].score).toBeGreaterThanOrEqual(0.5);
+    const shown = await runInTerminal(["memories", "search", "what's my phone number?", "--user", "me", "--all", "--no-color"], { store, cols: 120 });
+    expect(shown.screen.join("\n")).toContain(`(replaced by ${now.id}`);
+  });
+});

@@ -81,7 +81,7 @@ describe("mm export and mm import", () => {
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(json(rerun.stdout).every((r) => r.status === "skipped")).toBe(true);
     expect(JSON.parse((await runCli(b, ["memories", "list", "--limit", "1"])).stdout).pagination.total).toBe(10_000);
-  });
+  }, 240_000); // 10,000 memories out and in twice: about 40 s on a quiet 2-core machine, far more on a busy one
 
   it("carries vectors when asked and uses them when the models match; --remap-ids gives new ids, references follow, and a re-run finds them", async () => {
     const dir = await tempDir();

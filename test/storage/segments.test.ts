@@ -85,7 +85,7 @@ describe("segments", () => {
     expect(lines.map((l) => JSON.parse(l)).filter((r) => r.kind === "memory").map((r) => r.id)).toEqual(ids);
     await seg.close();
     await one.close();
-  });
+  }, 240_000); // hundreds of writes across sealed segments: well under 60 s when quiet, not on a busy machine
 
   it("update, delete and an entity's unlinking reach memories in sealed segments", async () => {
     const embedder = createTestEmbedder();
