@@ -96,8 +96,12 @@ export function objectStorageOptions(place: Extract<StorePlace, { kind: "object"
     set("azure_client_id", get("AZURE_CLIENT_ID"));
     set("azure_federated_token_file", get("AZURE_FEDERATED_TOKEN_FILE"));
     set("azure_tenant_id", get("AZURE_TENANT_ID"));
-    if (emulator) set("azure_storage_use_emulator", "true");
-    set("azure_endpoint", get("AZURE_STORAGE_ENDPOINT"));
+    // LanceDB's object store, told to use the emulator, calls 127.0.0.1:10000 whatever the endpoint
+    // says. With an endpoint, the endpoint wins: the emulator's account and well-known key, sent there.
+    const endpoint = get("AZURE_STORAGE_ENDPOINT");
+    if (emulator && !endpoint) set("azure_storage_use_emulator", "true");
+    if (emulator && endpoint && !key && !other) set("azure_storage_account_key", EMULATOR_KEY);
+    set("azure_endpoint", endpoint);
     set("allow_http", allowHttp(get("AZURE_STORAGE_ALLOW_HTTP"), get("AZURE_STORAGE_ENDPOINT")) ?? (emulator ? "true" : undefined));
   } else if (place.scheme === "s3") {
     const id = get("AWS_ACCESS_KEY_ID");
@@ -122,6 +126,11 @@ export function objectStorageOptions(place: Extract<StorePlace, { kind: "object"
   }
   return options;
 }
+
+/** Azurite's and the Azure Storage Emulator's published development key (not a secret). */
+const EMULATOR_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+/** Where the object store goes with AZURE_STORAGE_USE_EMULATOR and no endpoint. */
+const EMULATOR_ENDPOINT = "http://127.0.0.1:10000/devstoreaccount1 (the emulator's default address, AZURE_STORAGE_USE_EMULATOR)";
 
 function allowHttp(flag: string | undefined, endpoint: string | undefined): string | undefined {
   if (flag !== undefined) return /^(1|true|yes)$/i.test(flag) ? "true" : "false";
@@ -156,7 +165,8 @@ export function objectStoreError(err: unknown, place: Extract<StorePlace, { kind
   if (err instanceof MmError) return err;
   const raw = err instanceof Error ? err.message : String(err);
   const noun = SCHEMES[place.scheme].bucket;
-  const endpoint = options.azure_endpoint ?? options.aws_endpoint ?? SCHEMES[place.scheme].what;
+  // The address the object store really called: the emulator's default one when told to use it.
+  const endpoint = options.azure_endpoint ?? options.aws_endpoint ?? (options.azure_storage_use_emulator ? EMULATOR_ENDPOINT : SCHEMES[place.scheme].what);
   const detail = () => ` (${maskSecrets(raw.split("\n")[0].slice(0, 300), storageSecrets(options))})`;
   let message: string;
   if (/status: 404|ContainerNotFound|NoSuchBucket|bucket.*not found/i.test(raw)) {

@@ -6,7 +6,7 @@ import { openContext, type Context } from "../../src/core/context.js";
 import { createEntity, listEntities } from "../../src/core/entities.js";
 import { createMemory, getMemory, listMemories, searchMemories } from "../../src/core/memories.js";
 import { MmError } from "../../src/errors.js";
-import { coordinationDir, objectStorageOptions, placeOf } from "../../src/storage/location.js";
+import { coordinationDir, objectStorageOptions, objectStoreError, placeOf } from "../../src/storage/location.js";
 import { resolveStorePath } from "../../src/storage/paths.js";
 import { Store } from "../../src/storage/store.js";
 import { useAzurite } from "../helpers/azurite.js";
@@ -143,6 +143,30 @@ describe("a store in Azure Blob Storage (Azurite)", () => {
     } finally {
       process.chdir(was);
     }
+  });
+
+  it("with AZURE_STORAGE_USE_EMULATOR beside AZURE_STORAGE_ENDPOINT, uses the endpoint (the emulator's account and key, sent there)", async () => {
+    const uri = `az://${await azurite().container()}/emulated`;
+    const env = { AZURE_STORAGE_USE_EMULATOR: "true", AZURE_STORAGE_ENDPOINT: azurite().env.AZURE_STORAGE_ENDPOINT, XDG_STATE_HOME: await tempDir() };
+    const place = placeOf(uri) as Extract<ReturnType<typeof placeOf>, { kind: "object" }>;
+    const options = objectStorageOptions(place, env);
+    expect(options).toMatchObject({ azure_storage_account_name: "devstoreaccount1", azure_endpoint: env.AZURE_STORAGE_ENDPOINT, allow_http: "true" });
+    expect(options).not.toHaveProperty("azure_storage_use_emulator");
+    // Before, LanceDB went to 127.0.0.1:10000 and mm said the endpoint "can't be reached". Here the
+    // emulator runs on another port: the store works.
+    const ctx = await open(uri, env);
+    const m = await createMemory(ctx, { content: "The emulator's endpoint is used", userId: "e" });
+    expect((await getMemory(ctx, m.id)).content).toBe("The emulator's endpoint is used");
+    await ctx.close();
+  });
+
+  it("names the address it really called when AZURE_STORAGE_USE_EMULATOR alone sends it to the emulator's default", async () => {
+    const place = placeOf("az://nowhere/store") as Extract<ReturnType<typeof placeOf>, { kind: "object" }>;
+    const options = objectStorageOptions(place, { AZURE_STORAGE_USE_EMULATOR: "1" });
+    expect(options).toMatchObject({ azure_storage_use_emulator: "true", azure_storage_account_name: "devstoreaccount1" });
+    const err = objectStoreError(new Error("error sending request for url (http://127.0.0.1:10000/devstoreaccount1/nowhere): Connection refused"), place, options);
+    expect(err.message).toContain("http://127.0.0.1:10000/devstoreaccount1");
+    expect(err.message).toContain("can't be reached");
   });
 
   it("reads S3 and GCS credentials from their standard variables, and names the missing one", () => {
