@@ -15,6 +15,8 @@
 //                          through the import path with vectors given), --pin to run the emulator
 //                          on a core of its own (docs/object-storage.md, "Measured")
 //   --keep <dir>           grow the store in <dir> (new or empty) and keep it afterwards, for A/B runs on it
+//   --check                the performance guard (.ci/run): three ratios measured in one run each,
+//                          against floors; exits 1 when one stays below its floor after a retry
 // Texts come from ../shared/data/locomo-dev when present (read at run time, never copied), else
 // from a template generator. The growth run fills its store through `mm import` with vectors
 // derived from a pool of real embeddings (see fillByImport), because embedding a million texts
@@ -64,6 +66,15 @@ const record = (section, name, value, unit, floor, target, ok) => {
 const texts = loadTexts();
 const queries = loadQueries();
 const work = mkdtempSync(join(tmpdir(), "mm-bench-"));
+if (args.includes("--check")) {
+  let failed;
+  try {
+    failed = await runChecks();
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  process.exit(failed ? 1 : 0);
+}
 try {
   if (SECTIONS.has("ingest")) await benchIngest();
   if (SECTIONS.has("cold")) await benchColdStart();
@@ -118,6 +129,167 @@ function benchObjectStore() {
   record(section, "CPU during the 8 clients' creates, mm + Azurite (local → Azurite)", `${local.cpuDuringCreates.mmCpuS} → ${azurite.cpuDuringCreates.mmCpuS} + ${azurite.cpuDuringCreates.azuriteCpuS}`, "s");
   record(section, "object-store requests per create / per search (compacted; with 30 small fragments)", `${azurite.requestsPerCreate} / ${azurite.requestsPerSearch}; ${azurite.requestsPerSearch30Fragments}`, "");
   record(section, `another process reads a new memory by id after (p50 / max; read consistency ${m.readConsistencyIntervalS} s)`, `${azurite.visibleAfterMs.p50} / ${azurite.visibleAfterMs.max}`, "ms");
+}
+
+// ---------------------------------------------------------------------------------------------
+/**
+ * The performance guard (`npm run bench -- --check`, run by .ci/run): ratios of two timings taken
+ * in one run, side by side, so that the machine's speed cancels out and a slow CI machine doesn't
+ * fail it. Each ratio has a floor set from measurements with a margin, below the target; one that
+ * falls below its floor is measured once more, and only a second miss fails the run. The table is
+ * printed every time. About a minute and a half on 2 cores.
+ */
+function checks() {
+  return [
+    // The floors as the issue (#54) set them; the search's from its first runs, 4.1-4.5 on a loaded
+    // machine, with a third more room (docs/performance.md, "The performance guard").
+    {
+      name: "HTTP creates, 8 clients / mm memories add --batch, the same 400 texts",
+      floor: 0.7,
+      target: 0.8,
+      measure: checkWrites,
+    },
+    { name: "cold mm memories list / node -e 0", ceiling: 2.5, measure: checkColdList },
+    { name: "HTTP hybrid search p50 / its query's embedding p50", ceiling: 6, measure: checkHybridSearch },
+  ];
+}
+
+async function runChecks() {
+  const table = [];
+  let failed = false;
+  for (const check of checks()) {
+    const passes = (r) => (check.floor !== undefined ? r >= check.floor : r <= check.ceiling);
+    let m = await check.measure();
+    const tries = [m];
+    if (!passes(m.ratio)) tries.push((m = await check.measure()));
+    const ok = passes(m.ratio);
+    failed ||= !ok;
+    table.push({ check, tries, ok });
+  }
+  const limit = (c) => (c.floor !== undefined ? `≥ ${c.floor}${c.target ? ` (target ${c.target})` : ""}` : `≤ ${c.ceiling}`);
+  const head = ["check", "ratio", "measured", "limit", "ok"];
+  const body = table.map(({ check, tries, ok }) => [check.name, tries.map((t) => t.ratio.toFixed(2)).join(", then "), tries.at(-1).detail, limit(check), ok ? "yes" : "NO"]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join(" | ");
+  console.log(`\nmm bench --check · ${cpus().length} cores, Node ${process.version}, load average ${loadavg()[0].toFixed(1)}`);
+  console.log(line(head));
+  console.log(widths.map((w) => "-".repeat(w)).join("-|-"));
+  for (const b of body) console.log(line(b));
+  if (failed) console.log("\nA ratio stayed below its floor in two runs: see docs/performance.md, \"The performance guard\".");
+  return failed;
+}
+
+/**
+ * 8 HTTP clients creating single memories on a warm `mm serve`, then `mm memories add --batch` of the
+ * same 400 lines into a fresh store: the whole command, as a user times it, and its steady rate
+ * (less a 20-line batch: Node, the store, the model) shown beside it.
+ */
+async function checkWrites() {
+  const n = 400;
+  const lines = Array.from({ length: n }, (_, i) => ({ content: texts[i], userId: `user${i % 20}` }));
+  const dir = mkdtempSync(join(work, "check-writes-"));
+  const http = await httpCreates(join(dir, "http"), lines, 8);
+  const file = join(dir, "lines.jsonl");
+  writeFileSync(file, lines.map((l) => JSON.stringify(l)).join("\n"));
+  writeFileSync(join(dir, "first.jsonl"), lines.slice(0, 20).map((l) => JSON.stringify(l)).join("\n"));
+  const first = timeCmd(["memories", "add", "--batch", join(dir, "first.jsonl"), "--json"], join(dir, "first"));
+  const all = timeCmd(["memories", "add", "--batch", file, "--json"], join(dir, "batch"));
+  rmSync(dir, { recursive: true, force: true });
+  const batch = n / (all / 1000);
+  const steady = (n - 20) / ((all - first) / 1000);
+  return {
+    ratio: http.rate / batch,
+    detail: `${round(http.rate)} creates/s (p50 ${Math.round(pct(http.latency, 50))}, p95 ${Math.round(pct(http.latency, 95))} ms) / ${round(batch)} lines/s (steady ${round(steady)})`,
+  };
+}
+
+/** Single creates of `lines` from `clients` concurrent HTTP clients on a warm `mm serve` of a new store. */
+async function httpCreates(store, lines, clients) {
+  run(["init"], store);
+  const key = JSON.parse(run(["keys", "create", "--name", "bench", "--json"], store)).key;
+  const server = await serve(store);
+  try {
+    const post = async (body) => {
+      const t = performance.now();
+      const res = await fetch(`${server.url}/v1/memories`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      if (res.status !== 201) throw new Error(`POST /v1/memories: ${res.status} ${await res.text()}`);
+      await res.json();
+      return performance.now() - t;
+    };
+    // Warm: the model on its worker threads, the store, the connections (users the timed part never has).
+    for (let i = 0; i < 16; i++) await post({ content: texts[texts.length - 1 - i], userId: `warm${i % 4}` });
+    const latency = [];
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: clients }, async () => {
+      while (next < lines.length) latency.push(await post(lines[next++]));
+    }));
+    return { rate: lines.length / ((performance.now() - t0) / 1000), latency };
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Cold `mm memories list` against a bare `node -e 0`, alternating, medians of 7. */
+async function checkColdList() {
+  const store = join(work, "check-cold");
+  run(["memories", "add", "warm the page cache", "--user", "u"], store);
+  timeCmd(["memories", "list"], store);
+  const list = [];
+  const node = [];
+  for (let i = 0; i < 7; i++) {
+    list.push(timeCmd(["memories", "list"], store));
+    node.push(timeProcess(["-e", "0"]));
+  }
+  return { ratio: median(list) / median(node), detail: `${Math.round(median(list))} / ${Math.round(median(node))} ms` };
+}
+
+/**
+ * Hybrid searches over HTTP on a warm `mm serve` (one user's 400 memories), each alternating with
+ * the embedding of its query on one thread in this process: what a search costs beyond the model.
+ */
+async function checkHybridSearch() {
+  const store = join(work, "check-search");
+  const file = join(work, "check-search.jsonl");
+  writeFileSync(file, texts.slice(0, 400).map((content) => JSON.stringify({ content, userId: "u" })).join("\n"));
+  run(["memories", "add", "--batch", file, "--json"], store);
+  const key = JSON.parse(run(["keys", "create", "--name", "bench", "--json"], store)).key;
+  const embedder = useLiteProvider.create({ ...DEFAULT_EMBEDDER, options: { workers: 1 } }, {});
+  const server = await serve(store);
+  try {
+    const search = async (query) => {
+      const t = performance.now();
+      const res = await fetch(`${server.url}/v1/memories/search`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ query, userId: "u", limit: 10, mode: "hybrid" }),
+      });
+      if (res.status !== 200) throw new Error(`search: ${res.status} ${await res.text()}`);
+      await res.json();
+      return performance.now() - t;
+    };
+    const embed = async (query) => {
+      const t = performance.now();
+      await embedder.embed([query]);
+      return performance.now() - t;
+    };
+    for (const q of queries.slice(-10)) await search(q).then(() => embed(q));
+    const http = [];
+    const model = [];
+    for (let i = 0; i < 60; i++) {
+      const q = queries[i % queries.length];
+      if (i % 2) model.push(await embed(q)), http.push(await search(q));
+      else http.push(await search(q)), model.push(await embed(q));
+    }
+    return { ratio: median(http) / median(model), detail: `${round(median(http))} / ${round(median(model))} ms` };
+  } finally {
+    await server.stop();
+    await embedder.close?.();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,35 +473,8 @@ async function hybridQueries(s, vector, q, filter) {
 async function benchWrites() {
   const n = QUICK ? 80 : 800;
   const clients = 8;
-  const { rate: embedderRate, result: { rate, latency } } = await embedderAround(texts.slice(0, QUICK ? 200 : 800), async () => {
-    const store = join(work, "write-store");
-    run(["init"], store);
-    const key = JSON.parse(run(["keys", "create", "--name", "bench", "--json"], store)).key;
-    const server = await serve(store);
-    try {
-      const post = async (i) => {
-        const t = performance.now();
-        const res = await fetch(`${server.url}/v1/memories`, {
-          method: "POST",
-          headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
-          body: JSON.stringify({ content: texts[i % texts.length], userId: `user${i % 20}` }),
-        });
-        if (res.status !== 201) throw new Error(`POST /v1/memories: ${res.status} ${await res.text()}`);
-        await res.json();
-        return performance.now() - t;
-      };
-      for (let i = 0; i < 16; i++) await post(5000 + i); // warm: the model, the store, the connections
-      const latency = [];
-      let next = 0;
-      const t0 = performance.now();
-      await Promise.all(Array.from({ length: clients }, async () => {
-        while (next < n) latency.push(await post(next++));
-      }));
-      return { rate: n / ((performance.now() - t0) / 1000), latency };
-    } finally {
-      await server.stop();
-    }
-  });
+  const lines = Array.from({ length: n }, (_, i) => ({ content: texts[i % texts.length], userId: `user${i % 20}` }));
+  const { rate: embedderRate, result: { rate, latency } } = await embedderAround(texts.slice(0, QUICK ? 200 : 800), () => httpCreates(join(work, "write-store"), lines, clients));
   const p50 = pct(latency, 50);
   const p95 = pct(latency, 95);
   record("write", `HTTP create, ${clients} clients, single memories`, round(rate), "memories/s", `embedder ${round(embedderRate)} texts/s`, "≥ 0.8 × the embedder", rate >= 0.8 * embedderRate);

@@ -11,9 +11,12 @@ import { applyPlan, planIncoming, type Settled } from "./validity.js";
  * embedding call, one commit. Under no load a group is one create and waits for nothing; under
  * load a group is whatever arrived meanwhile.
  *
- * Two stages run side by side: group N+1 is embedded while group N commits. Commits stay in
- * arrival order, and each create resolves only after the commit that holds it, so an acknowledged
- * memory is stored. Each create is judged on its own: its input was validated before it joined,
+ * Two stages run side by side: group N+1 is embedded while group N commits. Groups embedded while
+ * a commit runs wait for it and then commit together, as one: a commit costs detection's reads and
+ * a LanceDB write whatever its size, so when commits are the slower stage, fewer and larger ones
+ * keep up (8 HTTP clients made groups of 1.5 creates on average, each paying a whole commit, when
+ * only the embedding gathered them). Commits stay in arrival order, and each create resolves only
+ * after the commit that holds it, so an acknowledged memory is stored. Each create is judged on its own: its input was validated before it joined,
  * and a link to a missing entity, or an account out of quota, fails that create alone. Only what no
  * create can cause alone (the model or the disk failing) fails a whole group. Each create is billed
  * by its own meter right after the commit that stores it; rate limits are taken per request by the
@@ -44,13 +47,17 @@ export interface Created {
 
 /** Most creates in one group: one model call of this many texts, one commit of this many rows. */
 export const MAX_GROUP = 64;
+/** Most creates in one commit of several embedded groups (as many as `mm memories add --batch-size` 256). */
+export const MAX_COMMIT = 256;
 
 class CreateQueue {
   private waiting: Pending[] = [];
   private embedding = false;
-  private committed: Promise<void> = Promise.resolve();
-  /** Groups committed, and creates in them (for tests and `mm serve`'s figures). */
-  readonly stats = { groups: 0, creates: 0 };
+  /** Embedded groups waiting for the commit in progress, in arrival order. */
+  private embedded: { group: Pending[]; rows: MemoryRow[] }[] = [];
+  private committing = false;
+  /** Groups embedded, commits made, and creates in them (for tests and `mm serve`'s figures). */
+  readonly stats = { groups: 0, commits: 0, creates: 0 };
 
   submit(p: Pending): void {
     this.waiting.push(p);
@@ -73,9 +80,29 @@ class CreateQueue {
     // The next group embeds while this one commits.
     if (this.waiting.length) setImmediate(() => void this.pump());
     if (!rows) return;
-    const ready = rows;
-    const previous = this.committed;
-    this.committed = previous.then(() => this.commit(group, ready));
+    this.stats.groups++;
+    this.embedded.push({ group, rows });
+    void this.drain();
+  }
+
+  /** Commits the embedded groups waiting together (up to MAX_COMMIT creates), then those embedded meanwhile, until none is left. */
+  private async drain(): Promise<void> {
+    if (this.committing) return;
+    this.committing = true;
+    try {
+      while (this.embedded.length) {
+        let take = 1;
+        let size = this.embedded[0].rows.length;
+        while (take < this.embedded.length && size + this.embedded[take].rows.length <= MAX_COMMIT) size += this.embedded[take++].rows.length;
+        const ready = this.embedded.splice(0, take);
+        await this.commit(
+          ready.flatMap((r) => r.group),
+          ready.flatMap((r) => r.rows),
+        );
+      }
+    } finally {
+      this.committing = false;
+    }
   }
 
   private async commit(group: Pending[], rows: MemoryRow[]): Promise<void> {
@@ -119,7 +146,7 @@ class CreateQueue {
       for (const p of group) p.reject(toMmError(err));
       return;
     }
-    this.stats.groups++;
+    this.stats.commits++;
     this.stats.creates += rows.length;
     group.forEach((p, i) => (outcome[i] instanceof MmError ? p.reject(outcome[i] as MmError) : p.resolve({ row: rows[i], settled: settled[i] })));
   }
@@ -139,6 +166,6 @@ export function commitCreate(ctx: Context, row: Omit<MemoryRow, "vector">, optio
 }
 
 /** What the group commit has done on this store so far. */
-export function groupCommitStats(ctx: Context): { groups: number; creates: number } {
+export function groupCommitStats(ctx: Context): { groups: number; commits: number; creates: number } {
   return { ...queueOf(ctx).stats };
 }

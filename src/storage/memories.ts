@@ -606,7 +606,7 @@ export abstract class MemoryReads {
    * numbers (seq), not the latest createdAt. A user with thousands of notes of one shape shares a
    * key with all of them, and reading them all cost a create at 100,000 memories 40 of its 100 ms.
    * The query asks for the perUser × users rows of highest seq, for more than one user half as many
-   * again (ASKED_BEYOND), and beside it a second one for the exact keys alone; only when the first
+   * again (ASKED_BEYOND), and beside it a second one for the exact keys alone (when every key is exact, that one alone); only when the first
    * gets that many rows does it ask again, per user, for each user with fewer than perUser rows
    * among them (another's may have crowded theirs out; a user with perUser rows there has its
    * latest). Asking for exactly
@@ -651,7 +651,10 @@ export abstract class MemoryReads {
     // The rows of the exact keys are asked beside the first query, not after it: on an object
     // store each query is a round of requests, and a group of creates from users with many
     // memories hits the cap nearly every time.
-    let [rows, exactRows] = await Promise.all([read(userIds, users.flatMap(([, keys]) => keys), cap), read(userIds, exact)]);
+    // Keys that are all exact-text keys (a note that states no fact: only its duplicates are looked
+    // for) need the second query alone: the first would read the same rows again.
+    const inexact = newest ? users.some(([, keys]) => keys.some((k) => !newest.exact.has(k))) : true;
+    let [rows, exactRows] = await Promise.all([inexact ? read(userIds, users.flatMap(([, keys]) => keys), cap) : [], read(userIds, exact)]);
     if (newest && rows.length >= cap!) {
       // The cap of them all latest stored (each segment gave its cap; a user's sequence numbers go
       // on across segments). A user with perUser rows among them has its latest; one with fewer

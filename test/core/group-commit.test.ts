@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { openContext } from "../../src/core/context.js";
 import { createEntity } from "../../src/core/entities.js";
 import { groupCommitStats } from "../../src/core/group-commit.js";
@@ -19,11 +19,50 @@ describe("group commit", () => {
     expect(stats.creates).toBe(40);
     expect(stats.groups).toBeLessThan(10);
     expect(embedder.calls).toBe(stats.groups);
+    expect(stats.commits).toBeLessThanOrEqual(stats.groups);
     made.forEach((m, i) => expect(m.content).toBe(`note ${i}`));
     for (const m of made) expect((await getMemory(ctx, m.id)).content).toBe(m.content);
     // Each user's memories are numbered in the order their creates arrived.
     const { items } = await listMemories(ctx, { userId: "u0", limit: 100 });
     expect(items).toHaveLength(14);
+    await ctx.close();
+  });
+
+  it("commits together the groups embedded while a commit runs: one commit for them all, each create resolved to its own memory, numbered in arrival order", async () => {
+    const embedder = createTestEmbedder();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let hold = true;
+    const ctx = await openContext({
+      storeDir: await tempDir(),
+      embedder,
+      // The first commit waits here until the later creates have each been embedded on their own.
+      hooks: async (point) => {
+        if (point !== "billed-commit:before" || !hold) return;
+        hold = false;
+        await released;
+      },
+    });
+    const writes = vi.spyOn(ctx.store, "write");
+    const until = async (done: () => boolean) => {
+      for (const start = Date.now(); !done(); await new Promise((r) => setTimeout(r, 2))) {
+        if (Date.now() - start > 5000) throw new Error("still waiting after 5 s");
+      }
+    };
+    const made = [createMemory(ctx, { content: "note 0", userId: "u" })];
+    await until(() => writes.mock.calls.length === 1);
+    for (let i = 1; i <= 4; i++) {
+      made.push(createMemory(ctx, { content: `note ${i}`, userId: "u" }));
+      await until(() => groupCommitStats(ctx).groups === i + 1);
+    }
+    release();
+    const memories = await Promise.all(made);
+    memories.forEach((m, i) => expect(m.content).toBe(`note ${i}`));
+    expect(writes).toHaveBeenCalledTimes(2);
+    expect(groupCommitStats(ctx)).toEqual({ groups: 5, commits: 2, creates: 5 });
+    const stored = await ctx.store.memoriesByIds({ accountId: ctx.accountId }, memories.map((m) => m.id));
+    const seqOf = new Map(stored.map((r) => [r.id, r.seq]));
+    expect(memories.map((m) => seqOf.get(m.id))).toEqual([1, 2, 3, 4, 5]);
     await ctx.close();
   });
 

@@ -15,7 +15,7 @@ import {
   type BatchLineResult,
 } from "../../src/core/memories.js";
 import { DETECT_CANDIDATES } from "../../src/core/validity.js";
-import { factsOf, lookupKeysOf } from "../../src/core/supersede.js";
+import { factsOf, lookupKeysOf, TEXT_KEY } from "../../src/core/supersede.js";
 import { loadLance } from "../../src/storage/lance.js";
 import { ASKED_BEYOND } from "../../src/storage/memories.js";
 import { createTestEmbedder } from "../helpers/test-embedder.js";
@@ -122,6 +122,25 @@ describe("replaced facts", () => {
     // The last two stored (the earliest dated), oldest first by createdAt.
     expect(picked.map((r) => r.id)).toEqual([made[5], made[4]]);
     await ctx.close();
+  });
+
+  it("looks for the twins of notes that state no fact with one query, not a second one for the same rows", async () => {
+    const ctx = await open();
+    const said = "We watched the sunset from the pier last night";
+    const twin = await createMemory(ctx, { content: said, userId: "u" });
+    await createMemory(ctx, { content: "Sounds like a lovely evening with the kids", userId: "w" });
+    const keys = new Map([
+      ["u", lookupKeysOf(said)],
+      ["w", lookupKeysOf("Grandma baked her famous apple pie again")],
+    ]);
+    const all = [...keys.values()].flat();
+    expect(all.every((k) => k.startsWith(TEXT_KEY))).toBe(true);
+    const [segment] = await ctx.store.segments();
+    const queries = vi.spyOn(segment.table, "query");
+    const found = await ctx.store.write(() => ctx.store.currentMemoriesMatching(ctx.accountId, keys, { perUser: DETECT_CANDIDATES, exact: new Set(all) }));
+    expect(queries).toHaveBeenCalledTimes(1);
+    expect(found.get("u")!.map((r) => r.id)).toEqual([twin.id]);
+    expect(found.get("w")).toEqual([]);
   });
 
   it("compares a new fact with the user's newest older memories that share its key, not with all of them", async () => {
