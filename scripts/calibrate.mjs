@@ -5,22 +5,35 @@
 // signal and prints the ablation table docs/search-quality.md quotes.
 //
 // The fit is a logistic regression: score = σ(bias + Σ weight · signal), each weight ≥ 0 (more
-// evidence never lowers a score), by Newton's method with a small L2 penalty. Its rows are
-// (question, memory) pairs: for each question of the development users of bench/everyday and of
-// LoCoMo's development split, every memory of its user among the question's best 20 by cosine and
-// words, labelled 1 when it answers. The held-out users of bench/everyday (scripts/search-set.mjs)
-// are never fitted on; LoCoMo is reported leave-one-conversation-out (fitted on the other four).
+// evidence never lowers a score), by Newton's method with a small L2 penalty (scaled by the number
+// of answers, not of rows). Its rows are (question, memory) pairs: for each question of the
+// development users of bench/everyday, of the two 20-memory stores of test/fixtures/calibration and
+// of LoCoMo's development split, every memory of its user, labelled 1 when it answers. Notes and
+// conversation turns get a model each (fitTwo). The held-out users of bench/everyday
+// (scripts/search-set.mjs) are never fitted on; LoCoMo is reported leave-one-conversation-out
+// (fitted on the other four).
 //
 // The signals are worked out here from the texts, as core/scorer.ts defines them; the embeddings
 // come from the real model. `npm run bench:everyday` then measures the fitted scorer through the
 // real search on a real store.
 //
-//   node scripts/calibrate.mjs [--cache file] [--ablate] [--check]
-//   --cache: embeddings are kept in the file between runs (the model takes ~3 minutes on LoCoMo).
+//   node scripts/calibrate.mjs [--cache file] [--check] [--held-out] [--show] [--ablate]
+//                              [--features a,b,…] [--variants] [--turn-body] [--no-agent-rewrite]
+//                              [--no-small] [--no-locomo]
+//   --cache       embeddings are kept in the file between runs (the model takes ~3 minutes on LoCoMo)
+//   --check       exit 1 if src/core/scorer-params.ts is not what this fit writes
+//   --held-out    print the held-out users' figures too (tuning reads the development part alone)
+//   --show        print the development questions whose first hit is wrong at 0.9 or more
+//   --ablate      the ablation table (MM_ABLATE_DIST: a build of commit e9da6e1, for the old modules)
+//   --features    fit these signals instead (FEATURES below; with --variants, cosDense and cosKw:
+//                 the question embedded without its question words, or as its keywords)
+//   --turn-body   a turn's words without its speaker (measured and not kept: LoCoMo R@10 0.68 → 0.66)
+//   --no-agent-rewrite, --no-small, --no-locomo: leave out the reading of "the user" as "I", the
+//                 20-memory stores, LoCoMo (the parameters file is then not written)
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { ANSWERABLE, header, isHeldOut, loadEveryday, outcome, row, storedContent, summarize } from "./search-set.mjs";
+import { header, isHeldOut, loadEveryday, outcome, row, storedContent, summarize } from "./search-set.mjs";
 import { writeOrCheck } from "./generated-file.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -29,7 +42,7 @@ const dist = (p) => import(pathToFileURL(join(distDir, p)).href);
 const { createEmbedder, DEFAULT_EMBEDDER } = await dist("embedder/index.js");
 const { denseQuery, keywordQuery } = await dist("core/ranking.js");
 const { queryTerms } = await dist("core/keyword.js");
-const { asAskedByUser, keywordShare, stemsOfText, turnBody, wordWeight } = await dist("core/scorer.js");
+const { asAskedByUser, keywordShare, stemsOfText, unit, wordWeight } = await dist("core/scorer.js");
 const args = process.argv.slice(2);
 const option = (name) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : undefined);
 const log = (...a) => console.error(...a);
@@ -68,6 +81,9 @@ const rewrite = !args.includes("--no-agent-rewrite");
 const VARIANTS = args.includes("--variants");
 const asked = (q) => (rewrite ? asAskedByUser(q) : q);
 
+/** A conversation turn's words without the speaker who opens it ("Caroline: I went…" → "I went…"). */
+const turnBody = (content) => content.replace(/^[^:\n]{1,40}:\s+/u, "");
+
 /** A user's memories: content, conversation and order, their stems and embedding. */
 async function memoriesOf(list) {
   const vectors = await embedAll(list.map((m) => m.content));
@@ -83,9 +99,8 @@ function signalsFor(question, vector, memories, extras, more = {}) {
     const before = memories[i - 1];
     const after = memories[i + 1];
     const nb = m.conversation ? Math.max(before?.conversation === m.conversation ? kw[i - 1] : 0, after?.conversation === m.conversation ? kw[i + 1] : 0) : 0;
-    const held = terms.filter((t) => m.stems.has(t.stem)).map((t) => wordWeight(t.stem));
-    const s = { cosine: Math.max(0, Math.min(1, dot(vector, m.vector))), keyword: kw[i], neighbour: nb, turn: m.conversation ? 1 : 0, rarest: held.length ? Math.max(...held) / 13 : 0, mass: held.reduce((a, b) => a + b, 0) / 20 };
-    for (const [k, v] of Object.entries(more)) s[k] = Math.max(0, Math.min(1, dot(v, m.vector)));
+    const s = { cosine: unit(dot(vector, m.vector)), keyword: kw[i], neighbour: nb, turn: m.conversation ? 1 : 0 };
+    for (const [k, v] of Object.entries(more)) s[k] = unit(dot(v, m.vector));
     if (extras) Object.assign(s, extras(question, m, terms));
     return s;
   });
@@ -148,8 +163,6 @@ const FEATURES = {
   cosine: (s) => s.cosine,
   keyword: (s) => s.keyword,
   keyword2: (s) => s.keyword * s.keyword,
-  both: (s) => s.cosine * s.keyword,
-  cosine2: (s) => s.cosine * s.cosine,
   bridged2: (s) => (s.bridged ?? 0) ** 2,
   neighbour: (s) => s.neighbour,
 };
@@ -165,8 +178,8 @@ function design(names) {
  * score 0.5 or more are TURN_KEEP of all those ranked there (the default threshold's promise).
  */
 function fitTwo(questions, names, signs) {
-  const notes = fit(rowsOf(questions, names, Infinity, (s) => !s.turn), signs);
-  const turns = fit(rowsOf(questions, names, Infinity, (s) => s.turn), signs);
+  const notes = fit(rowsOf(questions, names, (s) => !s.turn), signs);
+  const turns = fit(rowsOf(questions, names, (s) => s.turn), signs);
   const x = design(names);
   const logit = (m, s) => m.bias + x(s).reduce((a, v, j) => a + v * m.weights[j], 0);
   // The shift: the TURN_KEEP quantile of the logits of the answers ranked in the top ten.
@@ -185,14 +198,18 @@ const TURN_KEEP = 0.92;
 /** The signals of core/scorer.ts, as fitted. */
 const FINAL = ["cosine", "keyword", "keyword2"];
 
-/** Rows of the fit: each question's best `depth` memories by a first ranking, and all its answers. */
-function rowsOf(questions, names, depth = Infinity, which = () => true) {
+/**
+ * Rows of the fit: every memory of each question's user that `which` takes (notes or turns). All of
+ * them, not the best few by a first ranking: negatives picked by rank and positives taken whatever
+ * their rank made keyword evidence look useless on LoCoMo.
+ */
+function rowsOf(questions, names, which) {
   const x = design(names);
   const rows = [];
   for (const q of questions) {
-    const order = q.signals.map((s, i) => [s.cosine + s.keyword, i]).sort((a, b) => b[0] - a[0]).slice(0, depth).map(([, i]) => i);
-    const chosen = new Set([...order, ...q.memories.flatMap((m, i) => (q.answers.has(m.id) ? [i] : []))]);
-    for (const i of chosen) if (which(q.signals[i])) rows.push({ x: x(q.signals[i]), y: q.answers.has(q.memories[i].id) ? 1 : 0, w: q.set === "locomo" ? 0.5 : 1 });
+    q.signals.forEach((s, i) => {
+      if (which(s)) rows.push({ x: x(s), y: q.answers.has(q.memories[i].id) ? 1 : 0, w: q.set === "locomo" ? 0.5 : 1 });
+    });
   }
   return rows;
 }
@@ -202,13 +219,12 @@ function bridgedShare(terms, held) {
   let have = 0;
   let all = 0;
   terms.forEach((t, i) => {
-    const w = keywordShare([t], () => true) ? termWeight(t) : 0;
+    const w = wordWeight(t.stem);
     all += w;
     have += held[i] * w;
   });
   return all ? have / all : 0;
 }
-const termWeight = (t) => wordWeight(t.stem);
 
 /** Weighted logistic regression by Newton's method; `signs[j]` ≥ 0 forces weight j ≥ 0, < 0 forces ≤ 0, 0 leaves it free. */
 function fit(rows, signs, l2 = 1e-3) {
@@ -265,16 +281,11 @@ function solve(A, b) {
   return M.map((r, i) => (Math.abs(r[i]) < 1e-12 ? 0 : r[n] / r[i]));
 }
 
-const scorer = (names, model) => {
-  const x = design(names);
-  return (s) => 1 / (1 + Math.exp(-(model.bias + x(s).reduce((a, v, j) => a + v * model.weights[j], 0))));
-};
-
 /** Each question's outcome under a score function (semantic: the cosine itself). Ties: the newer memory first. */
 function outcomes(questions, scoreOf) {
   return questions.map((q) => {
     const hits = q.memories.map((m, i) => ({ id: m.id, score: scoreOf(q.signals[i]), seq: m.seq })).sort((a, b) => b.score - a.score || b.seq - a.seq);
-    return { ...outcome(q.kind, hits, q.answers, q.stale), hits };
+    return { ...outcome(q.kind, hits, q.answers, q.stale), hits, answers: q.answers };
   });
 }
 
@@ -284,7 +295,7 @@ function locomoFigures(os) {
   let kept = 0;
   for (const o of os) {
     const top = o.hits.slice(0, 10);
-    const answers = o.answersSet;
+    const { answers } = o;
     const found = top.filter((h) => answers.has(h.id)).length;
     r10 += found / answers.size;
     kept += top.filter((h) => h.score >= 0.5 && answers.has(h.id)).length / answers.size;
@@ -321,8 +332,6 @@ export function evaluate({ everyday, locomo }, names) {
       const m = fitTwo([...dev, ...locomo.filter((q) => q.user !== c)], names, signs);
       all.push(...outcomes(locomo.filter((q) => q.user === c), m.score));
     }
-    const qs = locomo;
-    all.forEach((o, i) => (o.answersSet = qs[i].answers));
     figures.locomo = locomoFigures(all);
   }
   return figures;
@@ -363,20 +372,6 @@ if (args.includes("--ablate")) {
     console.log(row(`${name}, held out`, r.heldOut));
     console.log(row(`${name}, dev`, r.dev));
     if (r.locomo) console.log(`|   LoCoMo (LOCO): R@10 ${r.locomo.r10}, MRR@10 ${r.locomo.mrr}, R@10 at 0.5 ${r.locomo.r10At05} |`);
-  }
-} else if (args.includes("--debug")) {
-  const { locomo } = await prepare();
-  const rows = rowsOf(locomo, ["cosine", "keyword", "neighbour"], 20, (s) => s.turn);
-  const mean = (y) => { const r = rows.filter((r) => r.y === y); return [r.length, ...[0, 1, 2].map((j) => (r.reduce((a, x) => a + x.x[j], 0) / r.length).toFixed(3))]; };
-  console.log("neg", mean(0), "pos", mean(1));
-  console.log(JSON.stringify(fit(rows, [1, 1, 1])));
-  console.log(JSON.stringify(fit(rows.map((r) => ({ ...r, x: r.x.slice(0, 2) })), [1, 1])));
-} else if (args.includes("--bins")) {
-  const { everyday } = await prepare();
-  for (const key of ["cosine", "cosRaw"]) {
-    const bins = {};
-    for (const q of everyday.filter((q) => !q.heldOut)) q.signals.forEach((s, i) => { if (s.keyword > 0) return; const b = Math.floor(s[key] * 20) / 20; const e = (bins[b] ??= [0, 0]); e[0]++; e[1] += q.answers.has(q.memories[i].id) ? 1 : 0; });
-    console.log(key, Object.entries(bins).sort().map(([b, [n, y]]) => `${b}:${y}/${n}=${(y / n).toFixed(2)}`).join("  "));
   }
 } else if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const data = await prepare();

@@ -1,10 +1,8 @@
 /**
- * Which conversation a memory belongs to, if any. Search lets a keyword match lend some of its
- * evidence to the memories stored just before and after it (core/ranking.ts, "neighbours"): in a
- * conversation, the turn after a question answers it. In a person's notes, the note stored after
- * another is usually about something else ("My sister lives in Lisbon" then "Booked the dentist"),
- * so neighbours lend nothing there. Two memories are turns of one conversation when both name the
- * same conversation:
+ * Which conversation a memory belongs to, if any. Search scores a conversation's turn with
+ * constants of its own (core/scorer.ts): a turn is read beside the turns around it and answers less
+ * on its own than a note does. Two memories are turns of one conversation when both name the same
+ * conversation:
  *
  * - in `metadata`, under a key such as `sessionId`, `session`, `conversationId`, `conversation`,
  *   `threadId`, `thread`, `chatId` or `dialogueId` (any case, with or without `_` or `-`), with a
@@ -13,8 +11,7 @@
  *   `thread_abc`, `chat-2`, `session3` (not `sessions`).
  *
  * Anything else (including no metadata at all) belongs to no conversation. A pure function of the
- * memory itself, so a memory's score still depends only on the query, the memory and the memories
- * the search could return.
+ * memory itself, so a memory's score still depends only on the query and the memory.
  */
 
 const KEYS = new Set(["sessionid", "session", "conversationid", "conversation", "threadid", "thread", "chatid", "chat", "dialogueid", "dialogue", "dialogid", "transcriptid", "transcript"]);

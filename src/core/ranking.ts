@@ -53,12 +53,14 @@ const QUESTION_WORDS = new Set(
  * LanceDB's own English stop list is short; dropping these ourselves measured +0.06 R@10.
  */
 export function keywordQuery(query: string): string {
-  const words = query
-    .normalize("NFKD")
-    .replace(/\p{M}/gu, "")
-    .toLowerCase()
-    .match(/[\p{L}\p{N}]+/gu);
-  return (words ?? []).filter((w) => !STOP_WORDS.has(w) && !QUESTION_WORDS.has(w)).join(" ");
+  return wordsOf(query)
+    .filter((w) => !STOP_WORDS.has(w) && !QUESTION_WORDS.has(w))
+    .join(" ");
+}
+
+/** A text's words as the keyword side reads them: accents folded, lower-cased, letters and digits. */
+export function wordsOf(text: string): string[] {
+  return text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
 /** The text embedded for the vector side: the question without "?" and question words (+0.09 R@10 dense). */

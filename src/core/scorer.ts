@@ -1,5 +1,5 @@
 import { englishCount, stemWord, type Term } from "./keyword.js";
-import { sigmoid } from "./ranking.js";
+import { sigmoid, wordsOf } from "./ranking.js";
 import { FITTED } from "./scorer-params.js";
 
 /**
@@ -70,20 +70,16 @@ export function explain(s: Signals, p: ScorerParams): Explanation {
   const w = s.turn ? p.turns : p.notes;
   const contributions = { bias: w.bias, cosine: w.cosine * s.cosine, keyword: w.keyword * s.keyword + w.keyword2 * s.keyword * s.keyword };
   const logit = contributions.bias + contributions.cosine + contributions.keyword;
-  return { score: finite01(sigmoid(logit)), signals: s, contributions, model: p.model };
+  return { score: unit(sigmoid(logit)), signals: s, contributions, model: p.model };
 }
 
 export function score(s: Signals, p: ScorerParams): number {
   return explain(s, p).score;
 }
 
-function finite01(x: number): number {
+/** A value clamped to 0..1, 0 when it is no finite number: a cosine as a signal, and a score. */
+export function unit(x: number): number {
   return Number.isFinite(x) ? Math.min(1, Math.max(0, x)) : 0;
-}
-
-/** Clamps a cosine to the 0..1 the signals take. */
-export function cosineSignal(cosine: number): number {
-  return Number.isFinite(cosine) ? Math.min(1, Math.max(0, cosine)) : 0;
 }
 
 /**
@@ -107,18 +103,9 @@ export function keywordShare(terms: Term[], holds: (i: number) => boolean): numb
   return all > 0 ? have / all : 0;
 }
 
-/**
- * A conversation turn's words without the speaker who opens it ("Caroline: I went…" → "I went…").
- * Not used by search: measured and not kept (calibrate.mjs --turn-body; LoCoMo R@10 0.68 → 0.66).
- */
-export function turnBody(content: string): string {
-  return content.replace(/^[^:\n]{1,40}:\s+/u, "");
-}
-
-/** A text's words as the keyword side sees them (folded, lower-cased, Porter2-stemmed). */
+/** A text's words as the keyword side sees them (wordsOf, then Porter2-stemmed), every word kept. */
 export function stemsOfText(text: string): Set<string> {
-  const words = text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
-  return new Set(words.map(stemWord));
+  return new Set(wordsOf(text).map(stemWord));
 }
 
 /**

@@ -4,7 +4,7 @@ import { embedQuery, type Context } from "./context.js";
 import { conversationOf } from "./conversation.js";
 import { queryTerms, type Term } from "./keyword.js";
 import { CANDIDATES, KEYWORD_POOL, keywordQuery, keywordScore, semanticScore, type Candidate, type Ranked } from "./ranking.js";
-import { asAskedByUser, cosineSignal, explain, keywordShare, paramsFor, type Explanation, type ScorerParams, type Signals } from "./scorer.js";
+import { asAskedByUser, explain, keywordShare, paramsFor, type Explanation, type ScorerParams, type Signals, unit } from "./scorer.js";
 import { replacedAfterReplacing, validityFilter } from "./validity.js";
 
 /** A search hit (spec §2.1): no metadata, no updatedAt; agentId and tags only when set. */
@@ -35,8 +35,8 @@ export type HitExplanation = (
 
 /**
  * Search in one of three modes: `semantic` (the embedding cosine), `keyword` (the share of the
- * query's words the memory holds) and `hybrid` (the default: one fitted function of both, and for
- * conversation turns, of their neighbours' words; core/scorer.ts). A memory's score depends on the
+ * query's words the memory holds) and `hybrid` (the default: one fitted function of both, with
+ * constants of their own for conversation turns; core/scorer.ts). A memory's score depends on the
  * query and that memory only: never on which other memories are stored beside it. User, agent and
  * tag filters are applied inside every index query, so other users' data can't crowd a user's
  * results out. Replaced memories are left out unless asked for (includeSuperseded, asOf), through
@@ -51,8 +51,8 @@ export async function searchMemories(ctx: Context, raw: unknown): Promise<{ resu
   // returned. Not in semantic or keyword mode: there the store's query takes the `limit` best, and
   // replaced ones would take current ones' places.
   const inheriting = scope.current === true && input.mode === "hybrid";
-  const candidates = await gatherCandidates(ctx, input, inheriting ? { ...scope, current: undefined } : scope, { prune: true });
   const params = paramsFor(embedderId(ctx));
+  const candidates = await gatherCandidates(ctx, input, inheriting ? { ...scope, current: undefined } : scope, params, { prune: true });
   const results = rankHits(input, candidates, params, inheriting ? await replacersOf(ctx, scope, candidates) : undefined);
   return { results: results.map((h) => toSearchHit(h, input.explain === true)) };
 }
@@ -138,7 +138,7 @@ export function rankHits(input: SearchMemoriesInput, candidates: Candidate[], pa
 export function scoreOf(mode: SearchMemoriesInput["mode"], c: Candidate, params: ScorerParams): ScoredHit {
   if (mode === "semantic") {
     const score = semanticScore(c.cosine ?? 0);
-    return { record: c.record, score, explanation: { mode, score, signals: { cosine: cosineSignal(c.cosine ?? 0) } } };
+    return { record: c.record, score, explanation: { mode, score, signals: { cosine: unit(c.cosine ?? 0) } } };
   }
   if (mode === "keyword") {
     const score = keywordScore(c.coverage ?? 0);
@@ -150,7 +150,7 @@ export function scoreOf(mode: SearchMemoriesInput["mode"], c: Candidate, params:
 
 /** A candidate's hybrid signals. */
 export function signalsOf(c: Candidate): Signals {
-  return { cosine: cosineSignal(c.cosine ?? 0), keyword: c.coverage ?? 0, turn: c.turn ? 1 : 0 };
+  return { cosine: unit(c.cosine ?? 0), keyword: c.coverage ?? 0, turn: c.turn ? 1 : 0 };
 }
 
 /**
@@ -160,7 +160,7 @@ export function signalsOf(c: Candidate): Signals {
  */
 export async function searchCandidates(ctx: Context, raw: unknown): Promise<Candidate[]> {
   const input = parseSearchMemories(raw);
-  return gatherCandidates(ctx, input, scopeOf(ctx, input), { prune: false });
+  return gatherCandidates(ctx, input, scopeOf(ctx, input), paramsFor(embedderId(ctx)), { prune: false });
 }
 
 /** The `limit` best at or above `threshold`: score descending, ties newest first. */
@@ -203,7 +203,8 @@ function analysed(query: string): { embedded: string; terms: Term[] } {
   return { embedded: asked, terms: queryTerms(keywordQuery(asked)) };
 }
 
-async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter: MemoryFilter, options: { prune: boolean }): Promise<Candidate[]> {
+/** The candidates of a search; `params` bound what a keyword candidate not yet fetched could score. */
+async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter: MemoryFilter, params: ScorerParams, options: { prune: boolean }): Promise<Candidate[]> {
   const { embedded, terms } = analysed(input.query);
   if (input.mode === "semantic") {
     return (await ctx.store.searchMemories(embedQuery(ctx, embedded), filter, input.limit)).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
@@ -222,7 +223,6 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   // embedding is there.
   const embedding = embedQuery(ctx, embedded);
   const [vector, matches, vectorHits] = await Promise.all([embedding, terms.length ? keywordMatches(ctx, terms, filter) : undefined, ctx.store.searchMemories(embedding, filter, CANDIDATES)]);
-  const params = paramsFor(embedderId(ctx));
   const byId = new Map<string, Candidate>();
   const add = (record: MemoryRecord, distance: number) => {
     const turn = conversationOf(record.metadata, record.tags) !== null;
@@ -240,7 +240,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   const pool = matches.pool().filter((p) => !byId.has(p.id));
   const boundOf = (p: PoolEntry) =>
     Math.max(
-      ...[0, 1].map((turn) => explain({ cosine: cosineSignal(farthest), keyword: p.coverage, turn }, params).score),
+      ...[0, 1].map((turn) => explain({ cosine: unit(farthest), keyword: p.coverage, turn }, params).score),
     );
   const bounds = new Map(pool.map((p) => [p, boundOf(p)]));
   const bound = (p: PoolEntry) => bounds.get(p)!;
