@@ -58,15 +58,12 @@ export interface MemoryRow extends MemoryRecord {
 
 /**
  * A memory's place in its user's sequence (1, 2, 3… in insertion order, assigned under the write
- * lock). Memories of one user arrive as a conversation, and a memory's neighbours (seq ± 1) are
- * context that search uses (see core/ranking.ts).
+ * lock): the order a user's memories were stored in (ties of createdAt, newest first).
  */
 export type Seq = number;
 
 /** How Store.searchMemories searches, beyond its filter and limit. */
 export interface SearchOptions {
-  /** The hits' vectors too (read afterwards, for hits found through an index on an object store: readHits). */
-  withVectors?: boolean;
   /** Search a scope of more rows than this through the vector index even where exact search would be chosen (segmentPlan). */
   approximateAbove?: number;
   /**
@@ -76,18 +73,10 @@ export interface SearchOptions {
   recent?: boolean;
 }
 
-/** A vector search's hit: the record, its distance, and its vector when it was read, or else where its row is. */
+/** A vector search's hit: the record and its distance. */
 export interface VectorHit {
   record: MemoryRecord;
   distance: number;
-  vector?: Float32Array;
-  /** The row's segment and LanceDB row id, at the version the search read (for vectorsOf). */
-  at?: RowAt;
-}
-
-export interface RowAt {
-  segment: string;
-  rowId: bigint;
 }
 
 /** Where a memory sits: its id, and its place in its user's sequence. */
@@ -364,7 +353,7 @@ export abstract class MemoryReads {
     vector: Float32Array | Promise<Float32Array>,
     filter: MemoryFilter,
     limit: number,
-    { withVectors = false, approximateAbove, recent = false }: SearchOptions = {},
+    { approximateAbove, recent = false }: SearchOptions = {},
   ): Promise<VectorHit[]> {
     if (recent) return this.searchRecent(vector, filter, limit, approximateAbove);
     return this.afresh(async () => {
@@ -372,7 +361,7 @@ export abstract class MemoryReads {
       const routed = this.segments().then((segments) => Promise.all(segments.map(async (s) => ({ segment: s, plan: await this.segmentPlan(s, where, limit, approximateAbove) }))));
       const [v, plans] = await Promise.all([vector, routed]);
       const query = this.queryOf(v);
-      const parts = await Promise.all(plans.map(({ segment, plan }) => this.nearestIn(segment, segment.table, query, where, limit, plan, withVectors)));
+      const parts = await Promise.all(plans.map(({ segment, plan }) => this.nearestIn(segment.table, query, where, limit, plan)));
       return parts.length === 1 ? parts[0] : parts.flat().sort(nearestFirst).slice(0, limit);
     });
   }
@@ -394,7 +383,7 @@ export abstract class MemoryReads {
         // compacted, so the count reads the user index alone), less the few this process wrote since.
         const counted = t === segment.table ? segment : { ...segment, name: `${segment.name}\u0000base`, table: t };
         const plan = await this.segmentPlan(segment, where, limit, approximateAbove, counted);
-        return (await this.nearestIn(segment, t, query, where, limit + extra, plan, false)).map((h) => ({ id: h.record.id, ...h }));
+        return (await this.nearestIn(t, query, where, limit + extra, plan)).map((h) => ({ id: h.record.id, ...h }));
       },
       (r) =>
         inScope(r) && (filter.agentId === undefined || r.agentId === filter.agentId) && (!filter.current || !r.supersededBy)
@@ -414,29 +403,9 @@ export abstract class MemoryReads {
   }
 
   /** `table`'s (a segment's, or its base version's) nearest `limit` to `query` in the filter, by `plan`. */
-  private nearestIn(segment: Segment, table: Table, query: number[], where: string, limit: number, plan: SearchPlan, withVectors: boolean): Promise<VectorHit[]> {
+  private nearestIn(table: Table, query: number[], where: string, limit: number, plan: SearchPlan): Promise<VectorHit[]> {
     const q = table.query().nearestTo(query).distanceType("cosine").where(where).limit(limit);
-    return plan.nprobes === undefined ? this.readHits(segment, q.bypassVectorIndex(), withVectors, false) : this.readHits(segment, q.nprobes(plan.nprobes), withVectors, true);
-  }
-
-  /**
-   * A vector query's hits, with their vectors when `withVectors`. Where the query went through the
-   * index on a store that reads vectors sparingly (StoreTuning.vectorsFromIndex), with their rows'
-   * addresses instead: reading 50 hits' vectors is 50 ranged reads, and a search needs a few of
-   * them (vectorsOf reads those in one round). A query that bypassed the index has read the whole
-   * vector column already: its hits keep their vectors.
-   */
-  private async readHits(segment: Segment, query: VectorQuery, withVectors: boolean, throughIndex: boolean): Promise<VectorHit[]> {
-    const located = withVectors && throughIndex && this.tuning.vectorsFromIndex;
-    const vectors = withVectors && !located;
-    const q = query.select(vectors ? [...RECORD_COLUMNS, "vector"] : RECORD_COLUMNS);
-    const rows = await readMemoryRows(located ? q.withRowId() : q, vectors);
-    return rows.map(({ _distance, vector, _rowid, ...record }) => ({
-      record,
-      distance: Number(_distance),
-      ...(vector ? { vector } : {}),
-      ...(_rowid !== undefined ? { at: { segment: segment.name, rowId: _rowid } } : {}),
-    }));
+    return readHits(plan.nprobes === undefined ? q.bypassVectorIndex() : q.nprobes(plan.nprobes));
   }
 
   /** How each segment would answer a vector search with this filter (for tests and the bench). */
@@ -526,12 +495,7 @@ export abstract class MemoryReads {
    * in object storage, where bypassing the index reads the segment's whole vector column and the
    * index probed at every partition gives the same distances (StoreTuning.vectorsFromIndex).
    */
-  async nearestAmong(
-    vector: Float32Array,
-    filter: MemoryFilter,
-    among: { ids: string[]; seqs: Map<string, number[]> },
-    withVectors = false,
-  ): Promise<VectorHit[]> {
+  async nearestAmong(vector: Float32Array, filter: MemoryFilter, among: { ids: string[]; seqs: Map<string, number[]> }): Promise<VectorHit[]> {
     const parts = among.ids.length ? [`id IN (${among.ids.map(sqlString).join(", ")})`] : [];
     for (const [userId, seqs] of among.seqs) {
       const valid = [...new Set(seqs)].filter((n) => Number.isInteger(n) && n > 0);
@@ -544,38 +508,9 @@ export abstract class MemoryReads {
     const found = await this.eachSegment(async (s) => {
       const q = s.table.query().nearestTo(query).distanceType("cosine").where(where).limit(limit);
       const throughIndex = this.tuning.vectorsFromIndex && (await this.vectorIndex(s)) !== null;
-      return this.readHits(s, throughIndex ? q.nprobes(EVERY_PARTITION) : q.bypassVectorIndex(), withVectors, throughIndex);
+      return readHits(throughIndex ? q.nprobes(EVERY_PARTITION) : q.bypassVectorIndex());
     });
     return found.flat();
-  }
-
-  /**
-   * The vectors of the scope's memories, by id: what a search compares among its best few hits
-   * when they came without vectors (StoreTuning.vectorsFromIndex). Reads only those rows' vectors,
-   * a ranged read each: by row address where the search gave one (one round of requests), checked
-   * against the id; by id otherwise, or where the address no longer holds that memory (the table
-   * was compacted meanwhile).
-   */
-  async vectorsOf(filter: MemoryFilter, wanted: { id: string; at?: RowAt }[]): Promise<Map<string, Float32Array>> {
-    return this.afresh(async () => {
-      const out = new Map<string, Float32Array>();
-      const segments = await this.segments();
-      await Promise.all(
-        segments.map(async (s) => {
-          const rowIds = wanted.flatMap((w) => (w.at?.segment === s.name ? [w.at.rowId] : []));
-          if (!rowIds.length) return;
-          const rows = await readMemoryRows(s.table.takeRowIds(rowIds).select(["id", "vector"]), true).catch(() => []);
-          for (const r of rows) if (wanted.some((w) => w.id === r.id && w.at?.segment === s.name)) out.set(r.id, r.vector!);
-        }),
-      );
-      const rest = [...new Set(wanted.map((w) => w.id).filter((id) => !out.has(id)))];
-      if (!rest.length) return out;
-      const where = `${memoryWhere(filter)} AND id IN (${rest.map(sqlString).join(", ")})`;
-      for (const rows of await Promise.all(segments.map((s) => readMemoryRows(s.table.query().where(where).select(["id", "vector"]).limit(rest.length), true)))) {
-        for (const r of rows) out.set(r.id, r.vector!);
-      }
-      return out;
-    });
   }
 
   /**
@@ -988,7 +923,12 @@ export async function addLaterColumns(withWriteLock: <T>(fn: () => Promise<T>) =
  * Memory rows from a query, read column by column from the Arrow result rather than through
  * per-row proxies (a neighbour fetch of 150 rows: 22 → ~10 ms).
  */
-export type ReadRow = MemoryRecord & { vector?: Float32Array; history?: string | null; _score?: number; _distance?: number; _rowid?: bigint };
+export type ReadRow = MemoryRecord & { vector?: Float32Array; history?: string | null; _score?: number; _distance?: number };
+
+/** A vector query's hits: each row's record and its cosine distance. */
+async function readHits(query: VectorQuery): Promise<VectorHit[]> {
+  return (await readMemoryRows(query.select(RECORD_COLUMNS), false)).map(({ _distance, ...record }) => ({ record, distance: Number(_distance) }));
+}
 
 /** Nearest first; ties by id, so every segment's merge gives the same order. */
 function nearestFirst(a: VectorHit, b: VectorHit): number {
@@ -1013,7 +953,6 @@ export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, wit
   const seq = col("seq")?.toArray() ?? [];
   const score = col("_score")?.toArray();
   const distance = col("_distance")?.toArray();
-  const rowid = col("_rowid");
   const vector = withVectors ? col("vector") : null;
   const out: ReadRow[] = [];
   for (let i = 0; i < n; i++) {
@@ -1036,7 +975,6 @@ export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, wit
       ...(vector ? { vector: toFloat32(vector.get(i)) } : {}),
       ...(score ? { _score: Number(score[i]) } : {}),
       ...(distance ? { _distance: Number(distance[i]) } : {}),
-      ...(rowid ? { _rowid: BigInt(rowid.get(i) as bigint) } : {}),
     });
   }
   return out;

@@ -74,8 +74,7 @@ export interface StoreTuning {
    * nearby ranges: 4 MB per query at 2,000 memories of 512 dims), while LanceDB keeps an index's
    * partitions in memory (its index cache). So an exact search goes through the index probing
    * every partition, which IVF_FLAT makes exact too (it keeps whole vectors: the same rows and
-   * distances), and a search's hits come without their vectors: core/search.ts reads them for the
-   * few hits that need them. Only where a segment has an index (`vectorIndexMinRows`, as locally:
+   * distances); a search's hits never carry their vectors. Only where a segment has an index (`vectorIndexMinRows`, as locally:
    * building it sooner, at 1,000 rows, kept each search off the vector column but made every
    * compaction rewrite the index too, and creates fell to half; docs/measurements/object-storage-rounds.md).
    */

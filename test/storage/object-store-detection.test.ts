@@ -22,7 +22,6 @@ function readsOf(ctx: Context) {
   const store = ctx.store;
   return {
     search: vi.spyOn(store, "searchMemories"),
-    vectorsOf: vi.spyOn(store, "vectorsOf"),
     candidates: vi.spyOn(store, "currentMemoriesMatching"),
     users: vi.spyOn(store, "currentMemoriesOf"),
     rows: vi.spyOn(store, "getMemoryRows"),
@@ -56,7 +55,6 @@ describe("detection's reads on an object store (real Azurite)", () => {
     // Before: a candidates query and a vector search side by side, then the candidates' vectors.
     expect(reads.candidates).not.toHaveBeenCalled();
     expect(reads.search).not.toHaveBeenCalled();
-    expect(reads.vectorsOf).not.toHaveBeenCalled();
     expect(reads.rows).not.toHaveBeenCalled();
     expect((await ctx.store.getMemory(ctx.accountId, old.id))!.supersededBy).toBe(made.id);
 
@@ -115,7 +113,6 @@ describe("detection's reads on an object store (real Azurite)", () => {
     expect(candidates.map((r) => r.id)).toContain(old.id);
     for (const r of candidates) expect(r).not.toHaveProperty("vector");
     expect(reads.search).toHaveBeenCalledTimes(1);
-    expect(reads.vectorsOf).not.toHaveBeenCalled();
     expect(reads.rows).toHaveBeenCalledTimes(1);
     expect(reads.rows.mock.calls[0][1]).toEqual([old.id]);
 
