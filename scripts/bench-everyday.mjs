@@ -13,7 +13,8 @@
 // and recall at 0.5 of answerable questions, per kind; the precision of hits scoring 0.9 or more;
 // hijacks (a wrong memory first at 0.9 or more); the expected calibration error over every hit of
 // the top ten; unanswerable questions with anything at 0.5; for current questions, an older note
-// above the newer one at 0.5 or more. And the newcomer's three notes (c-newcomer): each of its
+// above the newer one at 0.5 or more; wrong-user questions (asked of another user) with a hit at
+// 0.5. And the newcomer's three notes (c-newcomer): each of its
 // questions' own note first, above 0.5, and nothing else above 0.5.
 //
 //   node scripts/bench-everyday.mjs [--mode hybrid|semantic|keyword] [--out file] [--show]
@@ -42,17 +43,27 @@ const ctx = await openContext({ storeDir: store, env: process.env });
 try {
   for (const u of users) await load(u);
   const report = { mode, users: users.length, memories: users.reduce((n, u) => n + u.memories.length, 0), parts: {} };
+  /** The mode's outcomes of the newcomer's questions (c-newcomer), which its check reads. */
+  const newcomerOutcomes = [];
   for (const m of [mode, ...(mode === "semantic" ? [] : ["semantic"])]) {
     const parts = { dev: [], heldOut: [] };
-    for (const u of users) for (const q of u.questions) parts[isHeldOut(u.userId) ? "heldOut" : "dev"].push(await ask(u, q, m));
+    for (const u of users) {
+      for (const q of u.questions) {
+        const o = await ask(u, q, m);
+        parts[isHeldOut(u.userId) ? "heldOut" : "dev"].push(o);
+        if (m === mode && u.userId === "c-newcomer") newcomerOutcomes.push({ q, o });
+      }
+    }
     for (const [name, os] of Object.entries(parts)) report.parts[`${m}, ${name}`] = summarize(os);
   }
-  report.newcomer = await newcomer();
+  report.newcomer = newcomer(newcomerOutcomes);
+  report.wrongUser = await wrongUser();
   console.log(`everyday memory, ${report.users} users, ${report.memories} memories\n`);
   console.log(header());
   for (const [name, f] of Object.entries(report.parts)) console.log(row(name, f));
   console.log("\ncurrent (after a replaced fact) and both-true questions:");
   for (const [name, f] of Object.entries(report.parts)) console.log(`- ${name}: current first ${f.byKind.current?.top1 ?? "–"}, an older note above it at 0.5 ${f.byKind.current?.staleAbove ?? "–"}; both true in the top 5 ${f.byKind.both?.allInTop5 ?? "–"}`);
+  console.log(`\nwrong-user questions (each question asked of the next user of its part) with a hit at 0.5: ${Object.entries(report.wrongUser).map(([k, v]) => `${k} ${v}`).join(", ")}`);
   console.log(`\nthe newcomer's three notes: ${report.newcomer.ok ? "each question's own note first above 0.5, nothing else above 0.5" : `NOT MET: ${report.newcomer.failures.join("; ")}`}`);
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
@@ -62,17 +73,40 @@ try {
   rmSync(store, { recursive: true, force: true });
 }
 
-/** The newcomer's store: each shared question's own note first, above 0.5, and no other note at 0.5. */
-async function newcomer() {
-  const u = users.find((x) => x.userId === "c-newcomer");
-  if (!u) return { ok: false, failures: ["no c-newcomer user in the set"] };
-  const failures = [];
-  for (const q of u.questions.filter((q) => q.kind === "shared")) {
-    const { results } = await searchMemories(ctx, { query: q.q, userId: u.userId, mode, threshold: 0, limit: 10 });
-    const [first, ...rest] = results;
-    if (!first || u.idOf.get(first.id) !== q.answers[0] || first.score < 0.5 || rest.some((h) => h.score >= 0.5)) failures.push(`${q.q} → ${results.map((h) => `${h.content} ${h.score.toFixed(3)}`).join(", ")}`);
-  }
+/**
+ * The newcomer's store (its shared questions' outcomes, as asked above): each question's own note
+ * first, above 0.5, and no other note at 0.5.
+ */
+function newcomer(asked) {
+  if (!asked.length) return { ok: false, failures: ["no c-newcomer user in the set"] };
+  const failures = asked
+    .filter(({ q }) => q.kind === "shared")
+    .filter(({ o }) => !o.first || !o.returned || o.othersAt05 > 0)
+    .map(({ q, o }) => `${q.q} → ${o.hits.map((h) => `${h.content} ${h.score.toFixed(3)}`).join(", ")}`);
   return { ok: failures.length === 0, failures };
+}
+
+/**
+ * Wrong-user questions: every question but the named ones asked of the next user of its part,
+ * whose memories are about another life, so any hit at 0.5 is wrong. The share with a hit, per part.
+ */
+async function wrongUser() {
+  const out = {};
+  for (const held of [false, true]) {
+    const us = users.filter((u) => isHeldOut(u.userId) === held);
+    let n = 0;
+    let withHit = 0;
+    for (const [i, u] of us.entries()) {
+      const other = us[(i + 1) % us.length];
+      for (const q of u.questions.filter((q) => q.kind !== "named")) {
+        const { results } = await searchMemories(ctx, { query: q.q, userId: other.userId, mode, limit: 10 });
+        n++;
+        withHit += results.length ? 1 : 0;
+      }
+    }
+    out[held ? "heldOut" : "dev"] = n ? Math.round((withHit / n) * 1000) / 1000 : null;
+  }
+  return out;
 }
 
 /** Stores a user's memories as each style arrives in mm: MCP observations through the MCP tools, the rest as lines. */
@@ -113,5 +147,5 @@ async function ask(u, q, m) {
     const top = hits.slice(0, 2).map((h) => `${answers.has(h.id) ? "*" : ""}${h.score.toFixed(3)} ${h.content.slice(0, 70)}`);
     console.log(`[${u.userId} ${q.kind}] ${q.q}\n    ${top.join("\n    ")}`);
   }
-  return o;
+  return { ...o, hits };
 }
