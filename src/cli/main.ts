@@ -64,6 +64,7 @@ const COMMANDS: (() => Promise<Register>)[] = [
   async () => (await import("./commands/console.js")).registerConsole,
   async () => (await import("./commands/store.js")).registerStore,
   async () => (await import("./commands/login.js")).registerLogin,
+  async () => (await import("./commands/hooks.js")).registerHooks,
 ];
 
 /** The groups whose every command is an API operation, by the names a person may type. */
@@ -144,7 +145,8 @@ async function runCommands(argv: string[], partial: Partial<CliIO>, only: (() =>
   // Through --remote only what the API offers (export and import go record by record through it);
   // the rest says it needs a local store.
   program.hook("preAction", async (_program, action) => {
-    if (isApiCommand(action) || ["login", "logout", "export", "import"].includes(action.name())) return;
+    // The hooks find a running server themselves, and change only an agent's settings.
+    if (isApiCommand(action) || ["login", "logout", "export", "import", "hook"].includes(action.name()) || action.parent?.name() === "hooks") return;
     if (await resolveRemote(action.optsWithGlobals(), io.env)) throw localOnly(`\`mm ${commandPath(action)}\``);
   });
   for (const cmd of allCommands(program)) cmd.exitOverride().configureHelp(HELP);
