@@ -6,8 +6,18 @@
  * local store or a running `mm serve`.
  */
 
-/** Hook recall: the score a memory must reach to be injected for a prompt (tuned on bench/hooks, dev part). */
-export const RECALL_THRESHOLD = 0.5;
+/**
+ * When a memory is injected for a prompt, from its search signals (hybrid mode, `explain`). A
+ * prompt is not a question: "rename the variable tmp to buffer" scores 0.78 against "Environment
+ * variables are documented in .env.example" on meaning alone. So a memory must also hold the
+ * prompt's words: a quarter of their weight (rare words weigh more) with a score of 0.5, or 40% of
+ * it with a cosine of 0.4 (the bundled model scores "show the product image on the card" against
+ * "Product images go through next/image" at 0.27). Chosen on bench/hooks' development prompts
+ * (docs/agents.md, "Measured"); the held-out ones were not looked at.
+ */
+export const RECALL_GATE = { score: 0.5, keyword: 0.25, wordsAlone: { keyword: 0.4, cosine: 0.4 } };
+/** The search's own threshold for a prompt: below it nothing can pass the gate. */
+export const RECALL_SEARCH_THRESHOLD = 0.05;
 /** At most this many memories for one prompt. */
 export const RECALL_LIMIT = 5;
 /** The default budget of a hook's block, in tokens (estimated as characters / 4). */
@@ -34,6 +44,19 @@ export interface Recalled {
  */
 export function tokensOf(text: string): number {
   return Math.ceil(text.length / 4);
+}
+
+/** A search hit's signals, as `explain` gives them. */
+export interface HitSignals {
+  score: number;
+  explanation?: { signals?: { cosine?: number; keyword?: number } };
+}
+
+/** Whether a hit is relevant enough to inject for a prompt (RECALL_GATE). */
+export function passesGate(hit: HitSignals): boolean {
+  const { cosine = 0, keyword = 0 } = hit.explanation?.signals ?? {};
+  const g = RECALL_GATE;
+  return (hit.score >= g.score && keyword >= g.keyword) || (keyword >= g.wordsAlone.keyword && cosine >= g.wordsAlone.cosine);
 }
 
 /** Whether a hook may show a memory: never one tagged `private`, never one replaced by a newer one. */

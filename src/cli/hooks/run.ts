@@ -142,8 +142,9 @@ async function answer(app: CliApp, cmd: Command, event: HookEvent, cwd: string, 
       stored = memory.id;
       notes.push(recall.storedNote(note, { id: memory.id, deduplicated: memory.deduplicated, replaced: memory.supersedes?.length, project }));
     }
-    const { results } = await m.searchMemories(ctx as never, { query: event.prompt, ...scope, threshold: recall.RECALL_THRESHOLD, limit: recall.RECALL_LIMIT * 2 });
-    const hits = results.filter((h) => h.id !== stored && recall.injectable(h)).slice(0, recall.RECALL_LIMIT);
+    const query = { query: event.prompt, ...scope, threshold: recall.RECALL_SEARCH_THRESHOLD, limit: recall.RECALL_LIMIT * 2, mode: "hybrid", explain: true };
+    const { results } = await m.searchMemories(ctx as never, query);
+    const hits = results.filter((h) => h.id !== stored && recall.injectable(h) && recall.passesGate(h)).slice(0, recall.RECALL_LIMIT);
     const context = recall.recallBlock("prompt", hits, options.budget, notes);
     return context ? { event, context } : undefined;
   } finally {
