@@ -40,6 +40,7 @@ async function newEnv(make: () => Promise<string> = tempDir): Promise<Env> {
   const project = join(dir, "work", "api");
   await mkdir(home, { recursive: true });
   await mkdir(join(project, ".git"), { recursive: true });
+  await writeFile(join(project, ".mm-project"), "orders-api\n");
   const store = join(dir, "store");
   return { dir, home, store, project, env: { HOME: home, MM_STORE: store, XDG_STATE_HOME: join(dir, "state"), XDG_CONFIG_HOME: join(dir, "config"), XDG_DATA_HOME: join(dir, "data") } };
 }
@@ -61,7 +62,8 @@ function promptSubmit(cwd: string | undefined, prompt: string) {
 
 function hook(e: Env, payload: unknown, args: string[] = []): Promise<MmResult> {
   const input = typeof payload === "string" || Buffer.isBuffer(payload) ? payload : JSON.stringify(payload);
-  return runMm(["hook", "claude-code", "--user", "me", ...args], { env: e.env, input, cwd: e.project });
+  // Tests assert what is answered, not how fast: a busy machine gets more than the default 2 s.
+  return runMm(["hook", "claude-code", "--user", "me", "--timeout", "60", ...args], { env: e.env, input, cwd: e.project });
 }
 
 /** The context Claude Code adds: hookSpecificOutput.additionalContext of the one JSON object on stdout. */
@@ -132,12 +134,38 @@ describe("mm hook claude-code", () => {
   }, 60_000);
 });
 
+describe("project scope", () => {
+  it("recalls the project's memories and the global ones, never another project's, and captures into the project", async () => {
+    const e = await newEnv();
+    const other = join(e.dir, "work", "web");
+    await mkdir(other, { recursive: true });
+    await writeFile(join(other, ".mm-project"), "shop-web\n");
+    await seed(e, [
+      { content: "orders-api's staging database is PostgreSQL 16, on port 5433", userId: "me", project: "orders-api", tags: ["pinned"] },
+      { content: "shop-web's staging database is MySQL 8, on port 3307", userId: "me", project: "shop-web", tags: ["pinned"] },
+      { content: "I prefer pnpm over npm for every project", userId: "me" },
+    ]);
+    const start = contextOf(await hook(e, sessionStart(e.project)), "SessionStart");
+    expect(start).toContain("(project orders-api)");
+    expect(start).toContain("pnpm");
+    expect(start).not.toMatch(/shop-web|MySQL|3307/);
+    const prompt = contextOf(await hook(e, promptSubmit(e.project, "which port is the staging database on?")), "UserPromptSubmit");
+    expect(prompt).toContain("port 5433");
+    expect(prompt).not.toMatch(/MySQL|3307/);
+    const stored = contextOf(await hook(e, promptSubmit(join(e.project), "#remember the orders-api release train leaves on Tuesdays")), "UserPromptSubmit");
+    expect(stored).toMatch(/as a memory in project orders-api/);
+    const list = json(await runMm(["memories", "list", "--user", "me", "--project", "orders-api", "--project-only", "--json"], { env: e.env }));
+    expect(list.items.map((m: { content: string }) => m.content)).toContain("the orders-api release train leaves on Tuesdays");
+  }, 120_000);
+});
+
 describe("capture", () => {
   it("stores what a prompt asks to remember, through the normal create, and says so", async () => {
     const e = await newEnv();
-    await seed(e, [{ content: "CI runs the tests on Node 20", userId: "me" }]);
+    await seed(e, [{ content: "CI runs the tests on Node 20", userId: "me", project: "orders-api" }]);
     const context = contextOf(await hook(e, promptSubmit(e.project, "remember that CI runs the tests on Node 22 now")), "UserPromptSubmit");
-    expect(context).toMatch(/^mm: stored the user's note "CI runs the tests on Node 22 now" as a memory \(mem_\w+\)/);
+    // Stored through the normal create: it replaces the older fact, which is no longer recalled.
+    expect(context).toMatch(/^mm: stored the user's note "CI runs the tests on Node 22 now" as a memory in project orders-api \(mem_\w+\); it replaces an earlier memory\.$/);
     const list = json(await runMm(["memories", "list", "--user", "me", "--json"], { env: e.env }));
     expect(list.items.map((m: { content: string }) => m.content)).toContain("CI runs the tests on Node 22 now");
     for (const prompt of ["note: the release branch is cut on Thursdays", "fix the build #remember we squash-merge every PR"]) {

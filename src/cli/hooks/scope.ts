@@ -1,19 +1,15 @@
-import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { findProject } from "../../core/project.js";
 
 /**
- * The project a hook works in, from the agent's working directory: the one place the hooks learn
- * it. Until core/project.ts (issue #55, item 1) is merged, hooks are global: no project is named
- * to the store, and every memory of the user is in scope.
+ * The project a hook works in, from the agent's working directory (core/project.ts): the one place
+ * the hooks learn it. Its memories and the user's global ones are recalled, never another
+ * project's; a capture is stored in it. Undefined outside any project: every memory of the user.
  */
-export function projectOf(_cwd: string): string | undefined {
-  return undefined;
+export function projectOf(cwd: string): string | undefined {
+  return findProject(cwd)?.name;
 }
 
-/** The folder `--scope project` writes into: the nearest above `cwd` with a `.mm-project` or a `.git`, else `cwd`. */
+/** The folder `--scope project` writes into: the project's root, else `cwd` itself. */
 export function projectRootOf(cwd: string): string {
-  for (let dir = cwd; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, ".mm-project")) || existsSync(join(dir, ".git"))) return dir;
-    if (dirname(dir) === dir) return cwd;
-  }
+  return findProject(cwd)?.root ?? cwd;
 }
