@@ -1,87 +1,21 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { json, runMm, type MmResult } from "../helpers/spawn-mm.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { contextOf, hook, logOf, newEnv, promptSubmit, seed, sessionStart, sharedDir, type HookEnv } from "../helpers/hooks.js";
+import { json, runMm } from "../helpers/spawn-mm.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
 
-/** A temp directory for a whole describe block (useTempDirs' go after each test). */
-function sharedDir(): () => Promise<string> {
-  const made: string[] = [];
-  afterAll(async () => void (await Promise.all(made.map((d) => rm(d, { recursive: true, force: true })))));
-  return async () => {
-    const d = await mkdtemp(join(tmpdir(), "mm-test-"));
-    made.push(d);
-    return d;
-  };
-}
-
 /**
- * `mm hook claude-code` as Claude Code runs it: a spawned process, the event's JSON on stdin in
- * the shape the hooks reference documents (common fields session_id, transcript_path, cwd,
- * permission_mode, hook_event_name; SessionStart adds source, UserPromptSubmit adds prompt), and
- * the answer read from stdout as Claude Code reads it. Real model, real store, real HOME.
+ * `mm hook claude-code` as Claude Code runs it: the payloads have the fields the hooks reference
+ * documents (common: session_id, transcript_path, cwd, permission_mode, hook_event_name;
+ * SessionStart adds source, UserPromptSubmit adds prompt).
  */
 
-interface Env {
-  dir: string;
-  home: string;
-  store: string;
-  project: string;
-  env: Record<string, string>;
-}
-
-async function newEnv(make: () => Promise<string> = tempDir): Promise<Env> {
-  const dir = await make();
-  const home = join(dir, "home");
-  const project = join(dir, "work", "api");
-  await mkdir(home, { recursive: true });
-  await mkdir(join(project, ".git"), { recursive: true });
-  await writeFile(join(project, ".mm-project"), "orders-api\n");
-  const store = join(dir, "store");
-  return { dir, home, store, project, env: { HOME: home, MM_STORE: store, XDG_STATE_HOME: join(dir, "state"), XDG_CONFIG_HOME: join(dir, "config"), XDG_DATA_HOME: join(dir, "data") } };
-}
-
-async function seed(e: Env, lines: Record<string, unknown>[]): Promise<void> {
-  const file = join(e.dir, "seed.jsonl");
-  await writeFile(file, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
-  const r = await runMm(["memories", "add", "--batch", file], { env: e.env });
-  expect(r.code, r.stderr).toBe(0);
-}
-
-function sessionStart(cwd: string | undefined, source = "startup") {
-  return { session_id: "abc123", transcript_path: "/home/me/.claude/projects/x/abc123.jsonl", cwd, permission_mode: "default", hook_event_name: "SessionStart", source };
-}
-
-function promptSubmit(cwd: string | undefined, prompt: string) {
-  return { session_id: "abc123", transcript_path: "/home/me/.claude/projects/x/abc123.jsonl", cwd, permission_mode: "default", hook_event_name: "UserPromptSubmit", prompt };
-}
-
-function hook(e: Env, payload: unknown, args: string[] = []): Promise<MmResult> {
-  const input = typeof payload === "string" || Buffer.isBuffer(payload) ? payload : JSON.stringify(payload);
-  // Tests assert what is answered, not how fast: a busy machine gets more than the default 2 s.
-  return runMm(["hook", "claude-code", "--user", "me", "--timeout", "60", ...args], { env: e.env, input, cwd: e.project });
-}
-
-/** The context Claude Code adds: hookSpecificOutput.additionalContext of the one JSON object on stdout. */
-function contextOf(r: MmResult, event: string): string {
-  expect(r.code, r.stderr).toBe(0);
-  const body = json(r);
-  expect(Object.keys(body)).toEqual(["hookSpecificOutput"]);
-  expect(body.hookSpecificOutput.hookEventName).toBe(event);
-  return body.hookSpecificOutput.additionalContext as string;
-}
-
-async function logOf(e: Env): Promise<string> {
-  const file = join(e.env.XDG_STATE_HOME, "mm", "hooks.log");
-  return existsSync(file) ? readFile(file, "utf8") : "";
-}
-
 describe("mm hook claude-code", () => {
-  let e: Env;
+  let e: HookEnv;
   const shared = sharedDir();
   beforeAll(async () => {
     e = await newEnv(shared);
@@ -136,7 +70,7 @@ describe("mm hook claude-code", () => {
 
 describe("project scope", () => {
   it("recalls the project's memories and the global ones, never another project's, and captures into the project", async () => {
-    const e = await newEnv();
+    const e = await newEnv(tempDir);
     const other = join(e.dir, "work", "web");
     await mkdir(other, { recursive: true });
     await writeFile(join(other, ".mm-project"), "shop-web\n");
@@ -161,7 +95,7 @@ describe("project scope", () => {
 
 describe("capture", () => {
   it("stores what a prompt asks to remember, through the normal create, and says so", async () => {
-    const e = await newEnv();
+    const e = await newEnv(tempDir);
     await seed(e, [{ content: "CI runs the tests on Node 20", userId: "me", project: "orders-api" }]);
     const context = contextOf(await hook(e, promptSubmit(e.project, "remember that CI runs the tests on Node 22 now")), "UserPromptSubmit");
     // Stored through the normal create: it replaces the older fact, which is no longer recalled.
@@ -180,7 +114,7 @@ describe("capture", () => {
 });
 
 describe("bad input: exit 0, nothing printed, the reason logged", () => {
-  let e: Env;
+  let e: HookEnv;
   const shared = sharedDir();
   beforeAll(async () => {
     e = await newEnv(shared);
@@ -227,12 +161,12 @@ describe("bad input: exit 0, nothing printed, the reason logged", () => {
 describe("mm hooks install | uninstall claude-code", () => {
   const OTHER = '{\n    "model": "opus",\n    "permissions": { "allow": ["Bash(npm test)"] },\n    "hooks": {\n        "UserPromptSubmit": [ { "hooks": [ { "type": "command", "command": "~/bin/prompt-guard.sh", "timeout": 5 } ] } ],\n        "PreToolUse": [ { "matcher": "Bash", "hooks": [ { "type": "command", "command": "echo pre" } ] } ]\n    }\n}\n';
 
-  async function settingsOf(e: Env, path = join(e.home, ".claude", "settings.json")) {
+  async function settingsOf(e: HookEnv, path = join(e.home, ".claude", "settings.json")) {
     return JSON.parse(await readFile(path, "utf8"));
   }
 
   it("merges into existing settings, once however often it runs, and uninstall leaves them byte for byte", async () => {
-    const e = await newEnv();
+    const e = await newEnv(tempDir);
     const path = join(e.home, ".claude", "settings.json");
     await mkdir(join(e.home, ".claude"));
     await writeFile(path, OTHER);
@@ -256,7 +190,7 @@ describe("mm hooks install | uninstall claude-code", () => {
   }, 60_000);
 
   it("the command it writes runs the hook, from any directory, with the store it was installed with", async () => {
-    const e = await newEnv();
+    const e = await newEnv(tempDir);
     await seed(e, [{ content: "The staging database is PostgreSQL 16, on port 5433", userId: "me" }]);
     await runMm(["hooks", "install", "claude-code", "--user", "me"], { env: e.env });
     const { hooks } = await settingsOf(e);
@@ -269,7 +203,7 @@ describe("mm hooks install | uninstall claude-code", () => {
   }, 60_000);
 
   it("--scope project writes the project root's .claude/settings.json", async () => {
-    const e = await newEnv();
+    const e = await newEnv(tempDir);
     const sub = join(e.project, "src", "deep");
     await mkdir(sub, { recursive: true });
     const r = json(await runMm(["hooks", "install", "claude-code", "--scope", "project", "--json"], { env: e.env, cwd: sub }));
@@ -283,7 +217,7 @@ describe("mm hooks install | uninstall claude-code", () => {
   }, 60_000);
 
   it("refuses a settings file that isn't JSON, and changes nothing", async () => {
-    const e = await newEnv();
+    const e = await newEnv(tempDir);
     const path = join(e.home, ".claude", "settings.json");
     await mkdir(join(e.home, ".claude"));
     const broken = '{\n  "model": "opus",\n  // a comment\n}\n';
@@ -296,7 +230,7 @@ describe("mm hooks install | uninstall claude-code", () => {
   }, 60_000);
 
   it("uninstall where mm never was changes nothing", async () => {
-    const e = await newEnv();
+    const e = await newEnv(tempDir);
     const path = join(e.home, ".claude", "settings.json");
     await mkdir(join(e.home, ".claude"));
     await writeFile(path, OTHER);
