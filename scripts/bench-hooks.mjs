@@ -45,10 +45,10 @@ const seeded = mm(["memories", "add", "--batch", join(dir, "seed.jsonl")]);
 if (seeded.status !== 0) throw new Error(`seeding failed: ${seeded.stderr}`);
 const idOf = new Map(memories.map((m) => [m.content, m.id]));
 
-function hook(event, cwd) {
+function hook(event, cwd, extraEnv = {}) {
   return new Promise((resolve) => {
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, [bin, "hook", "claude-code", "--user", "me", "--timeout", "10"], { env, cwd });
+    const child = spawn(process.execPath, [bin, "hook", "claude-code", "--user", "me", "--timeout", "10"], { env: { ...env, ...extraEnv }, cwd });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     child.on("close", () => resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, out }));
@@ -110,11 +110,23 @@ if (sweep) {
     }
     report.splits[name] = { ...figures(outcomes), wrong: outcomes.filter((o) => o.got.some((id) => !o.relevant.includes(id))).map((o) => `${o.prompt} → ${o.got}`) };
   }
+  // The same prompts with an mm serve running on the store: the hook asks it (MM_API_KEY).
+  const { key } = JSON.parse(mm(["keys", "create", "--name", "bench-hooks"]).stdout);
+  const server = spawn(process.execPath, [bin, "serve", "--port", "0"], { env, stdio: ["ignore", "ignore", "pipe"] });
+  await new Promise((resolve, reject) => {
+    let log = "";
+    server.stderr.on("data", (d) => ((log += d), log.includes('"listening"') && resolve()));
+    server.once("exit", () => reject(new Error(`mm serve stopped: ${log}`)));
+  });
+  const served = [];
+  for (const p of Object.values(splits).flat()) served.push((await hook({ hook_event_name: "UserPromptSubmit", prompt: p.prompt }, cwdOf(p.project), { MM_API_KEY: key })).ms);
+  server.kill("SIGTERM");
   const starts = [];
   for (let i = 0; i < 10; i++) starts.push((await hook({ hook_event_name: "SessionStart", source: "startup" }, cwdOf("orders-api"))).ms);
   report.latency = {
     prompt: { runs: times.length, p50: quantile(times, 0.5), p95: quantile(times, 0.95), over2s: times.filter((t) => t > 2000).length },
     session: { runs: starts.length, p50: quantile(starts, 0.5), p95: quantile(starts, 0.95) },
+    served: { runs: served.length, p50: quantile(served, 0.5), p95: quantile(served, 0.95) },
   };
   console.log(`project scope: ${projects ? "yes" : "not in this mm: every memory of the user is in scope"}`);
   console.log("split      prompts  injected  precision  recall  silence");
@@ -123,6 +135,8 @@ if (sweep) {
   }
   const l = report.latency;
   console.log(`latency, cold process, no server: prompt p50 ${l.prompt.p50.toFixed(0)} ms, p95 ${l.prompt.p95.toFixed(0)} ms (${l.prompt.over2s} of ${l.prompt.runs} over 2 s); session start p50 ${l.session.p50.toFixed(0)} ms, p95 ${l.session.p95.toFixed(0)} ms`);
+  console.log(`latency, process hook with mm serve running: prompt p50 ${l.served.p50.toFixed(0)} ms, p95 ${l.served.p95.toFixed(0)} ms`);
+  console.log(`load average at the end: ${(await import("node:os")).loadavg().map((x) => x.toFixed(1)).join(", ")} (${(await import("node:os")).cpus().length} cores)`);
   for (const [name, f] of Object.entries(report.splits)) for (const w of f.wrong) console.log(`  ${name}: injected an irrelevant memory: ${w}`);
   mkdirSync(join(root, "bench-results"), { recursive: true });
   writeFileSync(join(root, "bench-results", "hooks.json"), JSON.stringify(report, null, 2) + "\n");
