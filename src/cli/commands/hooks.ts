@@ -61,7 +61,11 @@ export function registerHooks(program: Command, app: CliApp): void {
     .command("status")
     .description("where mm's hooks are installed, for each agent and scope")
     .action(async () => {
-      const rows = AGENT_IDS.flatMap((id) => (["user", "project"] as const).map((scope) => hookStatus(AGENTS[id], scope, settingsPath(AGENTS[id], scope, app.io.env, process.cwd()))));
+      // In the home folder itself (no project above it), the project's settings are the user's: listed once.
+      const rows = AGENT_IDS.flatMap((id) => {
+        const [user, project] = (["user", "project"] as const).map((scope) => settingsPath(AGENTS[id], scope, app.io.env, process.cwd()));
+        return [hookStatus(AGENTS[id], "user", user), ...(project === user ? [] : [hookStatus(AGENTS[id], "project", project)])];
+      });
       await app.output.result({ hooks: rows }, () =>
         rows
           .map((r) => `${AGENTS[r.agent as keyof typeof AGENTS].name}, ${r.scope}: ${r.problem ? `can't read: ${r.problem}` : r.installed ? `installed (${Object.keys(r.events).join(", ")})` : "not installed"} — ${r.settings}`)
@@ -93,14 +97,14 @@ function positive(value: string | undefined, fallback: number): number {
 function agentOf(id: string): Agent {
   const agent = agentNamed(id);
   if (agent) return agent;
-  const message = `unknown agent "${id}": mm has hooks for ${AGENT_IDS.join(" and ")}`;
-  throw new MmError("VALIDATION_ERROR", `${message}.`, { details: [{ field: "agent", message }] });
+  const message = `must be ${AGENT_IDS.join(" or ")} (the agents mm has hooks for), not "${id}"`;
+  throw new MmError("VALIDATION_ERROR", `agent ${message}.`, { details: [{ field: "agent", message }] });
 }
 
 function scopeOf(scope: string): Scope {
   if (scope === "user" || scope === "project") return scope;
-  const message = `--scope must be user or project, not "${scope}"`;
-  throw new MmError("VALIDATION_ERROR", `${message}.`, { details: [{ field: "--scope", message }] });
+  const message = `must be user or project, not "${scope}"`;
+  throw new MmError("VALIDATION_ERROR", `--scope ${message}.`, { details: [{ field: "--scope", message }] });
 }
 
 /**
