@@ -1,6 +1,6 @@
 /**
- * What a coding agent's hook puts in front of the model (docs/agents.md, "Hooks"): the memories
- * chosen for a session's start or for one prompt, as one quoted block that fits a token budget,
+ * What a coding agent's hook puts in front of the model (docs/agents.md, "Hooks: memory in coding
+ * agents"): the memories chosen for a session's start or for one prompt, as one quoted block that fits a token budget,
  * and the note a prompt asks to be remembered. Pure functions: which memories come from the store
  * is the caller's part (cli/hooks/run.ts), so the same rules hold whether the hook searched a
  * local store or a running `mm serve`.
@@ -13,7 +13,7 @@
  * prompt's words: a quarter of their weight (rare words weigh more) with a score of 0.5, or 40% of
  * it with a cosine of 0.4 (the bundled model scores "show the product image on the card" against
  * "Product images go through next/image" at 0.27). Chosen on bench/hooks' development prompts
- * (docs/agents.md, "Measured"); the held-out ones were not looked at.
+ * (docs/agents.md, "Measured: what the hooks inject"); the held-out ones were not looked at.
  */
 export const RECALL_GATE = { score: 0.5, keyword: 0.25, wordsAlone: { keyword: 0.4, cosine: 0.4 } };
 /** The search's own threshold for a prompt: below it nothing can pass the gate. */
