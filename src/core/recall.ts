@@ -1,9 +1,10 @@
 /**
- * What a coding agent's hook puts in front of the model (docs/agents.md, "Hooks: memory in coding
- * agents"): the memories chosen for a session's start or for one prompt, as one quoted block that fits a token budget,
- * and the note a prompt asks to be remembered. Pure functions: which memories come from the store
- * is the caller's part (cli/hooks/run.ts), so the same rules hold whether the hook searched a
- * local store or a running `mm serve`.
+ * What a coding agent's hook puts in front of the model
+ * (docs/agents.md, "Hooks: memory in coding agents"): the memories chosen for a session's start or
+ * for one prompt, as one quoted block that fits a token budget, and the note a prompt asks to be
+ * remembered. Pure functions: which memories come from the store is the caller's part
+ * (cli/hooks/run.ts), so the same rules hold whether the hook searched a local store or a running
+ * `mm serve`.
  */
 
 /**

@@ -14,7 +14,8 @@ const DEFAULT_USER = "me";
 /**
  * `mm hooks install | uninstall | status` change a coding agent's settings so that it runs
  * `mm hook <agent>` on a session's start and on each prompt; `mm hook <agent>` is what it runs
- * (cli/hooks/run.ts). (docs/agents.md, "Hooks: memory in coding agents") has what each writes and injects.
+ * (cli/hooks/run.ts). What each writes and injects:
+ * (docs/agents.md, "Hooks: memory in coding agents").
  */
 export function registerHooks(program: Command, app: CliApp): void {
   const hooks = program.command("hooks").description(`recall and capture memories in a coding agent's hooks (${AGENT_IDS.join(", ")})`);
