@@ -63,6 +63,8 @@ export async function runHook(app: CliApp, cmd: Command, agentId: string, option
     if (event.kind === "prompt") checkPrompt(event.prompt);
     return answer(app, cmd, event, cwd, options);
   })();
+  // Past the time limit nobody awaits the work: its failure must not end the process with an error.
+  work.catch(() => undefined);
   try {
     const result = await Promise.race([work, limit]);
     if (result === "timeout") return logReason(app.io.env, agentId, eventName, `no answer within --timeout ${options.timeout} s`);
