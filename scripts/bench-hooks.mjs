@@ -52,7 +52,8 @@ function hook(event, cwd, extraEnv = {}) {
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     child.on("close", () => resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, out }));
-    child.stdin.end(JSON.stringify({ session_id: "bench", transcript_path: join(dir, "t.jsonl"), cwd, permission_mode: "default", ...event }));
+    // A session per prompt: each is judged on its own (a memory is injected once per session).
+    child.stdin.end(JSON.stringify({ session_id: `bench-${Math.random().toString(36).slice(2)}`, transcript_path: join(dir, "t.jsonl"), cwd, permission_mode: "default", ...event }));
   });
 }
 

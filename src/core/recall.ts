@@ -87,20 +87,23 @@ function line(m: Recalled): string {
 /**
  * The block for `memories` (best first) within `budget` tokens, block and notes included: each
  * memory that still fits is kept, in order; one that doesn't is skipped for a shorter one after
- * it. Undefined when none fits, or there is none (an empty answer is the common case).
+ * it. With the ids of the memories it shows. Undefined when none fits, or there is none (an empty
+ * answer is the common case), and there are no notes.
  */
-export function recallBlock(kind: keyof typeof HEADERS, memories: Recalled[], budget: number, notes: string[] = []): string | undefined {
+export function recallBlock(kind: keyof typeof HEADERS, memories: Recalled[], budget: number, notes: string[] = []): { text: string; ids: string[] } | undefined {
   const head = [...notes, OPEN, HEADERS[kind], DISCLAIMER];
   let used = tokensOf(head.join("\n") + "\n" + CLOSE);
   const lines: string[] = [];
+  const ids: string[] = [];
   for (const m of memories.filter(injectable)) {
     const l = line(m);
     if (used + tokensOf(l) + 1 > budget) continue;
     used += tokensOf(l) + 1;
     lines.push(l);
+    ids.push(m.id);
   }
-  if (!lines.length) return notes.length ? notes.join("\n") : undefined;
-  return [...head, ...lines, CLOSE].join("\n");
+  if (!lines.length) return notes.length ? { text: notes.join("\n"), ids } : undefined;
+  return { text: [...head, ...lines, CLOSE].join("\n"), ids };
 }
 
 /** The note that says a capture was stored, as the agent reads it. */

@@ -51,12 +51,15 @@ export async function seed(e: HookEnv, lines: Record<string, unknown>[]): Promis
   expect(r.code, r.stderr).toBe(0);
 }
 
-export function sessionStart(cwd: string | undefined, source = "startup") {
-  return { session_id: "abc123", transcript_path: "/home/me/.claude/projects/x/abc123.jsonl", cwd, permission_mode: "default", hook_event_name: "SessionStart", source };
+/** A new session id each call unless one is given: a memory is injected once per session. */
+const newSession = () => `s-${Math.random().toString(36).slice(2)}`;
+
+export function sessionStart(cwd: string | undefined, source = "startup", session = newSession()) {
+  return { session_id: session, transcript_path: "/home/me/.claude/projects/x/abc123.jsonl", cwd, permission_mode: "default", hook_event_name: "SessionStart", source };
 }
 
-export function promptSubmit(cwd: string | undefined, prompt: string) {
-  return { session_id: "abc123", transcript_path: "/home/me/.claude/projects/x/abc123.jsonl", cwd, permission_mode: "default", hook_event_name: "UserPromptSubmit", prompt };
+export function promptSubmit(cwd: string | undefined, prompt: string, session = newSession()) {
+  return { session_id: session, transcript_path: "/home/me/.claude/projects/x/abc123.jsonl", cwd, permission_mode: "default", hook_event_name: "UserPromptSubmit", prompt };
 }
 
 /** `mm hook <agent>` spawned in the project folder, the payload (an object, or raw text or bytes) on stdin. */

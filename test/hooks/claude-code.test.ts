@@ -74,6 +74,21 @@ describe("mm hook claude-code", () => {
     expect(await modelLoaded(promptSubmit(e.project, "which port is the staging database on?"))).toBe(true);
   }, 60_000);
 
+  it("injects a memory once per session, and again once the session's context is gone", async () => {
+    const session = "f7b0c5a2-once";
+    const question = "which port is the staging database on?";
+    expect(contextOf(await hook(e, promptSubmit(e.project, question, session)), "UserPromptSubmit")).toContain("port 5433");
+    const again = await hook(e, promptSubmit(e.project, question, session));
+    expect([again.code, again.stdout]).toEqual([0, ""]);
+    expect(contextOf(await hook(e, promptSubmit(e.project, question)), "UserPromptSubmit")).toContain("port 5433");
+    // A session start injects the pinned memory; a prompt in that session doesn't repeat it.
+    const other = "f7b0c5a2-start";
+    expect(contextOf(await hook(e, sessionStart(e.project, "startup", other)), "SessionStart")).toContain("make ship");
+    expect((await hook(e, promptSubmit(e.project, "how do we deploy the API with make ship?", other))).stdout).not.toContain("make ship");
+    // After a compaction the model's context is new: the session starts its list again.
+    expect(contextOf(await hook(e, sessionStart(e.project, "compact", session)), "SessionStart")).toContain("port 5433");
+  }, 120_000);
+
   it("keeps within the token budget (characters / 4)", async () => {
     const small = contextOf(await hook(e, sessionStart(e.project), ["--budget", "120"]), "SessionStart");
     expect(small.length / 4).toBeLessThanOrEqual(120);

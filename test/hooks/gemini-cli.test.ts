@@ -12,7 +12,7 @@ const tempDir = useTempDirs();
  * (session_id, transcript_path, cwd, hook_event_name, timestamp), SessionStart's source and
  * BeforeAgent's prompt; the answer is hookSpecificOutput.additionalContext.
  */
-const base = (cwd: string, hook_event_name: string) => ({ session_id: "s1", transcript_path: "/home/me/.gemini/tmp/s1.json", cwd, hook_event_name, timestamp: "2026-12-07T10:00:00.000Z" });
+const base = (cwd: string, hook_event_name: string) => ({ session_id: `s-${hook_event_name}`, transcript_path: "/home/me/.gemini/tmp/s1.json", cwd, hook_event_name, timestamp: "2026-12-07T10:00:00.000Z" });
 
 describe("mm hook gemini-cli", () => {
   it("recalls at SessionStart and for a BeforeAgent prompt, and answers nothing to its other events", async () => {

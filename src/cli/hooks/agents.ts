@@ -8,7 +8,10 @@
 export type AgentId = "claude-code" | "gemini-cli";
 
 /** What an agent's event asks of mm: the session's memories, or a prompt's. */
-export type HookEvent = { kind: "session"; name: string } | { kind: "prompt"; name: string; prompt: string };
+export type HookEvent = ({ kind: "session"; name: string; source?: string } | { kind: "prompt"; name: string; prompt: string }) & {
+  /** The agent's session, when it names one: what was injected in it is not injected again. */
+  session?: string;
+};
 
 export interface Agent {
   id: AgentId;
@@ -51,8 +54,9 @@ export function agentNamed(id: string): Agent | undefined {
 /** The event an agent's payload names, if it is one mm answers. */
 export function eventOf(agent: Agent, payload: Record<string, unknown>): HookEvent | undefined {
   const name = payload.hook_event_name;
-  if (name === agent.events.session) return { kind: "session", name };
-  if (name === agent.events.prompt && typeof payload.prompt === "string") return { kind: "prompt", name, prompt: payload.prompt };
+  const session = typeof payload.session_id === "string" && payload.session_id ? `${agent.id}:${payload.session_id}` : undefined;
+  if (name === agent.events.session) return { kind: "session", name, session, source: typeof payload.source === "string" ? payload.source : undefined };
+  if (name === agent.events.prompt && typeof payload.prompt === "string") return { kind: "prompt", name, session, prompt: payload.prompt };
   return undefined;
 }
 

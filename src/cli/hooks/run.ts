@@ -1,4 +1,5 @@
-import { appendFileSync, mkdirSync, renameSync, statSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
@@ -22,10 +23,50 @@ const MAX_INPUT_BYTES = 1_000_000;
 /** The longest prompt the hook reads: a search query's limit (schemas/memory.ts MAX_QUERY_LENGTH). */
 const MAX_PROMPT_CHARS = 10_000;
 
-/** Where hooks write why they answered nothing: `$XDG_STATE_HOME/mm/hooks.log`, else `~/.local/state/mm/hooks.log`. */
+/** mm's state directory: `$XDG_STATE_HOME/mm`, else `~/.local/state/mm`. */
+function stateDir(env: Env): string {
+  return join(env.XDG_STATE_HOME?.trim() ? env.XDG_STATE_HOME : join(env.HOME || homedir(), ".local", "state"), "mm");
+}
+
+/** Where hooks write why they answered nothing: `hooks.log` in mm's state directory. */
 export function hookLogFile(env: Env): string {
-  const state = env.XDG_STATE_HOME?.trim() ? env.XDG_STATE_HOME : join(env.HOME || homedir(), ".local", "state");
-  return join(state, "mm", "hooks.log");
+  return join(stateDir(env), "hooks.log");
+}
+
+/** How long a session's list of injected memories is kept after its last use. */
+const SESSION_KEPT_MS = 7 * 24 * 3600_000;
+
+/**
+ * The memories already injected in an agent's session, so that a memory is shown once per
+ * session, not on every prompt it bears on: the model still has it in its context. A session
+ * that starts afresh (startup, clear, compact: the context is gone) starts an empty list; a
+ * resumed one keeps it. Kept in `hook-sessions/` of the state directory; a list that can't be
+ * read or written only means a memory may be shown again.
+ */
+function sessionList(env: Env, event: HookEvent): { seen: Set<string>; add(ids: string[]): void } {
+  if (!event.session) return { seen: new Set(), add: () => undefined };
+  const dir = join(stateDir(env), "hook-sessions");
+  const file = join(dir, `${createHash("sha256").update(event.session).digest("hex").slice(0, 32)}.json`);
+  const fresh = event.kind === "session" && event.source !== "resume";
+  let seen = new Set<string>();
+  try {
+    if (!fresh) seen = new Set((JSON.parse(readFileSync(file, "utf8")) as { ids: string[] }).ids);
+  } catch {
+    // No list yet.
+  }
+  return {
+    seen,
+    add(ids) {
+      if (!ids.length && !fresh) return;
+      try {
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(file, JSON.stringify({ ids: [...seen, ...ids] }));
+        if (fresh) for (const f of readdirSync(dir)) if (Date.now() - statSync(join(dir, f)).mtimeMs > SESSION_KEPT_MS) rmSync(join(dir, f), { force: true });
+      } catch {
+        // See above: at worst a memory is shown again.
+      }
+    },
+  };
 }
 
 /** One line in the hook log; the log is rotated at 1 MB (one old copy). A log that can't be written is let go. */
@@ -123,6 +164,7 @@ async function answer(app: CliApp, cmd: Command, event: HookEvent, cwd: string, 
   const recall = await import("../../core/recall.js");
   const project = projectOf(cwd);
   const scope = { userId: options.user, ...(project ? { project } : {}) };
+  const session = sessionList(app.io.env, event);
   const ctx = await openHookContext(app, cmd);
   try {
     const m = await memories();
@@ -133,8 +175,7 @@ async function answer(app: CliApp, cmd: Command, event: HookEvent, cwd: string, 
       ]);
       const seen = new Set<string>();
       const chosen = [...pinned.items, ...recent.items].filter((x) => !seen.has(x.id) && seen.add(x.id));
-      const context = recall.recallBlock("session", chosen, options.budget);
-      return context ? { event, context } : undefined;
+      return answered(event, recall.recallBlock("session", chosen, options.budget), session);
     }
     const notes: string[] = [];
     let stored: string | undefined;
@@ -146,12 +187,17 @@ async function answer(app: CliApp, cmd: Command, event: HookEvent, cwd: string, 
     }
     const query = { query: event.prompt, ...scope, threshold: recall.RECALL_SEARCH_THRESHOLD, limit: recall.RECALL_LIMIT * 2, mode: "hybrid", explain: true };
     const { results } = await m.searchMemories(ctx as never, query);
-    const hits = results.filter((h) => h.id !== stored && recall.injectable(h) && recall.passesGate(h)).slice(0, recall.RECALL_LIMIT);
-    const context = recall.recallBlock("prompt", hits, options.budget, notes);
-    return context ? { event, context } : undefined;
+    const hits = results.filter((h) => h.id !== stored && !session.seen.has(h.id) && recall.injectable(h) && recall.passesGate(h)).slice(0, recall.RECALL_LIMIT);
+    return answered(event, recall.recallBlock("prompt", hits, options.budget, notes), session);
   } finally {
     if ("close" in ctx) await ctx.close();
   }
+}
+
+/** The answer for `context`, if any, with the memories it shows added to the session's list. */
+function answered(event: HookEvent, block: { text: string; ids: string[] } | undefined, session: ReturnType<typeof sessionList>): { event: HookEvent; context: string } | undefined {
+  session.add(block?.ids ?? []);
+  return block ? { event, context: block.text } : undefined;
 }
 
 /**
