@@ -109,7 +109,9 @@ export async function runHook(app: CliApp, cmd: Command, agentId: string, option
   try {
     const result = await Promise.race([work, limit]);
     if (result === "timeout") return logReason(app.io.env, agentId, eventName, `no answer within --timeout ${options.timeout} s`);
-    if (result) app.io.stdout.write(hookAnswer(result.event, result.context) + "\n");
+    // Only what is printed counts as shown in the session.
+    result.session.add(result.block?.ids ?? []);
+    if (result.block) app.io.stdout.write(hookAnswer(result.event, result.block.text) + "\n");
   } catch (err) {
     logReason(app.io.env, agentId, eventName, err instanceof Skip ? err.message : `failed: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
@@ -159,8 +161,14 @@ const memories = service("memories", () => import("../../core/memories.js"));
 
 type HookContext = CommandContext | RemoteContext;
 
-/** The context for the event, or undefined when there is nothing to say. */
-async function answer(app: CliApp, cmd: Command, event: HookEvent, cwd: string, options: HookOptions): Promise<{ event: HookEvent; context: string } | undefined> {
+interface Answer {
+  event: HookEvent;
+  /** The context for the event, or undefined when there is nothing to say. */
+  block: { text: string; ids: string[] } | undefined;
+  session: ReturnType<typeof sessionList>;
+}
+
+async function answer(app: CliApp, cmd: Command, event: HookEvent, cwd: string, options: HookOptions): Promise<Answer> {
   const recall = await import("../../core/recall.js");
   const project = projectOf(cwd);
   const scope = { userId: options.user, ...(project ? { project } : {}) };
@@ -175,7 +183,7 @@ async function answer(app: CliApp, cmd: Command, event: HookEvent, cwd: string, 
       ]);
       const seen = new Set<string>();
       const chosen = [...pinned.items, ...recent.items].filter((x) => !seen.has(x.id) && seen.add(x.id));
-      return answered(event, recall.recallBlock("session", chosen, options.budget), session);
+      return { event, block: recall.recallBlock("session", chosen, options.budget), session };
     }
     const notes: string[] = [];
     let stored: string | undefined;
@@ -188,16 +196,10 @@ async function answer(app: CliApp, cmd: Command, event: HookEvent, cwd: string, 
     const query = { query: event.prompt, ...scope, threshold: recall.RECALL_SEARCH_THRESHOLD, limit: recall.RECALL_LIMIT * 2, mode: "hybrid", explain: true };
     const { results } = await m.searchMemories(ctx as never, query);
     const hits = results.filter((h) => h.id !== stored && !session.seen.has(h.id) && recall.injectable(h) && recall.passesGate(h)).slice(0, recall.RECALL_LIMIT);
-    return answered(event, recall.recallBlock("prompt", hits, options.budget, notes), session);
+    return { event, block: recall.recallBlock("prompt", hits, options.budget, notes), session };
   } finally {
     if ("close" in ctx) await ctx.close();
   }
-}
-
-/** The answer for `context`, if any, with the memories it shows added to the session's list. */
-function answered(event: HookEvent, block: { text: string; ids: string[] } | undefined, session: ReturnType<typeof sessionList>): { event: HookEvent; context: string } | undefined {
-  session.add(block?.ids ?? []);
-  return block ? { event, context: block.text } : undefined;
 }
 
 /**
