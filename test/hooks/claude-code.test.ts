@@ -47,6 +47,11 @@ describe("mm hook claude-code", () => {
     expect(context).not.toMatch(/4321|hunter2|9999|MySQL/);
   }, 60_000);
 
+  it("ignores a flag it doesn't know, and a budget that isn't a positive number (the default then)", async () => {
+    const r = await hook(e, promptSubmit(e.project, "which port is the staging database on?"), ["--verbose", "--budget", "lots"]);
+    expect(contextOf(r, "UserPromptSubmit")).toContain("port 5433");
+  }, 60_000);
+
   it("answers nothing at all when no memory is relevant", async () => {
     const r = await hook(e, promptSubmit(e.project, "rename the variable tmp to buffer in parser.ts"));
     expect(r.code).toBe(0);
