@@ -21,6 +21,8 @@ export const RECALL_GATE = { score: 0.5, keyword: 0.25, wordsAlone: { keyword: 0
 export const RECALL_SEARCH_THRESHOLD = 0.05;
 /** At most this many memories for one prompt. */
 export const RECALL_LIMIT = 5;
+/** Whose memories a hook recalls and stores when it is given no user (issue #55). */
+export const DEFAULT_HOOK_USER = "me";
 /** The default budget of a hook's block, in tokens (estimated as characters / 4). */
 export const DEFAULT_BUDGET_TOKENS = 1000;
 /** The tag that keeps a memory out of every hook, whatever it scores. */
@@ -135,4 +137,42 @@ export function captureOf(prompt: string): string | undefined {
     if (note && note.length >= 3 && !note.endsWith("?")) return note;
   }
   return undefined;
+}
+
+/** What a hook is asked: a session's start, or a prompt (cli/hooks/agents.ts eventOf reads it from an agent's event). */
+export type RecallEvent = { kind: "session" } | { kind: "prompt"; prompt: string };
+
+/** The memory calls an answer makes: core/memories.ts itself (mm serve), or the CLI's services (a store or a server). */
+export interface RecallApi {
+  listMemories(ctx: never, query: Record<string, unknown>): Promise<{ items: Recalled[] }>;
+  createMemory(ctx: never, input: Record<string, unknown>): Promise<{ id: string; deduplicated?: boolean; supersedes?: string[] }>;
+  searchMemories(ctx: never, input: Record<string, unknown>): Promise<{ results: (Recalled & HitSignals)[] }>;
+}
+
+/**
+ * The block a hook adds for `event`, of `user`'s memories in `project` (and the global ones), none
+ * of those in `seen` (already shown in the agent's session): at a session's start the pinned and
+ * recent ones; for a prompt, the capture it asks for, then the memories that pass RECALL_GATE.
+ * Undefined when there is nothing to say. The one answer of the process hook (`mm hook`) and of
+ * the URL hook `mm serve` answers at `/hooks/<agent>`.
+ */
+export async function recallFor(api: RecallApi, ctx: unknown, event: RecallEvent, scope: { user: string; project?: string; budget: number }, seen: Set<string>): Promise<{ text: string; ids: string[] } | undefined> {
+  const c = ctx as never;
+  const where = { userId: scope.user, ...(scope.project ? { project: scope.project } : {}) };
+  if (event.kind === "session") {
+    const [pinned, recent] = await Promise.all([api.listMemories(c, { ...where, tags: [PINNED_TAG], limit: 100 }), api.listMemories(c, { ...where, limit: 50 })]);
+    const chosen = new Set<string>();
+    return recallBlock("session", [...pinned.items, ...recent.items].filter((x) => !chosen.has(x.id) && chosen.add(x.id)), scope.budget);
+  }
+  const notes: string[] = [];
+  let stored: string | undefined;
+  const note = captureOf(event.prompt);
+  if (note) {
+    const memory = await api.createMemory(c, { content: note, ...where });
+    stored = memory.id;
+    notes.push(storedNote(note, { id: memory.id, deduplicated: memory.deduplicated, replaced: memory.supersedes?.length, project: scope.project }));
+  }
+  const { results } = await api.searchMemories(c, { query: event.prompt, ...where, threshold: RECALL_SEARCH_THRESHOLD, limit: RECALL_LIMIT * 2, mode: "hybrid", explain: true });
+  const hits = results.filter((h) => h.id !== stored && !seen.has(h.id) && injectable(h) && passesGate(h)).slice(0, RECALL_LIMIT);
+  return recallBlock("prompt", hits, scope.budget, notes);
 }

@@ -5,6 +5,7 @@ import { errorDetail, forClient, MmError, toMmError, validationError } from "../
 import { isQuotaExceeded, type Ledger, type Usage } from "../limits/ledger.js";
 import type { Limiter, RateDecision } from "../limits/rate-limiter.js";
 import { mountConsole } from "../console/app.js";
+import { HOOK_ROUTE } from "./hooks.js";
 import { mountMcp } from "./mcp.js";
 import { buildOpenApi } from "./openapi.js";
 import { ROUTES, type Route } from "./routes.js";
@@ -78,6 +79,12 @@ export function createApp(deps: AppDeps): Hono<Env> {
   }
 
   mountMcp(app, deps, limitBody);
+  // The URL hook (http/hooks.ts): not /v1, but authenticated, limited and billed as a route is.
+  app.post(HOOK_ROUTE.path, limitBody, (c) => handle(c, HOOK_ROUTE, deps));
+  app.all(HOOK_ROUTE.path, (c) => {
+    c.header("Allow", "POST");
+    throw new MmError("METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}; use POST.`, { allowed: ["POST"] });
+  });
   mountConsole(app, deps);
 
   app.notFound((c) => c.json(new MmError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`).toBody(), 404));

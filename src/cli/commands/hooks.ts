@@ -7,9 +7,7 @@ import { shellQuote } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
 import { AGENT_IDS, AGENTS, agentNamed, type Agent } from "../hooks/agents.js";
 import { hookStatus, installHooks, settingsPath, uninstallHooks, type Scope } from "../hooks/settings.js";
-
-/** Whose memories a hook recalls when install is given no --user (issue #55). */
-const DEFAULT_USER = "me";
+import { DEFAULT_HOOK_USER as DEFAULT_USER } from "../../core/recall.js";
 
 /**
  * `mm hooks install | uninstall | status` change a coding agent's settings so that it runs
@@ -27,17 +25,20 @@ export function registerHooks(program: Command, app: CliApp): void {
     .argument("<agent>", AGENT_IDS.join(" | "))
     .option(...scopeOption)
     .option("-u, --user <userId>", `whose memories the hooks recall and store (default: ${DEFAULT_USER})`)
-    .addHelpText("after", "\nExamples:\n  mm hooks install claude-code --user me\n  mm hooks install claude-code --scope project")
-    .action(async (id: string, opts: { scope: string; user?: string }, cmd: Command) => {
+    .option("--url <server>", "claude-code only: call this running mm serve (an http hook, key from $MM_API_KEY) instead of starting mm for each event")
+    .addHelpText("after", "\nExamples:\n  mm hooks install claude-code --user me\n  mm hooks install claude-code --scope project\n  mm hooks install claude-code --url http://127.0.0.1:8080")
+    .action(async (id: string, opts: { scope: string; user?: string; url?: string }, cmd: Command) => {
       const agent = agentOf(id);
       const scope = scopeOf(opts.scope);
-      const command = hookCommand(app, cmd, agent, opts.user ?? DEFAULT_USER);
-      const body = installHooks(agent, scope, settingsPath(agent, scope, app.io.env, process.cwd()), command);
+      const user = opts.user ?? DEFAULT_USER;
+      const http = opts.url === undefined ? undefined : httpEntry(agent, opts.url, user);
+      const command = http ? String(http.url) : hookCommand(app, cmd, agent, user);
+      const body = installHooks(agent, scope, settingsPath(agent, scope, app.io.env, process.cwd()), command, http);
       await app.output.result(body, () =>
         [
           `${body.changed ? "Installed" : "Already installed:"} mm's hooks for ${agent.name} (${body.events.join(", ")}) in ${body.settings}.`,
           body.backup ? `The settings as they were before mm's hooks are kept in ${body.backup}.` : "There was no settings file; mm made one.",
-          `It runs: ${command}`,
+          http ? `It calls: ${command} (with the key in $MM_API_KEY, which the agent must have in its environment)` : `It runs: ${command}`,
         ].join("\n"),
       );
     });
@@ -100,6 +101,36 @@ function agentOf(id: string): Agent {
   if (agent) return agent;
   const message = `must be ${AGENT_IDS.join(" or ")} (the agents mm has hooks for), not "${id}"`;
   throw new MmError("VALIDATION_ERROR", `agent ${message}.`, { details: [{ field: "agent", message }] });
+}
+
+/**
+ * Claude Code's http hook entry for a running `mm serve` (http/hooks.ts): the event is POSTed to
+ * `/hooks/claude-code`, the key comes from the agent's environment ($MM_API_KEY, which Claude Code
+ * only puts in a header when the entry lists it in allowedEnvVars), never written in the settings.
+ */
+function httpEntry(agent: Agent, server: string, user: string): Record<string, unknown> {
+  if (agent.id !== "claude-code") {
+    const message = `is for claude-code only: ${agent.name} runs commands as its hooks`;
+    throw new MmError("VALIDATION_ERROR", `--url ${message}.`, { details: [{ field: "--url", message }] });
+  }
+  let url: URL;
+  try {
+    url = new URL(server);
+  } catch {
+    url = new URL("invalid:");
+  }
+  if (!/^https?:$/.test(url.protocol) || url.search || url.hash || url.username || url.password) {
+    const message = `must be a server's address, like http://127.0.0.1:8080 (got ${JSON.stringify(server.slice(0, 100))})`;
+    throw new MmError("VALIDATION_ERROR", `--url ${message}.`, { details: [{ field: "--url", message }] });
+  }
+  const base = url.href.replace(/\/+$/, "");
+  return {
+    type: "http",
+    url: `${base}/hooks/${agent.id}?userId=${encodeURIComponent(user)}`,
+    headers: { Authorization: "Bearer $MM_API_KEY" },
+    allowedEnvVars: ["MM_API_KEY"],
+    timeout: 5,
+  };
 }
 
 function scopeOf(scope: string): Scope {

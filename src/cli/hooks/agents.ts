@@ -60,7 +60,11 @@ export function eventOf(agent: Agent, payload: Record<string, unknown>): HookEve
   return undefined;
 }
 
-/** What both agents read from a hook's stdout on exit 0: context added for the model. */
+/** What both agents read from a hook's stdout on exit 0 (or an http hook's answer): context added for the model. */
+export function hookOutput(event: HookEvent, context: string): { hookSpecificOutput: { hookEventName: string; additionalContext: string } } {
+  return { hookSpecificOutput: { hookEventName: event.name, additionalContext: context } };
+}
+
 export function hookAnswer(event: HookEvent, context: string): string {
-  return JSON.stringify({ hookSpecificOutput: { hookEventName: event.name, additionalContext: context } });
+  return JSON.stringify(hookOutput(event, context));
 }

@@ -169,34 +169,12 @@ interface Answer {
 }
 
 async function answer(app: CliApp, cmd: Command, event: HookEvent, cwd: string, options: HookOptions): Promise<Answer> {
-  const recall = await import("../../core/recall.js");
-  const project = projectOf(cwd);
-  const scope = { userId: options.user, ...(project ? { project } : {}) };
+  const { recallFor } = await import("../../core/recall.js");
   const session = sessionList(app.io.env, event);
   const ctx = await openHookContext(app, cmd);
   try {
-    const m = await memories();
-    if (event.kind === "session") {
-      const [pinned, recent] = await Promise.all([
-        m.listMemories(ctx as never, { ...scope, tags: [recall.PINNED_TAG], limit: 100 }),
-        m.listMemories(ctx as never, { ...scope, limit: 50 }),
-      ]);
-      const seen = new Set<string>();
-      const chosen = [...pinned.items, ...recent.items].filter((x) => !seen.has(x.id) && seen.add(x.id));
-      return { event, block: recall.recallBlock("session", chosen, options.budget), session };
-    }
-    const notes: string[] = [];
-    let stored: string | undefined;
-    const note = recall.captureOf(event.prompt);
-    if (note) {
-      const memory = await m.createMemory(ctx as never, { content: note, ...scope });
-      stored = memory.id;
-      notes.push(recall.storedNote(note, { id: memory.id, deduplicated: memory.deduplicated, replaced: memory.supersedes?.length, project }));
-    }
-    const query = { query: event.prompt, ...scope, threshold: recall.RECALL_SEARCH_THRESHOLD, limit: recall.RECALL_LIMIT * 2, mode: "hybrid", explain: true };
-    const { results } = await m.searchMemories(ctx as never, query);
-    const hits = results.filter((h) => h.id !== stored && !session.seen.has(h.id) && recall.injectable(h) && recall.passesGate(h)).slice(0, recall.RECALL_LIMIT);
-    return { event, block: recall.recallBlock("prompt", hits, options.budget, notes), session };
+    const block = await recallFor(await memories(), ctx, event, { user: options.user, project: projectOf(cwd), budget: options.budget }, session.seen);
+    return { event, block, session };
   } finally {
     if ("close" in ctx) await ctx.close();
   }

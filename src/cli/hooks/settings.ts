@@ -26,14 +26,25 @@ export function backupPath(path: string): string {
 }
 
 type Json = Record<string, unknown>;
+interface Entry {
+  type?: unknown;
+  command?: unknown;
+  url?: unknown;
+}
 interface Group {
   matcher?: string;
-  hooks?: { command?: unknown }[];
+  hooks?: Entry[];
 }
 
 /** Whether an entry's command is mm's hook for this agent, however mm was run when it was written. */
 export function isMmCommand(command: unknown, agent: Agent): boolean {
   return typeof command === "string" && new RegExp(`(?:^|[\\s'"/])mm(?:\\.js)?['"]?\\s(?:.*\\s)?hook ${agent.id}(?:\\s|$)`).test(command);
+}
+
+/** Whether an entry is mm's: its command runs `mm … hook <agent>`, or it calls a `mm serve`'s `/hooks/<agent>` (an http hook). */
+function isMm(entry: Entry | undefined, agent: Agent): boolean {
+  if (entry?.type === "http") return typeof entry.url === "string" && new RegExp(`/hooks/${agent.id}(?:[?#]|$)`).test(entry.url);
+  return isMmCommand(entry?.command, agent);
 }
 
 interface Read {
@@ -75,8 +86,8 @@ function withoutMm(data: Json, agent: Agent): Json {
     const groups = hooks[event] as Group[] | undefined;
     if (!groups) continue;
     const kept = groups.flatMap((g) => {
-      if (!g || !Array.isArray(g.hooks) || !g.hooks.some((h) => isMmCommand(h?.command, agent))) return [g];
-      const rest = g.hooks.filter((h) => !isMmCommand(h?.command, agent));
+      if (!g || !Array.isArray(g.hooks) || !g.hooks.some((h) => isMm(h, agent))) return [g];
+      const rest = g.hooks.filter((h) => !isMm(h, agent));
       return rest.length ? [{ ...g, hooks: rest }] : [];
     });
     if (kept.length === groups.length && kept.every((g, i) => g === groups[i])) continue;
@@ -87,13 +98,13 @@ function withoutMm(data: Json, agent: Agent): Json {
   return out;
 }
 
-/** mm's commands in the settings, by event. */
+/** mm's commands (or, for http hooks, URLs) in the settings, by event. */
 function mmEntries(data: Json, agent: Agent): Record<string, string> {
   const found: Record<string, string> = {};
   for (const event of Object.values(agent.events)) {
     for (const g of ((data.hooks as Json | undefined)?.[event] as Group[] | undefined) ?? []) {
-      const h = (Array.isArray(g?.hooks) ? g.hooks : []).find((x) => isMmCommand(x?.command, agent));
-      if (h) found[event] = h.command as string;
+      const h = (Array.isArray(g?.hooks) ? g.hooks : []).find((x) => isMm(x, agent));
+      if (h) found[event] = String(h.type === "http" ? h.url : h.command);
     }
   }
   return found;
@@ -127,15 +138,15 @@ export interface InstallResult {
 
 /**
  * Adds mm's hook for each of the agent's events, after any entry already there. Idempotent: mm's
- * old entries (any command of `mm … hook <agent>`) are replaced, never added to. The backup is the
+ * old entries (any command of `mm … hook <agent>`, any http hook of `/hooks/<agent>`) are replaced, never added to. The backup is the
  * settings as they were before mm's first entry, and stays that while mm's entries are there.
  */
-export function installHooks(agent: Agent, scope: Scope, path: string, command: string): InstallResult {
+export function installHooks(agent: Agent, scope: Scope, path: string, command: string, entry: Record<string, unknown> = agent.entry(command)): InstallResult {
   const read = readSettings(path, agent);
   const clean = withoutMm(read.data, agent);
   const next = structuredClone(clean);
   const hooks = ((next.hooks as Json | undefined) ?? (next.hooks = {})) as Json;
-  for (const event of Object.values(agent.events)) hooks[event] = [...((hooks[event] as Group[] | undefined) ?? []), { hooks: [agent.entry(command)] }];
+  for (const event of Object.values(agent.events)) hooks[event] = [...((hooks[event] as Group[] | undefined) ?? []), { hooks: [entry] }];
   const text = serialise(next, read.text);
   const backup = read.text === undefined ? null : backupPath(path);
   if (backup && Object.keys(mmEntries(read.data, agent)).length === 0) writeFileSync(backup, read.text!);
