@@ -143,7 +143,7 @@ const linkError = (path: string) =>
 // ---- export -------------------------------------------------------------------------------
 
 export interface MarkdownExportOptions {
-  /** Only this user's memories (and the entities they link to); files of other users are left alone. */
+  /** Only this user's memories; files of other users are left alone. The graph is written whole: its files are every user's. */
   userId?: string;
 }
 
@@ -165,7 +165,7 @@ export async function exportMarkdown(ctx: Context, dir: string, options: Markdow
   const memories: Rec[] = [];
   const entities: Rec[] = [];
   const relations: Rec[] = [];
-  const counts = await exportRecords(ctx, { userId: options.userId, pageSize: 2000 }, (r: ExportRecord) => {
+  const counts = await exportRecords(ctx, { userId: options.userId, wholeGraph: true, pageSize: 2000 }, (r: ExportRecord) => {
     if (!("kind" in r)) return;
     (r.kind === "memory" ? memories : r.kind === "entity" ? entities : relations).push(r);
   });
@@ -455,7 +455,8 @@ export async function importMarkdown(ctx: Context, dir: string, options: Markdow
   }
   const deletions: { kind: Kind; id: string }[] = [];
   if (options.deleteMissing) {
-    const users = new Set(files.filter((r) => r.kind === "memory").map((r) => r.file.split("/")[1]));
+    // Only users whose folder is there: a folder exported with --user deletes nobody else's memories.
+    const users = new Set((await readdir(join(root, "memories"), { withFileTypes: true }).catch(() => [])).filter((d) => d.isDirectory()).map((d) => d.name));
     for (const [id, m] of store.memory) if (!byId.has(id) && users.has(userFolder(String(m.userId)))) deletions.push({ kind: "memory", id });
     const entityFiles = new Set(files.filter((r) => r.kind === "entity").map((r) => r.value.id));
     for (const [id, rel] of store.relation) if (!byId.has(id) && entityFiles.has(rel.sourceId)) deletions.push({ kind: "relation", id });

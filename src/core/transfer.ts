@@ -38,6 +38,8 @@ export interface ExportOptions {
   vectors?: boolean;
   /** Memories read per store query (keyset pages). */
   pageSize?: number;
+  /** With userId: the account's whole graph instead of the part the user's memories link to (Markdown, whose entity files the users share). */
+  wholeGraph?: boolean;
 }
 
 export interface TransferCounts {
@@ -84,7 +86,7 @@ export async function exportRecords(ctx: Context, options: ExportOptions, emit: 
   for (const accountId of accountIds) {
     const tag = options.allAccounts ? { accountId } : {};
     const scoped: Context = { ...ctx, accountId };
-    const graph = await scopedGraph(scoped, options.userId);
+    const graph = await scopedGraph(scoped, options.wholeGraph ? undefined : options.userId);
     const entityIds = new Set(graph.entities.map((e) => e.id));
     for (const e of graph.entities) {
       await emit({ kind: "entity", ...tag, ...toEntity(e) });

@@ -68,3 +68,63 @@ describe("mm export --format markdown", () => {
     expect(again.stderr).toMatch(/0 files written, 6 files unchanged, 0 files removed/);
   });
 });
+
+const used = async (store: string) => JSON.parse((await runCli(store, ["usage"])).stdout).used as number;
+const memoryCount = async (store: string) => lines((await runCli(store, ["export"])).stdout).filter((r) => r.kind === "memory").length;
+
+describe("mm import --format markdown on a store that has the records", () => {
+  it("applies an edited body through the ordinary update (history keeps the old text), creates a file without an id and gives it one, deletes only with --delete-missing, and bills each change once", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "s");
+    const md = join(dir, "md");
+    const { paris, berlin } = await small(store);
+    ok(await runCli(store, ["export", "--format", "markdown", md]));
+    const files = await tree(md);
+    const [adaPath, adaText] = [...files].find(([p]) => p.startsWith("memories/ada/ada-wrote"))!;
+    await writeFile(join(md, adaPath), adaText.replace("Ada wrote the first program 🧮", "Ada wrote the first published program").replace("  - history\n", "  - history\n  - computing\n"));
+    await writeFile(join(md, "memories/ada/new-note.md"), "Ada's notes on Menabrea ran to three times his paper\n");
+    const gone = [...files.keys()].find((p) => p.includes("escape/"))!;
+    await rm(join(md, gone));
+
+    const before = await used(store);
+    const plan = await runCli(store, ["import", "--format", "markdown", md, "--dry-run"]);
+    ok(plan);
+    expect(lines(plan.stdout).map((c) => `${c.action} ${c.kind} ${c.file}`).sort()).toEqual([`create memory memories/ada/new-note.md`, `update memory ${adaPath}`]);
+    expect(plan.stderr).toMatch(/Dry run, nothing changed: would create 1, update 1, delete 0; 5 unchanged/);
+    expect(await memoryCount(store)).toBe(4);
+    expect(await used(store)).toBe(before);
+
+    const applied = await runCli(store, ["import", "--format", "markdown", md]);
+    ok(applied);
+    expect(lines(applied.stdout).find((c) => c.action === "update")).toMatchObject({ fields: ["content", "tags"] });
+    expect(await used(store)).toBe(before + 2);
+    const id = lines(applied.stdout).find((c) => c.action === "update").id;
+    const history = JSON.parse((await runCli(store, ["memories", "history", id])).stdout);
+    expect(JSON.stringify(history)).toContain("Ada wrote the first program 🧮");
+    expect(JSON.parse((await runCli(store, ["memories", "get", id])).stdout)).toMatchObject({ content: "Ada wrote the first published program", tags: ["history", "computing"] });
+    const created = lines(applied.stdout).find((c) => c.action === "create").id as string;
+    expect(await readFile(join(md, "memories/ada/new-note.md"), "utf8")).toMatch(new RegExp(`^---\\nid: ${created}\\nuserId: ada\\n`));
+    expect(await memoryCount(store)).toBe(5);
+
+    // Applied: a second import changes nothing, and a re-export keeps the new file's name.
+    const again = await runCli(store, ["import", "--format", "markdown", md]);
+    expect(again.stderr).toMatch(/Created 0, updated 0, deleted 0; 7 unchanged/);
+    ok(await runCli(store, ["export", "--format", "markdown", md, "--user", "ada"]));
+    expect((await tree(md)).has("memories/ada/new-note.md")).toBe(true);
+
+    // The missing file's memory goes only when asked, billed as one delete.
+    const before2 = await used(store);
+    const deleted = await runCli(store, ["import", "--format", "markdown", md, "--delete-missing"]);
+    ok(deleted);
+    expect(lines(deleted.stdout)).toEqual([{ action: "delete", kind: "memory", id: expect.stringMatching(/^mem_/) }]);
+    expect(await memoryCount(store)).toBe(4);
+    expect(await used(store)).toBe(before2 + 1);
+
+    // supersededBy edited away: the memory is restored (current again).
+    const parisPath = [...(await tree(md))].find(([, t]) => t.includes(`id: ${paris}`))!;
+    await writeFile(join(md, parisPath[0]), parisPath[1].replace(/supersededBy: .*\n|supersededAt: .*\n/g, ""));
+    ok(await runCli(store, ["import", "--format", "markdown", md]));
+    expect(JSON.parse((await runCli(store, ["memories", "get", paris])).stdout).supersededBy).toBeUndefined();
+    expect(berlin).toMatch(/^mem_/);
+  });
+});
