@@ -128,3 +128,65 @@ describe("mm import --format markdown on a store that has the records", () => {
     expect(berlin).toMatch(/^mem_/);
   });
 });
+
+describe("bad folders", () => {
+  it("refuses each bad file by name before writing anything: not YAML, a YAML bomb, 50 MB, `..` in a name, a symlink out, another account's id, a link to a missing entity", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "s");
+    await small(store);
+    ok(await runCli(store, ["accounts", "create", "acme"]));
+    const theirs = JSON.parse((await runCli(store, ["--account", "acme", "memories", "add", "Acme's own memory", "--user", "ada"])).stdout).id as string;
+    const outside = join(dir, "outside.md");
+    await writeFile(outside, "---\nuserId: ada\n---\nsecret from outside\n");
+    const snapshot = async () => lines((await runCli(store, ["export"])).stdout).slice(1);
+    const before = await snapshot();
+
+    const bomb = ["---", 'a: &a ["lol","lol"]', "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]", "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]", "d: [*c,*c,*c,*c,*c,*c,*c,*c,*c]", "---", "boom", ""].join("\n");
+    const cases: [string, (md: string) => Promise<void>, RegExp][] = [
+      ["not YAML", (md) => writeFile(join(md, "memories/ada/bad.md"), "---\ntags: [unclosed\n---\nbody\n"), /memories\/ada\/bad\.md.*flow value/],
+      ["no colon", (md) => writeFile(join(md, "memories/ada/bad.md"), "---\nid mem_x\n---\nbody\n"), /memories\/ada\/bad\.md, line 2: not YAML/],
+      ["YAML bomb", (md) => writeFile(join(md, "memories/ada/bomb.md"), bomb), /memories\/ada\/bomb\.md, line 2: YAML anchors and aliases/],
+      ["50 MB", (md) => writeFile(join(md, "memories/ada/huge.md"), Buffer.alloc(50 * 1024 * 1024, 0x61)), /memories\/ada\/huge\.md is 50\.0 MiB/],
+      ["`..` in a name", (md) => writeFile(join(md, "memories/ada/x..md"), "hello\n"), /memories\/ada\/x\.\.md.*`\.\.`/],
+      ["a symlinked file", (md) => symlink(outside, join(md, "memories/ada/link.md")), /memories\/ada\/link\.md is a symbolic link/],
+      ["a symlinked folder", (md) => symlink(dir, join(md, "memories/eve")), /memories\/eve is a symbolic link/],
+      ["another account's id", (md) => writeFile(join(md, "memories/ada/theirs.md"), `---\nid: ${theirs}\nuserId: ada\ncreatedAt: "2026-01-01T00:00:00.000Z"\nupdatedAt: "2026-01-01T00:00:00.000Z"\n---\nmine now\n`), /memories\/ada\/theirs\.md: the id .* belongs to another account/],
+      ["a missing entity", (md) => writeFile(join(md, "memories/ada/link.md"), "---\nentityIds:\n  - ent_00000000000000000000000000\n---\nlinked\n"), /memories\/ada\/link\.md: links to entity ent_0+, which is neither/],
+      ["an unknown field", (md) => writeFile(join(md, "memories/ada/odd.md"), "---\ncolour: blue\n---\nodd\n"), /memories\/ada\/odd\.md.*colour/],
+    ];
+    for (const [name, mutate, message] of cases) {
+      const md = join(dir, `md-${name.replace(/\W+/g, "-")}`);
+      ok(await runCli(store, ["export", "--format", "markdown", md]));
+      // A good new file and a good edit beside the bad one: neither may be applied.
+      await writeFile(join(md, "memories/ada/good-new.md"), "A good new memory\n");
+      const [path, text] = [...(await tree(md))].find(([p]) => p.includes("i-moved-to-berlin"))!;
+      await writeFile(join(md, path), text.replace("I moved to Berlin", "I moved to Hamburg"));
+      await mutate(md);
+      const r = await runCli(store, ["import", "--format", "markdown", md]);
+      expect(r.code, `${name}: ${r.stderr}`).not.toBe(0);
+      expect(r.stderr, name).toMatch(message);
+      expect(await snapshot(), name).toEqual(before);
+      expect(await readFile(join(md, "memories/ada/good-new.md"), "utf8"), name).toBe("A good new memory\n");
+    }
+    expect(await readFile(outside, "utf8")).toBe("---\nuserId: ada\n---\nsecret from outside\n");
+  }, 120_000);
+
+  it("never writes through a symbolic link: an export into a folder whose user folder links out is refused, and the place it points to stays as it was", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "s");
+    await small(store);
+    const md = join(dir, "md");
+    const elsewhere = join(dir, "elsewhere");
+    await mkdir(join(md, "memories"), { recursive: true });
+    await mkdir(elsewhere);
+    await symlink(elsewhere, join(md, "memories/ada"));
+    const r = await runCli(store, ["export", "--format", "markdown", md]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/memories\/ada is a symbolic link/);
+    expect(await readdir(elsewhere)).toEqual([]);
+    expect((await lstat(join(md, "memories/ada"))).isSymbolicLink()).toBe(true);
+    // Nothing was written: every path is checked before the first write.
+    expect((await readdir(join(md, "memories"))).sort()).toEqual(["ada"]);
+    expect(await readdir(md).then((d) => d.sort())).toEqual(["memories"]);
+  });
+});
