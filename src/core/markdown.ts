@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Dirent } from "node:fs";
-import { lstat, mkdir, readdir, readFile, realpath, rename, unlink, writeFile } from "node:fs/promises";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, unlinkSync, writeFileSync, type Dirent } from "node:fs";
 import { join } from "node:path";
 import { MmError, toMmError, validationError } from "../errors.js";
 import { parseCreateEntity } from "../schemas/entity.js";
@@ -101,12 +100,12 @@ interface FoundFile {
  * editors' swap files), without following any symbolic link: a link is listed as one, for the
  * caller to refuse.
  */
-async function walk(root: string): Promise<FoundFile[]> {
+function walk(root: string): FoundFile[] {
   const out: FoundFile[] = [];
-  const visit = async (rel: string, depth: number): Promise<void> => {
+  const visit = (rel: string, depth: number): void => {
     let entries: Dirent[];
     try {
-      entries = await readdir(join(root, rel), { withFileTypes: true });
+      entries = readdirSync(join(root, rel), { withFileTypes: true });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
       throw err;
@@ -115,22 +114,33 @@ async function walk(root: string): Promise<FoundFile[]> {
       if (d.name.startsWith(".")) continue;
       const path = `${rel}/${d.name}`;
       if (d.isSymbolicLink()) out.push({ path, size: 0, symlink: true });
-      else if (d.isDirectory() && depth > 0) await visit(path, depth - 1);
-      else if (d.isFile() && d.name.endsWith(".md")) out.push({ path, size: (await lstat(join(root, path))).size, symlink: false });
+      else if (d.isDirectory() && depth > 0) visit(path, depth - 1);
+      else if (d.isFile() && d.name.endsWith(".md")) out.push({ path, size: lstatSync(join(root, path)).size, symlink: false });
     }
   };
-  await visit("memories", 2);
-  await visit("entities", 0);
+  visit("memories", 2);
+  visit("entities", 0);
   return out;
 }
 
+/** The folders in `rel` (none when it is missing). */
+function walkDirs(root: string, rel: string): string[] {
+  try {
+    return readdirSync(join(root, rel), { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
+  } catch {
+    return [];
+  }
+}
+
 /** Refuses a symbolic link on the way to `path` (relative to `root`, whose own path may be a link): mm never writes through one. */
-async function assertNoLinks(root: string, path: string, checked: Set<string>): Promise<void> {
+function assertNoLinks(root: string, path: string, checked: Set<string>): void {
   const parts = path.split("/");
   for (let i = 1; i <= parts.length; i++) {
     const sub = parts.slice(0, i).join("/");
     if (checked.has(sub)) continue;
-    const st = await lstat(join(root, sub)).catch(() => undefined);
+    const st = lstatSync(join(root, sub), { throwIfNoEntry: false });
     if (st?.isSymbolicLink()) throw linkError(sub);
     if (st && i < parts.length && !st.isDirectory()) throw validationError(sub, "is a file where mm keeps a folder");
     if (st) checked.add(sub);
@@ -169,15 +179,16 @@ export async function exportMarkdown(ctx: Context, dir: string, options: Markdow
     if (!("kind" in r)) return;
     (r.kind === "memory" ? memories : r.kind === "entity" ? entities : relations).push(r);
   });
-  await mkdir(dir, { recursive: true });
-  const root = await realpath(dir);
+  mkdirSync(dir, { recursive: true });
+  const root = realpathSync(dir);
 
-  const found = await walk(root);
+  // Synchronous file calls: ten thousand small files cost a thread-pool round trip per call otherwise.
+  const found = walk(root);
   const existing = new Map<string, { path: string; text: string }>(); // by id
   const occupied = new Map<string, string | null>(); // path → its mm id, or null
   const links = new Set(found.filter((f) => f.symlink).map((f) => f.path));
   for (const f of found.filter((f) => !f.symlink)) {
-    const text = f.size <= MAX_MARKDOWN_FILE_BYTES ? await readFile(join(root, f.path), "utf8") : "";
+    const text = f.size <= MAX_MARKDOWN_FILE_BYTES ? readFileSync(join(root, f.path), "utf8") : "";
     const id = /^---\r?\nid: ((?:mem|ent)_[0-9A-Z]{24})\r?\n/.exec(text)?.[1] ?? null;
     occupied.set(f.path, id);
     if (id) existing.set(id, { path: f.path, text });
@@ -222,22 +233,26 @@ export async function exportMarkdown(ctx: Context, dir: string, options: Markdow
       unchanged++;
       continue;
     }
-    await assertNoLinks(root, path, checked);
+    assertNoLinks(root, path.slice(0, path.lastIndexOf("/")), checked);
     writes.push([path, text]);
   }
+  const made = new Set<string>();
   for (const [path, text] of writes) {
     const abs = join(root, path);
     if (occupied.has(path)) {
       // Replaced whole (a temporary file renamed over it), so a crash leaves the old file or the new one.
       const tmp = join(root, path.replace(/[^/]*$/, (name) => `.${name}.mm-tmp`));
-      await writeFile(tmp, text);
-      await rename(tmp, abs);
+      writeFileSync(tmp, text);
+      renameSync(tmp, abs);
     } else {
-      await mkdir(join(abs, ".."), { recursive: true });
-      await writeFile(abs, text, { flag: "wx" });
+      const folder = path.slice(0, path.lastIndexOf("/"));
+      if (!made.has(folder)) mkdirSync(join(root, folder), { recursive: true });
+      made.add(folder);
+      // "wx": never through a link (nor over a file) that appeared since the check.
+      writeFileSync(abs, text, { flag: "wx" });
     }
   }
-  for (const path of gone) await unlink(join(root, path));
+  for (const path of gone) unlinkSync(join(root, path));
   return { ...counts, written: writes.length, unchanged, removed: gone.length };
 }
 
@@ -350,15 +365,15 @@ function entityRecords(file: string, fields: Record<string, FrontValue> | null):
 }
 
 /** Every file of the folder, read and checked; the first bad one stops everything, before any write. */
-async function readFolder(root: string): Promise<FileRecord[]> {
+function readFolder(root: string): FileRecord[] {
   const out: FileRecord[] = [];
-  for (const f of await walk(root)) {
+  for (const f of walk(root)) {
     if (f.symlink) throw linkError(f.path);
     if (f.path.includes("..")) throw validationError(f.path, "has `..` in its name; rename it");
     if (f.size > MAX_MARKDOWN_FILE_BYTES) {
       throw new MmError("VALIDATION_ERROR", `${f.path} is ${(f.size / 1048576).toFixed(1)} MiB; a memory's or an entity's file is at most ${MAX_MARKDOWN_FILE_BYTES / 1048576} MiB.`, { details: [{ field: f.path, message: "too large" }] });
     }
-    const text = await readFile(join(root, f.path), "utf8");
+    const text = readFileSync(join(root, f.path), "utf8");
     try {
       const { fields, body } = parseMarkdownFile(text, f.path);
       const depth = f.path.split("/").length;
@@ -389,12 +404,12 @@ const same = (a: unknown, b: unknown) => {
 export async function importMarkdown(ctx: Context, dir: string, options: MarkdownImportOptions = {}): Promise<MarkdownImportResult> {
   let root: string;
   try {
-    root = await realpath(dir);
-    if (!(await lstat(root)).isDirectory()) throw new Error("not a folder");
+    root = realpathSync(dir);
+    if (!lstatSync(root).isDirectory()) throw new Error("not a folder");
   } catch {
     throw validationError("dir", `${dir} is not a folder; give the folder mm export --format markdown wrote`);
   }
-  const files = await readFolder(root);
+  const files = readFolder(root);
 
   // The store's side, in export shape.
   const store = { memory: new Map<string, Rec>(), entity: new Map<string, Rec>(), relation: new Map<string, Rec>() };
@@ -456,7 +471,7 @@ export async function importMarkdown(ctx: Context, dir: string, options: Markdow
   const deletions: { kind: Kind; id: string }[] = [];
   if (options.deleteMissing) {
     // Only users whose folder is there: a folder exported with --user deletes nobody else's memories.
-    const users = new Set((await readdir(join(root, "memories"), { withFileTypes: true }).catch(() => [])).filter((d) => d.isDirectory()).map((d) => d.name));
+    const users = new Set(walkDirs(root, "memories"));
     for (const [id, m] of store.memory) if (!byId.has(id) && users.has(userFolder(String(m.userId)))) deletions.push({ kind: "memory", id });
     const entityFiles = new Set(files.filter((r) => r.kind === "entity").map((r) => r.value.id));
     for (const [id, rel] of store.relation) if (!byId.has(id) && entityFiles.has(rel.sourceId)) deletions.push({ kind: "relation", id });
@@ -556,7 +571,7 @@ async function applyPlan(
     setId(changes, r, created.id);
     if (!created.deduplicated) {
       const { deduplicated: _d, supersedes, ...m } = created;
-      await writeFile(join(root, r.file), memoryText(m as Rec, supersedes));
+      writeFileSync(join(root, r.file), memoryText(m as Rec, supersedes));
     }
   }
   for (const d of deletions) {

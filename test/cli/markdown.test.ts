@@ -190,3 +190,87 @@ describe("bad folders", () => {
     expect(await readdir(md).then((d) => d.sort())).toEqual(["memories"]);
   });
 });
+
+/** `count` memories of five users with unicode, tags, metadata and links, 1 in 100 replacing an earlier one; two entities and a relation. */
+async function large(store: string, count: number): Promise<void> {
+  const id = async (args: string[]) => JSON.parse((await runCli(store, args)).stdout).id as string;
+  const ada = await id(["entities", "create", "Zoë Ada Lövelace 🧮", "--type", "PERSON", "--description", "line one\nline two \"quoted\"", "--metadata", '{"born":1815,"nested":{"x":null}}']);
+  const bob = await id(["entities", "create", "Bob", "--type", "PERSON"]);
+  ok(await runCli(store, ["relations", "create", "--source", ada, "--target", bob, "--type", "KNOWS", "--metadata", '{"since":"1833"}']));
+  const ctx = await openContext({ storeDir: store, embedder: createTestEmbedder() });
+  const line = (i: number, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      content: i % 3 === 0 ? `mémoire ${i}: 日本語, emoji 🎉, tab\there, "quotes", --- and \\ backslash\nsecond line` : `memory number ${i} about topic ${i % 17}`,
+      userId: `user-${i % 5}`,
+      ...(i % 2 ? { agentId: "agent-1" } : {}),
+      ...(i % 4 === 0 ? { tags: ["t1", `t${i % 7}`] } : {}),
+      ...(i % 5 === 0 ? { metadata: { i, float: i / 7, unicode: "ü→🚀", list: [1, "two", null] } } : {}),
+      ...(i % 10 === 0 ? { entityIds: i % 20 === 0 ? [ada, bob] : [ada] } : {}),
+      dedupe: false,
+      autoSupersede: false,
+      ...extra,
+    });
+  const replacing = Math.floor(count / 100);
+  const ids: string[] = [];
+  const first = await addMemoriesFromLines(ctx, Array.from({ length: count - replacing }, (_, i) => line(i)), { batchSize: 2000, onResult: (r) => void ids.push(r.memory!.id) });
+  // Each replaces a memory of its own user (i and i + 5 share one).
+  const second = await addMemoriesFromLines(ctx, Array.from({ length: replacing }, (_, k) => line(count - replacing + k, { content: `replacement ${k}`, userId: `user-${(k * 5) % 5}`, supersedes: [ids[k * 5]] })), { batchSize: 2000 });
+  await ctx.close();
+  expect(first.failed + second.failed).toBe(0);
+}
+
+describe("10,000 memories", () => {
+  it("round-trip through Markdown byte for byte, and a second export into the same folder writes nothing", async () => {
+    const dir = await tempDir();
+    const [a, b] = [join(dir, "a"), join(dir, "b")];
+    await large(a, 10_000);
+    let t = performance.now();
+    ok(await runCli(a, ["export", "--format", "markdown", join(dir, "md1")]));
+    const mdExport = performance.now() - t;
+    t = performance.now();
+    const imported = await runCli(b, ["import", "--format", "markdown", join(dir, "md1")]);
+    const mdImport = performance.now() - t;
+    ok(imported);
+    expect(imported.stderr).toMatch(/Created 10,003, updated 0, deleted 0; 0 unchanged/);
+    ok(await runCli(b, ["export", "--format", "markdown", join(dir, "md2")]));
+    const [one, two] = [await tree(join(dir, "md1")), await tree(join(dir, "md2"))];
+    expect(one.size).toBe(10_002);
+    expect([...one.values()].filter((t) => t.includes("\nsupersededBy: ")).length).toBe(100);
+    expect(two).toEqual(one);
+    const again = await runCli(b, ["export", "--format", "markdown", join(dir, "md1")]);
+    expect(again.stderr).toMatch(/0 files written, 10,002 files unchanged, 0 files removed/);
+    const reimport = await runCli(b, ["import", "--format", "markdown", join(dir, "md1")]);
+    expect(reimport.stderr).toMatch(/Created 0, updated 0, deleted 0; 10,003 unchanged/);
+
+    t = performance.now();
+    ok(await runCli(a, ["export", "-o", join(dir, "a.jsonl")]));
+    const jsonExport = performance.now() - t;
+    t = performance.now();
+    ok(await runCli(join(dir, "c"), ["import", join(dir, "a.jsonl"), "--batch-size", "1000"]));
+    const jsonImport = performance.now() - t;
+    console.log(`10,000 memories: Markdown export ${Math.round(mdExport)} ms, import ${Math.round(mdImport)} ms; JSON Lines export ${Math.round(jsonExport)} ms, import ${Math.round(jsonImport)} ms`);
+  }, 600_000);
+});
+
+describe("a concurrent writer", () => {
+  it("loses nothing: memories added while an import of 2,000 files runs are all there, and so are the 2,000", async () => {
+    const dir = await tempDir();
+    const [a, b] = [join(dir, "a"), join(dir, "b")];
+    await large(a, 2000);
+    ok(await runCli(a, ["export", "--format", "markdown", join(dir, "md")]));
+    ok(await runCli(b, ["memories", "add", "the store exists", "--user", "zed"]));
+    const importing = runCli(b, ["import", "--format", "markdown", join(dir, "md"), "--batch-size", "200"]);
+    const added: string[] = [];
+    let done = false;
+    void importing.then(() => (done = true));
+    for (let i = 0; i < 40 && (!done || i < 5); i++) {
+      const r = await runCli(b, ["memories", "add", `concurrent note ${i}`, "--user", "zed", "--no-dedupe"]);
+      ok(r);
+      added.push(JSON.parse(r.stdout).id);
+    }
+    ok(await importing);
+    const stored = new Set(lines((await runCli(b, ["export"])).stdout).filter((r) => r.kind === "memory").map((r) => r.id));
+    expect(stored.size).toBe(2000 + 1 + added.length);
+    for (const id of added) expect(stored.has(id)).toBe(true);
+  }, 300_000);
+});
