@@ -384,6 +384,8 @@ export interface operations {
                     [key: string]: string | number | boolean;
                 };
                 entityId?: string;
+                project?: string;
+                projectOnly?: boolean | ("true" | "false");
                 page?: number | string;
                 limit?: number | string;
             };
@@ -406,6 +408,8 @@ export interface operations {
                             userId: string;
                             agentId?: string;
                             tags?: string[];
+                            /** @description extension: the project the memory belongs to; absent for a global memory */
+                            project?: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             createdAt: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
@@ -454,6 +458,7 @@ export interface operations {
                         [key: string]: unknown;
                     };
                     entityIds?: string[];
+                    project?: string;
                     supersedes?: string[];
                     dedupe?: boolean;
                     autoSupersede?: boolean;
@@ -478,6 +483,8 @@ export interface operations {
                         };
                         /** @description extension: linked entities, present only when the memory has links */
                         entityIds?: string[];
+                        /** @description extension: the project the memory belongs to; absent for a global memory */
+                        project?: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
@@ -528,6 +535,8 @@ export interface operations {
                         [key: string]: string | number | boolean;
                     };
                     entityId?: string;
+                    project?: string;
+                    projectOnly?: boolean;
                     limit?: number;
                     /** @default 0.5 */
                     threshold?: number;
@@ -557,6 +566,8 @@ export interface operations {
                             userId: string;
                             agentId?: string;
                             tags?: string[];
+                            /** @description extension: the project the memory belongs to; absent for a global memory */
+                            project?: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             createdAt: string;
                             /** @description extension, only with includeSuperseded or asOf: the memory that replaced this one */
@@ -630,6 +641,8 @@ export interface operations {
                         };
                         /** @description extension: linked entities, present only when the memory has links */
                         entityIds?: string[];
+                        /** @description extension: the project the memory belongs to; absent for a global memory */
+                        project?: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
@@ -714,6 +727,7 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     entityIds?: string[] | null;
+                    project?: string | null;
                     supersedes?: string[];
                 };
             };
@@ -736,6 +750,8 @@ export interface operations {
                         };
                         /** @description extension: linked entities, present only when the memory has links */
                         entityIds?: string[];
+                        /** @description extension: the project the memory belongs to; absent for a global memory */
+                        project?: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
@@ -796,6 +812,7 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             entityIds?: string[];
+                            project?: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             validFrom: string;
                             /** @description when this version ended: the next version's start, or when another memory replaced it; absent while it holds */
@@ -876,6 +893,8 @@ export interface operations {
                         };
                         /** @description extension: linked entities, present only when the memory has links */
                         entityIds?: string[];
+                        /** @description extension: the project the memory belongs to; absent for a global memory */
+                        project?: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
@@ -936,6 +955,8 @@ export interface operations {
                         };
                         /** @description extension: linked entities, present only when the memory has links */
                         entityIds?: string[];
+                        /** @description extension: the project the memory belongs to; absent for a global memory */
+                        project?: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
@@ -1309,6 +1330,8 @@ export interface operations {
                             userId: string;
                             agentId?: string;
                             tags?: string[];
+                            /** @description extension: the project the memory belongs to; absent for a global memory */
+                            project?: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             createdAt: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
