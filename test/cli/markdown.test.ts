@@ -37,6 +37,7 @@ async function small(store: string): Promise<{ ada: string; engine: string; pari
   ok(await runCli(store, ["relations", "create", "--source", ada, "--target", engine, "--type", "CREATED"]));
   await id(["memories", "add", "Ada wrote the first program 🧮", "--user", "ada", "--tag", "history", "--entity", ada, "--metadata", '{"z":1,"a":[1,"two",null]}']);
   const paris = await id(["memories", "add", "I live in Paris", "--user", "ada"]);
+  await id(["memories", "add", "The build runs with npm test", "--user", "ada", "--project", "mm-app", "--tag", "Build"]);
   const berlin = await id(["memories", "add", "I moved to Berlin", "--user", "ada", "--no-detect"]);
   await id(["memories", "add", "Tab\there, \"quotes\", --- and a backslash \\\nsecond line", "--user", "../../escape", "--agent", "no"]);
   ok(await runCli(store, ["memories", "supersede", paris, berlin]));
@@ -53,6 +54,7 @@ describe("mm export --format markdown", () => {
     expect([...files.keys()].filter((p) => p.startsWith("entities/"))).toHaveLength(2);
     expect([...files.keys()].some((p) => p.startsWith("memories/ada/ada-wrote-the-first-program-"))).toBe(true);
     expect([...files.keys()].some((p) => p.startsWith("memories/%2E%2E%2F%2E%2E%2Fescape/"))).toBe(true);
+    expect([...files].find(([p]) => p.startsWith("memories/ada/mm-app/the-build-runs-with-npm-test-"))![1]).toMatch(/\nproject: mm-app\n/);
     const adaFile = [...files].find(([p]) => p.startsWith("entities/ada-lovelace-"))![1];
     expect(adaFile).toContain("- CREATED [[analytical-engine-");
     expect(adaFile).toContain(`id: ${ada}`);
@@ -65,7 +67,7 @@ describe("mm export --format markdown", () => {
 
     // A second export into the same folder writes nothing.
     const again = await runCli(a, ["export", "--format", "markdown", join(dir, "md1")]);
-    expect(again.stderr).toMatch(/0 files written, 6 files unchanged, 0 files removed/);
+    expect(again.stderr).toMatch(/0 files written, 7 files unchanged, 0 files removed/);
   });
 });
 
@@ -90,8 +92,8 @@ describe("mm import --format markdown on a store that has the records", () => {
     const plan = await runCli(store, ["import", "--format", "markdown", md, "--dry-run"]);
     ok(plan);
     expect(lines(plan.stdout).map((c) => `${c.action} ${c.kind} ${c.file}`).sort()).toEqual([`create memory memories/ada/new-note.md`, `update memory ${adaPath}`]);
-    expect(plan.stderr).toMatch(/Dry run, nothing changed: would create 1, update 1, delete 0; 5 unchanged/);
-    expect(await memoryCount(store)).toBe(4);
+    expect(plan.stderr).toMatch(/Dry run, nothing changed: would create 1, update 1, delete 0; 6 unchanged/);
+    expect(await memoryCount(store)).toBe(5);
     expect(await used(store)).toBe(before);
 
     const applied = await runCli(store, ["import", "--format", "markdown", md]);
@@ -104,11 +106,11 @@ describe("mm import --format markdown on a store that has the records", () => {
     expect(JSON.parse((await runCli(store, ["memories", "get", id])).stdout)).toMatchObject({ content: "Ada wrote the first published program", tags: ["history", "computing"] });
     const created = lines(applied.stdout).find((c) => c.action === "create").id as string;
     expect(await readFile(join(md, "memories/ada/new-note.md"), "utf8")).toMatch(new RegExp(`^---\\nid: ${created}\\nuserId: ada\\n`));
-    expect(await memoryCount(store)).toBe(5);
+    expect(await memoryCount(store)).toBe(6);
 
     // Applied: a second import changes nothing, and a re-export keeps the new file's name.
     const again = await runCli(store, ["import", "--format", "markdown", md]);
-    expect(again.stderr).toMatch(/Created 0, updated 0, deleted 0; 7 unchanged/);
+    expect(again.stderr).toMatch(/Created 0, updated 0, deleted 0; 8 unchanged/);
     ok(await runCli(store, ["export", "--format", "markdown", md, "--user", "ada"]));
     expect((await tree(md)).has("memories/ada/new-note.md")).toBe(true);
 
@@ -117,7 +119,7 @@ describe("mm import --format markdown on a store that has the records", () => {
     const deleted = await runCli(store, ["import", "--format", "markdown", md, "--delete-missing"]);
     ok(deleted);
     expect(lines(deleted.stdout)).toEqual([{ action: "delete", kind: "memory", id: expect.stringMatching(/^mem_/) }]);
-    expect(await memoryCount(store)).toBe(4);
+    expect(await memoryCount(store)).toBe(5);
     expect(await used(store)).toBe(before2 + 1);
 
     // supersededBy edited away: the memory is restored (current again).
@@ -206,6 +208,7 @@ async function large(store: string, count: number): Promise<void> {
       ...(i % 4 === 0 ? { tags: ["t1", `t${i % 7}`] } : {}),
       ...(i % 5 === 0 ? { metadata: { i, float: i / 7, unicode: "ü→🚀", list: [1, "two", null] } } : {}),
       ...(i % 10 === 0 ? { entityIds: i % 20 === 0 ? [ada, bob] : [ada] } : {}),
+      ...(i % 6 === 1 ? { project: `proj-${i % 4}` } : {}),
       dedupe: false,
       autoSupersede: false,
       ...extra,
