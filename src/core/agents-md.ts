@@ -8,9 +8,9 @@ import { findProject } from "./project.js";
 import { exportRecords } from "./transfer.js";
 
 /**
- * A coding agent's instruction file as memories (docs/import-export.md, "AGENTS.md, CLAUDE.md and
- * Cursor rules"): AGENTS.md, CLAUDE.md and `.cursor/rules/*.mdc` are all Markdown, read and
- * written the same way (an .mdc file's front matter is skipped on import and left as it is on
+ * A coding agent's instruction file as memories
+ * (docs/import-export.md, "AGENTS.md, CLAUDE.md and Cursor rules"): AGENTS.md, CLAUDE.md and
+ * `.cursor/rules/*.mdc` are all Markdown, read and written the same way (an .mdc file's front matter is skipped on import and left as it is on
  * export). Memories belong to the file's project (core/project.ts findProject) and name their
  * source in `metadata.source` ({file, heading}), which is how a re-import finds them again.
  */

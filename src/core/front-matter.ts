@@ -1,14 +1,15 @@
 import { MmError } from "../errors.js";
 
 /**
- * YAML front matter, the small strict subset mm writes and reads (docs/import-export.md,
- * "Markdown"): one `key: value` a line at the margin, where a value is a plain word, a quoted
- * string, a JSON object or array, or a block list of such values (`  - item`). Anything else YAML
- * allows (anchors and aliases, tags, block scalars, nested block mappings, merge keys) is refused
- * with the line it is on, so a YAML bomb of deep aliases never expands: there are no aliases to
- * expand. A hand-written parser of a subset instead of a YAML package: no new dependency, and
- * a file is read the same way by every mm, whatever a YAML library's version would resolve
- * (YAML 1.1 reads `no` as false and `2026-11-23` as a date; here both stay strings).
+ * YAML front matter, the small strict subset mm writes and reads
+ * (docs/import-export.md, "Markdown: a folder to read, edit and keep in git"): one `key: value` a
+ * line at the margin, where a value is a plain word, a quoted string, a JSON object or array, or a
+ * block list of such values (`  - item`). Anything else YAML allows (anchors and aliases, tags,
+ * block scalars, nested block mappings, merge keys) is refused with the line it is on, so a YAML
+ * bomb of deep aliases never expands: there are no aliases to expand. A hand-written parser of a
+ * subset instead of a YAML package: no new dependency, and a file is read the same way by every
+ * mm, whatever a YAML library's version would resolve (YAML 1.1 reads `no` as false and
+ * `2026-11-23` as a date; here both stay strings).
  */
 
 export type FrontValue = string | number | boolean | null | unknown[] | Record<string, unknown>;

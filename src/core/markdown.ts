@@ -10,13 +10,13 @@ import { emitFrontMatter, parseMarkdownFile, type FrontValue } from "./front-mat
 import { exportRecords, ID, importExport, timestamps, type ExportRecord, type InputRecord, type TransferCounts } from "./transfer.js";
 
 /**
- * Memories as Markdown files a person can read, edit and keep in git (docs/import-export.md,
- * "Markdown"): one file per memory under `memories/<user>/` (and `<project>/` below it), one per
- * entity under `entities/`, YAML front matter for everything but the text. The files are a view
- * of exportRecords' records, and an import of a folder into an empty store goes through
- * importExport, so export → import → export gives the same bytes. On a store that has the
- * records, an import applies what changed through the ordinary update, supersede, restore and
- * delete services, each billed as that API operation.
+ * Memories as Markdown files a person can read, edit and keep in git
+ * (docs/import-export.md, "Markdown: a folder to read, edit and keep in git"): one file per memory
+ * under `memories/<user>/` (and `<project>/` below it), one per entity under `entities/`, YAML
+ * front matter for everything but the text. The files are a view of exportRecords' records, and an
+ * import of a folder into an empty store goes through importExport, so export → import → export
+ * gives the same bytes. On a store that has the records, an import applies what changed through
+ * the ordinary update, supersede, restore and delete services, each billed as that API operation.
  */
 
 /** A file larger than this is refused unread: a memory is at most 10,000 characters, and its history and metadata are bounded too. */
