@@ -62,12 +62,12 @@ describe("the console's memory detail", () => {
 
 describe("the console's projects", () => {
   it("filters the memory list by project (with the global memories), and shows each memory's project", async () => {
-    const initech = await server.account("initech");
-    const api = client(server.url, initech.key);
+    const umbrella = await server.account("umbrella");
+    const api = client(server.url, umbrella.key);
     const shop = (await api.post("/v1/memories", { body: { content: "the shop deploys with fly.io", userId: "ivy", project: "shop" } })).body;
     const global = (await api.post("/v1/memories", { body: { content: "ivy prefers tabs", userId: "ivy" } })).body;
     const blog = (await api.post("/v1/memories", { body: { content: "the blog deploys with netlify", userId: "ivy", project: "blog" } })).body;
-    const { cookie } = await signIn("initech");
+    const { cookie } = await signIn("umbrella");
     const listed = await page("/console/memories?project=shop", cookie);
     expect(listed.status).toBe(200);
     expect(listed.text).toContain(`/console/memories/${shop.id}`);
