@@ -19,9 +19,10 @@ const PLAIN = /^[A-Za-z_][A-Za-z0-9_.\-/]*$/;
 const RESERVED = /^(true|false|null|yes|no|on|off|y|n|~)$/i;
 const KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/** JSON, with the characters YAML 1.1 readers take for line breaks (NEL, LS, PS) escaped too. */
 function scalar(value: unknown): string {
-  if (typeof value === "string") return PLAIN.test(value) && !RESERVED.test(value) ? value : JSON.stringify(value);
-  return JSON.stringify(value);
+  if (typeof value === "string" && PLAIN.test(value) && !RESERVED.test(value)) return value;
+  return JSON.stringify(value).replace(/[\u0085\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 /**
@@ -78,14 +79,14 @@ export function parseFrontMatter(text: string, file: string, first = 1): Record<
     const line = lines[i];
     const at = first + i;
     if (/^\s*(#.*)?$/.test(line)) continue;
-    const item = /^\s+-(?:\s+(.*))?$/.exec(line);
+    const item = /^\s+-(?:\s+(.*))?$/s.exec(line);
     if (item) {
       if (!list) throw frontMatterError(file, at, "a list item belongs under a key with no value on its own line");
       list.items.push(value(item[1] ?? "", file, at));
       continue;
     }
     if (/^\s/.test(line)) throw frontMatterError(file, at, "nested mappings are not read; write the value as JSON on the key's line");
-    const m = /^([^:\s][^:]*?)\s*:(?:\s+(.*?))?\s*$/.exec(line);
+    const m = /^([^:\s][^:]*?)\s*:(?:\s+(.*?))?\s*$/s.exec(line);
     if (!m) throw frontMatterError(file, at, "not YAML of the form `key: value`");
     const key = m[1];
     if (!KEY.test(key)) throw frontMatterError(file, at, `${JSON.stringify(key)} is not a field name (letters, digits and _)`);

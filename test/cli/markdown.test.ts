@@ -277,3 +277,25 @@ describe("a concurrent writer", () => {
     for (const id of added) expect(stored.has(id)).toBe(true);
   }, 300_000);
 });
+
+describe("flags", () => {
+  it("keeps --format markdown to export and import, and --dry-run and --delete-missing to the formats that plan", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "s");
+    ok(await runCli(store, ["memories", "add", "a memory", "--user", "ada"]));
+    const cases: [string[], RegExp][] = [
+      [["memories", "list", "--format", "markdown"], /--format markdown is only for `mm export` and `mm import`/],
+      [["export", "--format", "markdown"], /folder is required/],
+      [["export", join(dir, "out")], /path is for --format markdown \(a folder\) or --to agents-md \(a file\)/],
+      [["export", "--format", "markdown", join(dir, "out"), "--vectors"], /--vectors applies to JSON Lines only/],
+      [["export", "--to", "agents-md", join(dir, "AGENTS.md")], /--user is required with --to agents-md/],
+      [["import", join(dir, "x.jsonl"), "--dry-run"], /--dry-run applies to --format markdown and --from agents-md/],
+      [["import", "--format", "markdown", join(dir, "nowhere")], /is not a folder/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await runCli(store, args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr, args.join(" ")).toMatch(message);
+    }
+  });
+});
