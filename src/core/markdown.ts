@@ -179,7 +179,13 @@ export async function exportMarkdown(ctx: Context, dir: string, options: Markdow
     if (!("kind" in r)) return;
     (r.kind === "memory" ? memories : r.kind === "entity" ? entities : relations).push(r);
   });
-  mkdirSync(dir, { recursive: true });
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== "EEXIST" && code !== "ENOTDIR") throw err;
+    throw validationError("dir", `${dir} is a file, or a file stands on its path; name a folder`);
+  }
   const root = realpathSync(dir);
 
   // Synchronous file calls: ten thousand small files cost a thread-pool round trip per call otherwise.

@@ -291,6 +291,7 @@ describe("flags", () => {
       [["export", "--to", "agents-md", join(dir, "AGENTS.md")], /--user is required with --to agents-md/],
       [["import", join(dir, "x.jsonl"), "--dry-run"], /--dry-run applies to --format markdown and --from agents-md/],
       [["import", "--format", "markdown", join(dir, "nowhere")], /is not a folder/],
+      [["export", "--format", "markdown", join(dir, "s", "config.json")], /is a file, or a file stands on its path/],
     ];
     for (const [args, message] of cases) {
       const r = await runCli(store, args);
