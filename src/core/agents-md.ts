@@ -207,7 +207,11 @@ export async function importAgentsMd(ctx: Context, file: string, options: Agents
       deleted++;
     }
   }
-  if (!options.dryRun) for (const w of work) await w();
+  if (!options.dryRun) {
+    // A quota that can't take every change refuses them all before the first.
+    if (work.length) await ctx.meter?.check(work.length);
+    for (const w of work) await w();
+  }
   return {
     dryRun: Boolean(options.dryRun),
     changes,

@@ -492,7 +492,8 @@ export async function importMarkdown(ctx: Context, dir: string, options: Markdow
     unchanged,
   });
   if (options.dryRun) return result(true);
-
+  // A quota that can't take every change refuses them all before the first.
+  if (changes.length) await ctx.meter?.check(changes.length);
   await applyPlan(ctx, root, files, withIds, updates, deletions, options, changes);
   return result(false);
 }
