@@ -278,6 +278,27 @@ describe("a concurrent writer", () => {
   }, 300_000);
 });
 
+describe("the quota", () => {
+  it("refuses the whole import when the account's quota can't take every change, before the first", async () => {
+    const dir = await tempDir();
+    const store = join(dir, "s");
+    ok(await runCli(store, ["memories", "add", "the store is made with the test embedder", "--user", "zed"]));
+    ok(await runCli(store, ["accounts", "create", "tiny", "--plan", "free"]));
+    ok(await runCli(store, ["--account", "tiny", "memories", "add", "the first note", "--user", "ada"]));
+    const md = join(dir, "md");
+    ok(await runCli(store, ["--account", "tiny", "export", "--format", "markdown", md]));
+    for (const n of [1, 2, 3]) await writeFile(join(md, `memories/ada/new-${n}.md`), `new note ${n}\n`);
+    const tiny = JSON.parse((await runCli(store, ["--account", "tiny", "usage"])).stdout);
+    const { QuotaLedger } = await import("../../src/limits/ledger.js");
+    // Two operations left: three creates don't fit.
+    await new QuotaLedger(join(store, "ledger")).charge(tiny.accountId, 1000, "write", 1000 - tiny.used - 2);
+    const r = await runCli(store, ["--account", "tiny", "import", "--format", "markdown", md]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/QUOTA_EXCEEDED/);
+    expect(JSON.parse((await runCli(store, ["--account", "tiny", "memories", "list", "--user", "ada"])).stdout).pagination.total).toBe(1);
+  });
+});
+
 describe("flags", () => {
   it("keeps --format markdown to export and import, and --dry-run and --delete-missing to the formats that plan", async () => {
     const dir = await tempDir();
