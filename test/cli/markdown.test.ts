@@ -39,7 +39,9 @@ async function small(store: string): Promise<{ ada: string; engine: string; pari
   const paris = await id(["memories", "add", "I live in Paris", "--user", "ada"]);
   await id(["memories", "add", "The build runs with npm test", "--user", "ada", "--project", "mm-app", "--tag", "Build"]);
   const berlin = await id(["memories", "add", "I moved to Berlin", "--user", "ada", "--no-detect"]);
-  await id(["memories", "add", "Tab\there, \"quotes\", --- and a backslash \\\nsecond line", "--user", "../../escape", "--agent", "no"]);
+  const escape = await id(["memories", "add", "A first version", "--user", "../../escape", "--agent", "no"]);
+  // An edited memory: its history holds the first version.
+  await id(["memories", "update", escape, "Tab\there, \"quotes\", --- and a backslash \\\nsecond line", "--metadata", '{"k":"v"}']);
   ok(await runCli(store, ["memories", "supersede", paris, berlin]));
   return { ada, engine, paris, berlin };
 }
