@@ -69,11 +69,16 @@ function userOfFolder(name: string, file: string): string {
 
 // ---- rendering ----------------------------------------------------------------------------
 
-const MEMORY_FIELDS = ["id", "userId", "agentId", "project", "tags", "metadata", "entityIds", "createdAt", "updatedAt", "supersededBy", "supersededAt", "supersedes", "history"];
+const MEMORY_FIELDS = ["id", "userId", "agentId", "project", "tags", "metadata", "entityIds", "links", "createdAt", "updatedAt", "supersededBy", "supersededAt", "supersedes", "history"];
 const ENTITY_FIELDS = ["id", "name", "type", "description", "metadata", "createdAt", "updatedAt", "relations"];
 
-function memoryText(m: Rec, supersedes: string[] | undefined): string {
-  const fields = Object.fromEntries(MEMORY_FIELDS.map((k) => [k, k === "supersedes" ? supersedes : m[k]]));
+/**
+ * `supersedes` (the memories this one replaced) and `links` (its entities as wikilinks, so Obsidian
+ * draws memories into the graph) are written for readers, worked out from other fields, and not read back.
+ */
+function memoryText(m: Rec, supersedes: string[] | undefined, link?: (id: string) => string): string {
+  const derived: Rec = { supersedes, links: link && (m.entityIds as string[] | undefined)?.map(link) };
+  const fields = Object.fromEntries(MEMORY_FIELDS.map((k) => [k, k in derived ? derived[k] : m[k]]));
   return emitFrontMatter(fields) + String(m.content) + "\n";
 }
 
@@ -222,7 +227,7 @@ export async function exportMarkdown(ctx: Context, dir: string, options: Markdow
   for (const m of memories) if (m.supersededBy) (supersedes.get(String(m.supersededBy)) ?? supersedes.set(String(m.supersededBy), []).get(String(m.supersededBy))!).push(String(m.id));
   for (const m of memories) {
     const folder = `memories/${userFolder(String(m.userId))}${m.project ? `/${String(m.project)}` : ""}`;
-    place(String(m.id), folder, slug(String(m.content), "memory"), memoryText(m, supersedes.get(String(m.id))));
+    place(String(m.id), folder, slug(String(m.content), "memory"), memoryText(m, supersedes.get(String(m.id)), link));
   }
 
   // Files of records that are gone: only mm's own (an id in their front matter), within the scope exported.
@@ -319,6 +324,7 @@ function memoryRecord(file: string, fields: Record<string, FrontValue> | null, b
     kind: "memory",
     ...f,
     supersedes: undefined,
+    links: undefined,
     content: body.replace(/\r?\n$/, ""),
     userId: f.userId ?? userOfFolder(parts[1], file),
     project: f.project ?? (parts.length === 4 ? parts[2] : undefined),

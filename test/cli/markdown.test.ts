@@ -59,6 +59,7 @@ describe("mm export --format markdown", () => {
     expect([...files].find(([p]) => p.startsWith("memories/ada/mm-app/the-build-runs-with-npm-test-"))![1]).toMatch(/\nproject: mm-app\n/);
     const adaFile = [...files].find(([p]) => p.startsWith("entities/ada-lovelace-"))![1];
     expect(adaFile).toContain("- CREATED [[analytical-engine-");
+    expect([...files].find(([p]) => p.startsWith("memories/ada/ada-wrote"))![1]).toMatch(/\nlinks:\n  - "\[\[ada-lovelace-[0-9a-z]{8}\|Ada Lovelace\]\]"\n/);
     expect(adaFile).toContain(`id: ${ada}`);
     expect([...files].find(([, t]) => t.includes(`id: ${paris}`))![1]).toMatch(/supersededBy: mem_/);
 
