@@ -423,7 +423,7 @@ export async function importMarkdown(ctx: Context, dir: string, options: Markdow
   }
   const files = readFolder(root);
 
-  // The store's side, in export shape.
+  // The store's side in export shape, to compare field by field with the files.
   const store = { memory: new Map<string, Rec>(), entity: new Map<string, Rec>(), relation: new Map<string, Rec>() };
   await exportRecords(ctx, { pageSize: 2000 }, (r) => {
     if ("kind" in r && r.kind !== "account") store[r.kind].set(r.id, r);
@@ -445,7 +445,7 @@ export async function importMarkdown(ctx: Context, dir: string, options: Markdow
     }
   }
 
-  // References: to a record in the folder, or (unless it is to be deleted) in the store.
+  // A reference resolves to a record in the folder or in the store (an import deletes no entity).
   const here = (kind: Kind, id: unknown) => (byId.get(id as string)?.kind === kind) || store[kind].has(id as string);
   for (const r of files) {
     const v = r.value;
@@ -457,7 +457,6 @@ export async function importMarkdown(ctx: Context, dir: string, options: Markdow
     }
   }
 
-  // The plan.
   const changes: MarkdownChange[] = [];
   const withIds: FileRecord[] = [];
   const updates: { r: FileRecord; patch: Rec; replace?: string | null }[] = [];
