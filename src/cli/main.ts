@@ -39,7 +39,7 @@ export interface CliApp {
  * the whole CLI in-process.
  */
 export async function run(argv: string[], partial: Partial<CliIO> = {}): Promise<number> {
-  return runCommands(argv, partial, remoteGroup(argv, partial.env ?? process.env));
+  return runCommands(argv, partial, argv[firstWord(argv)] === "hook" ? hooks : remoteGroup(argv, partial.env ?? process.env));
 }
 
 type Register = (program: Command, app: CliApp) => void;
@@ -48,6 +48,9 @@ const memories = async () => (await import("./commands/memories.js")).registerMe
 const entities = async () => (await import("./commands/entities.js")).registerEntities;
 const relations = async () => (await import("./commands/relations.js")).registerRelations;
 const graph = async () => (await import("./commands/graph.js")).registerGraph;
+// `mm hook` runs on every prompt an agent sends: its program holds that group alone (as a remote
+// command's does, see remoteGroup), without loading the modules of the other twenty commands.
+const hooks = async () => (await import("./commands/hooks.js")).registerHooks;
 
 /** Every command group's module, in the order `mm --help` lists them. */
 const COMMANDS: (() => Promise<Register>)[] = [
@@ -64,6 +67,7 @@ const COMMANDS: (() => Promise<Register>)[] = [
   async () => (await import("./commands/console.js")).registerConsole,
   async () => (await import("./commands/store.js")).registerStore,
   async () => (await import("./commands/login.js")).registerLogin,
+  hooks,
 ];
 
 /** The groups whose every command is an API operation, by the names a person may type. */
@@ -144,7 +148,8 @@ async function runCommands(argv: string[], partial: Partial<CliIO>, only: (() =>
   // Through --remote only what the API offers (export and import go record by record through it);
   // the rest says it needs a local store.
   program.hook("preAction", async (_program, action) => {
-    if (isApiCommand(action) || ["login", "logout", "export", "import"].includes(action.name())) return;
+    // The hooks find a running server themselves, and change only an agent's settings.
+    if (isApiCommand(action) || ["login", "logout", "export", "import", "hook"].includes(action.name()) || action.parent?.name() === "hooks") return;
     if (await resolveRemote(action.optsWithGlobals(), io.env)) throw localOnly(`\`mm ${commandPath(action)}\``);
   });
   for (const cmd of allCommands(program)) cmd.exitOverride().configureHelp(HELP);

@@ -81,15 +81,15 @@ async function kindOf(path: string): Promise<"file" | "directory" | "missing"> {
 
 /** Reading commands never create a store: they say there is none, and how to make one. */
 export function missingStore(loc: StoreLocation): MmError {
-  const flag = loc.source === "--store" ? ` --store ${quote(loc.dir)}` : "";
+  const flag = loc.source === "--store" ? ` --store ${shellQuote(loc.dir)}` : "";
   return new MmError(
     "STORE_ERROR",
     `There is no mm store at ${named(loc)}. Create it with \`mm init${flag}\`, or by adding something to it (\`mm memories add "…" --user you${flag}\`).`,
   );
 }
 
-/** Shell-safe quoting for a path shown in a command the person may paste. */
-function quote(s: string): string {
+/** Shell-safe quoting for a path shown in a command the person may paste (or an agent runs). */
+export function shellQuote(s: string): string {
   return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 

@@ -42,7 +42,9 @@ describe("docs/agents.md's client configurations", () => {
 
   it("find the person's own notes, added with mm memories add --user", async () => {
     const configs = (await codeBlocks("docs/agents.md", "json"))
-      .map((b) => Object.values((JSON.parse(b.code).mcpServers ?? JSON.parse(b.code).servers) as Record<string, { command?: string; args?: string[] }>)[0])
+      .map((b) => JSON.parse(b.code))
+      .filter((c) => c.mcpServers ?? c.servers)
+      .map((c) => Object.values((c.mcpServers ?? c.servers) as Record<string, { command?: string; args?: string[] }>)[0])
       .filter((c) => c.command === "mm");
     expect(configs.length).toBe(3); // Claude Desktop, Cursor, VS Code
     const store = join(await tempDir(), "store");
@@ -62,3 +64,15 @@ describe("docs/agents.md's client configurations", () => {
 });
 
 const json = (r: { stdout: string }) => JSON.parse(r.stdout);
+
+describe("docs/agents.md's hooks", () => {
+  it("show exactly what mm hooks install claude-code writes in a settings file that had none", async () => {
+    const [shown] = (await codeBlocks("docs/agents.md", "json")).map((b) => JSON.parse(b.code)).filter((c) => c.hooks);
+    const home = join(await tempDir(), "home");
+    const env = { HOME: home, MM_STORE: "", MM_ACCOUNT: "" };
+    const r = json(await runMm(["hooks", "install", "claude-code", "--user", "me", "--json"], { env }));
+    const written = (await readFile(join(home, ".claude", "settings.json"), "utf8")).replaceAll(r.command, "/usr/bin/node /home/me/mm/bin/mm.js hook claude-code --user me");
+    expect(JSON.parse(written)).toEqual(shown);
+    expect(r.command).toBe(`${process.execPath} ${join(ROOT, "bin", "mm.js")} hook claude-code --user me`);
+  });
+});

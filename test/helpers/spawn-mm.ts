@@ -12,7 +12,7 @@ export interface MmResult {
 }
 
 /** Runs the real `mm` executable as a user would: a separate node process, piped stdio. */
-export function runMm(args: string[], options: { store?: string; input?: string; env?: Record<string, string>; cwd?: string } = {}): Promise<MmResult> {
+export function runMm(args: string[], options: { store?: string; input?: string | Buffer; env?: Record<string, string>; cwd?: string } = {}): Promise<MmResult> {
   const child = spawnMm(args, options);
   if (options.input !== undefined) child.stdin!.end(options.input);
   else child.stdin!.end();
