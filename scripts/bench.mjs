@@ -5,7 +5,7 @@
 //                          measured at each (add 1000000 for the 1M run: about an hour here)
 //   --quick                a short smoke run (sizes 2000, few queries) for tests
 //   --out <file>           where to write the JSON
-//   --sections a,b         only some of: ingest, cold, write, search, remote (default all)
+//   --sections a,b         only some of: ingest, cold, write, search, remote, transfer (default all)
 //   --index-min-rows <n>   build the vector index from n rows (default 50,000), search exactly
 //   --exact-max-rows <n>   up to n rows (default 20,000), seal segments at n rows (default
 //   --segment-rows <n>     250,000): the smoke test shrinks them to exercise every path on a small store
@@ -41,7 +41,7 @@ const QUICK = args.includes("--quick");
 const SIZES = (flag("sizes", QUICK ? "2000" : "10000,100000")).split(",").map(Number).sort((a, b) => a - b);
 const OUT = resolve(flag("out", join(root, "bench-results", "bench.json")));
 const QUERIES = QUICK ? 20 : 200;
-const SECTIONS = new Set(flag("sections", "ingest,cold,write,search,remote").split(","));
+const SECTIONS = new Set(flag("sections", "ingest,cold,write,search,remote,transfer").split(","));
 const INGEST_N = QUICK ? 200 : 2000;
 /** Records per `mm import` commit in the growth run: a commit of 1,024 rows of 512 floats takes about 0.3 s here. */
 const IMPORT_BATCH = 1024;
@@ -88,6 +88,7 @@ try {
     }
   }
   if (SECTIONS.has("remote")) await benchRemote();
+  if (SECTIONS.has("transfer")) await benchTransfer();
   if (SECTIONS.has("object-store") || flag("store")?.startsWith("az://")) benchObjectStore();
 } finally {
   rmSync(work, { recursive: true, force: true });
@@ -639,6 +640,64 @@ async function benchSearch(store, from, size) {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/**
+ * Markdown export and import (docs/import-export.md, "Markdown") against JSON Lines of the same
+ * store, in the same run: TRANSFER_N memories of five users with tags, metadata and entity links,
+ * a relation, and one memory in a hundred replaced, put in through `mm import` with vectors given
+ * (pool vectors, as fillByImport). Each export writes from that store; each import goes into a fresh
+ * store and embeds every memory (neither format carries vectors by default), so embedding is most
+ * of both imports.
+ */
+async function benchTransfer() {
+  const section = "transfer";
+  const n = QUICK ? 1000 : 10_000;
+  const pool = await vectorPool();
+  const dir = join(work, "transfer");
+  mkdirSync(dir, { recursive: true });
+  const t0 = Date.parse("2026-01-01T00:00:00.000Z");
+  const at = (i) => new Date(t0 + i * 1000).toISOString();
+  const [ada, bob] = ["ent_" + "A".padStart(24, "0"), "ent_" + "B".padStart(24, "0")];
+  const lines = [
+    { format: "mm-export", version: 1, exportedAt: new Date().toISOString(), embedder: DEFAULT_EMBEDDER, scope: { accountId: "acct_default" }, vectors: true },
+    { kind: "entity", id: ada, name: "Ada Lovelace", type: "PERSON", description: "mathematician", metadata: { born: 1815 }, createdAt: at(0), updatedAt: at(0) },
+    { kind: "entity", id: bob, name: "Charles Babbage", type: "PERSON", createdAt: at(0), updatedAt: at(0) },
+    { kind: "relation", id: "rel_" + "A".padStart(24, "0"), sourceId: ada, targetId: bob, type: "KNOWS", createdAt: at(0) },
+  ];
+  for (let i = 0; i < n; i++) {
+    const k = i % pool.texts.length;
+    lines.push({
+      kind: "memory",
+      id: memoryId(i + 1),
+      content: `${pool.texts[k]} (#${i})`,
+      userId: `user${i % 5}`,
+      ...(i % 4 === 0 ? { tags: ["t1", `t${i % 7}`] } : {}),
+      ...(i % 5 === 0 ? { metadata: { i, unicode: "ü→🚀" } } : {}),
+      ...(i % 10 === 0 ? { entityIds: i % 20 === 0 ? [ada, bob] : [ada] } : {}),
+      createdAt: at(i + 1),
+      updatedAt: at(i + 1),
+      // One in a hundred replaced by the memory five later (the same user's).
+      ...(i % 100 === 0 && i + 5 < n ? { supersededBy: memoryId(i + 6), supersededAt: at(i + 6) } : {}),
+      vector: perturbed(pool.vectors[k], i),
+    });
+  }
+  writeFileSync(join(dir, "source.jsonl"), lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+  const source = join(dir, "source-store");
+  timeCmd(["import", join(dir, "source.jsonl"), "--batch-size", "1024", "--json"], source);
+
+  const jsonExport = timeCmd(["export", "-o", join(dir, "export.jsonl")], source);
+  const mdExport = timeCmd(["export", "--format", "markdown", join(dir, "markdown")], source);
+  const mdReexport = timeCmd(["export", "--format", "markdown", join(dir, "markdown")], source);
+  const jsonImport = timeCmd(["import", join(dir, "export.jsonl"), "--batch-size", "1000", "--json"], join(dir, "from-jsonl"));
+  const mdImport = timeCmd(["import", "--format", "markdown", join(dir, "markdown"), "--batch-size", "1000"], join(dir, "from-markdown"));
+  const ratio = (a, b) => Math.round((a / b) * 100) / 100;
+  record(section, `JSON Lines export / import, ${label(n)} memories (whole process)`, `${round(jsonExport)} / ${round(jsonImport)}`, "ms");
+  record(section, "Markdown export into an empty folder / import into an empty store", `${round(mdExport)} / ${round(mdImport)}`, "ms");
+  record(section, "  Markdown export over JSON Lines export", ratio(mdExport, jsonExport), "×", undefined, "≤ 1.5×", mdExport <= 1.5 * jsonExport);
+  record(section, "  Markdown import over JSON Lines import", ratio(mdImport, jsonImport), "×", undefined, "≤ 1.5×", mdImport <= 1.5 * jsonImport);
+  record(section, "Markdown export again into the same folder (no file changes)", round(mdReexport), "ms");
+  rmSync(dir, { recursive: true, force: true });
+}
 
 /**
  * Grows the store from `from` to `to` memories through `mm import` (the product's own bulk path,

@@ -124,7 +124,7 @@ async function runCommands(argv: string[], partial: Partial<CliIO>, only: (() =>
     .option("--store <dir>", "store directory (default: $MM_STORE, else ~/.local/share/mm)")
     .option("--account <account>", "act as this account (id or name; default: $MM_ACCOUNT, else the local default account)")
     .option("--json", "print JSON (the HTTP API's response body); the default when stdout is not a terminal")
-    .option("--format <format>", "table | json | ndjson (one list item per line) | mermaid | dot (graph export only)")
+    .option("--format <format>", "table | json | ndjson (one list item per line) | mermaid | dot (graph export only) | markdown (export and import only)")
     .option("--wide", "tables show every column, ids included, however narrow the terminal")
     .option("--no-color", "no colour (also: NO_COLOR=1; FORCE_COLOR=1 forces it)")
     .option("--debug", "show internal details of unexpected errors (also: MM_DEBUG=1)")

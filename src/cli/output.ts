@@ -3,9 +3,9 @@ import type { Writable } from "node:stream";
 import { MmError } from "../errors.js";
 import { humanMessage, type FieldNamer } from "./messages.js";
 
-/** mermaid and dot apply to `mm graph export` only; every other command refuses them. */
-export type Format = "table" | "json" | "ndjson" | "mermaid" | "dot";
-const FORMATS: Format[] = ["table", "json", "ndjson", "mermaid", "dot"];
+/** mermaid and dot apply to `mm graph export` only, markdown to `mm export` and `mm import`; every other command refuses them. */
+export type Format = "table" | "json" | "ndjson" | "mermaid" | "dot" | "markdown";
+const FORMATS: Format[] = ["table", "json", "ndjson", "mermaid", "dot", "markdown"];
 
 export interface OutputStreams {
   stdout: Writable & { isTTY?: boolean; columns?: number };
@@ -47,8 +47,8 @@ export class Output {
     let format: Format;
     if (opts.format !== undefined) {
       if (!(FORMATS as string[]).includes(opts.format)) {
-        throw new MmError("VALIDATION_ERROR", `Unknown --format "${opts.format}"; use table, json or ndjson (or mermaid, dot for graph export).`, {
-          details: [{ field: "format", message: "must be table, json, ndjson, mermaid or dot" }],
+        throw new MmError("VALIDATION_ERROR", `Unknown --format "${opts.format}"; use table, json or ndjson (or mermaid, dot for graph export, markdown for export and import).`, {
+          details: [{ field: "format", message: "must be table, json, ndjson, mermaid, dot or markdown" }],
         });
       }
       if (opts.json && opts.format !== "json") {
@@ -73,6 +73,11 @@ export class Output {
     if (this.format === "mermaid" || this.format === "dot") {
       throw new MmError("VALIDATION_ERROR", `--format ${this.format} is only for \`mm graph export\`.`, {
         details: [{ field: "format", message: "mermaid and dot apply to graph export only" }],
+      });
+    }
+    if (this.format === "markdown") {
+      throw new MmError("VALIDATION_ERROR", "--format markdown is only for `mm export` and `mm import`.", {
+        details: [{ field: "format", message: "markdown applies to export and import only" }],
       });
     }
     if (this.format === "ndjson") {

@@ -38,6 +38,8 @@ export interface ExportOptions {
   vectors?: boolean;
   /** Memories read per store query (keyset pages). */
   pageSize?: number;
+  /** With userId: the account's whole graph instead of the part the user's memories link to (Markdown, whose entity files the users share). */
+  wholeGraph?: boolean;
 }
 
 export interface TransferCounts {
@@ -54,6 +56,14 @@ export interface TransferCounts {
  * one page in memory. Links travel as each memory's `entityIds`.
  */
 export async function exportStore(ctx: Context, options: ExportOptions, write: (line: string) => void | Promise<void>): Promise<TransferCounts> {
+  return exportRecords(ctx, options, (record) => write(JSON.stringify(record)));
+}
+
+/** One line of an export, as an object: the header first, then `kind`ed records (exportStore's order). */
+export type ExportRecord = ExportHeader | (Record<string, unknown> & { kind: "account" | "entity" | "relation" | "memory"; id: string });
+
+/** exportStore's records as objects, for the formats that aren't JSON Lines (core/markdown.ts). */
+export async function exportRecords(ctx: Context, options: ExportOptions, emit: (record: ExportRecord) => void | Promise<void>): Promise<TransferCounts> {
   const counts: TransferCounts = { accounts: 0, entities: 0, relations: 0, memories: 0 };
   const header: ExportHeader = {
     format: EXPORT_FORMAT,
@@ -63,12 +73,12 @@ export async function exportStore(ctx: Context, options: ExportOptions, write: (
     scope: options.allAccounts ? { allAccounts: true } : { accountId: ctx.accountId, ...(options.userId !== undefined ? { userId: options.userId } : {}) },
     vectors: Boolean(options.vectors),
   };
-  await write(JSON.stringify(header));
+  await emit(header);
   let accountIds = [ctx.accountId];
   if (options.allAccounts) {
     const { items } = await new Accounts(ctx.store).list();
     for (const a of items) {
-      await write(JSON.stringify({ kind: "account", id: a.id, name: a.name, plan: a.plan, createdAt: a.createdAt }));
+      await emit({ kind: "account", id: a.id, name: a.name, plan: a.plan, createdAt: a.createdAt });
       counts.accounts++;
     }
     accountIds = items.map((a) => a.id);
@@ -76,14 +86,14 @@ export async function exportStore(ctx: Context, options: ExportOptions, write: (
   for (const accountId of accountIds) {
     const tag = options.allAccounts ? { accountId } : {};
     const scoped: Context = { ...ctx, accountId };
-    const graph = await scopedGraph(scoped, options.userId);
+    const graph = await scopedGraph(scoped, options.wholeGraph ? undefined : options.userId);
     const entityIds = new Set(graph.entities.map((e) => e.id));
     for (const e of graph.entities) {
-      await write(JSON.stringify({ kind: "entity", ...tag, ...toEntity(e) }));
+      await emit({ kind: "entity", ...tag, ...toEntity(e) });
       counts.entities++;
     }
     for (const r of graph.relations) {
-      await write(JSON.stringify({ kind: "relation", ...tag, ...toRelation(r) }));
+      await emit({ kind: "relation", ...tag, ...toRelation(r) });
       counts.relations++;
     }
     const filter = { accountId, ...(options.userId !== undefined ? { userId: options.userId } : {}) };
@@ -96,7 +106,7 @@ export async function exportStore(ctx: Context, options: ExportOptions, write: (
         const vector = options.vectors ? { vector: Array.from((m as MemoryRow).vector) } : {};
         // Earlier versions and replacement events travel with the memory; supersededBy/At come with toMemory.
         const history = readHistory((m as MemoryRow).history);
-        await write(JSON.stringify({ kind: "memory", ...tag, ...toMemory(record), ...(history.length ? { history } : {}), ...vector }));
+        await emit({ kind: "memory", ...tag, ...toMemory(record), ...(history.length ? { history } : {}), ...vector });
         counts.memories++;
       }
       if (page.length < (options.pageSize ?? 1000)) break;
@@ -176,7 +186,7 @@ export async function* jsonLines(lines: AsyncIterable<string> | Iterable<string>
 }
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const ID = { memory: /^mem_[0-9A-Z]{24}$/, entity: /^ent_[0-9A-Z]{24}$/, relation: /^rel_[0-9A-Z]{24}$/ };
+export const ID = { memory: /^mem_[0-9A-Z]{24}$/, entity: /^ent_[0-9A-Z]{24}$/, relation: /^rel_[0-9A-Z]{24}$/ };
 
 type Kind = "entity" | "relation" | "memory";
 interface Pending {
@@ -333,7 +343,7 @@ export const MAX_CLOCK_SKEW_MS = 5 * 60_000;
  * Each field is a real instant (no month 13, no 30 February) written as mm writes them, and not in
  * the future beyond MAX_CLOCK_SKEW_MS: a memory dated 9999 would sort above every other for good.
  */
-function timestamps(v: Record<string, unknown>, fields: string[], now: Date): void {
+export function timestamps(v: Record<string, unknown>, fields: string[], now: Date): void {
   for (const f of fields) {
     const text = v[f];
     const t = typeof text === "string" && ISO.test(text) ? Date.parse(text) : NaN;

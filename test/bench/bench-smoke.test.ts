@@ -29,7 +29,8 @@ describe("npm run bench --quick", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("mm bench ·");
     const json = JSON.parse(await readFile(out, "utf8"));
-    expect(Object.keys(json.figures)).toEqual(["ingest", "cold start", "write", "search @8k", "remote CLI"]);
+    expect(Object.keys(json.figures)).toEqual(["ingest", "cold start", "write", "search @8k", "remote CLI", "transfer"]);
+    expect(json.figures.transfer["  Markdown import over JSON Lines import"].value).toBeGreaterThan(0);
     expect(json.figures.ingest["mm memories add --batch"].value).toBeGreaterThan(0);
     const cold = json.figures["cold start"];
     expect(cold["mm memories list"].value).toBeGreaterThan(0);

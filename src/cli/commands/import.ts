@@ -12,7 +12,7 @@ import { humanMessage } from "../messages.js";
 import { count } from "../output.js";
 import { isRemote, localOnly } from "../remote.js";
 
-const FORMATS = ["mm", "mcp-memory", "mem0"] as const;
+const FORMATS = ["mm", "mcp-memory", "mem0", "agents-md"] as const;
 
 interface ImportFlags {
   from: string;
@@ -21,6 +21,8 @@ interface ImportFlags {
   user?: string;
   agent?: string;
   batchSize: string;
+  deleteMissing?: boolean;
+  dryRun?: boolean;
 }
 
 /**
@@ -32,16 +34,26 @@ export function registerImport(program: Command, app: CliApp): void {
   program
     .command("import")
     .description("read memories (and entities, relations) from an mm export, an MCP memory server's memory.jsonl, or a mem0 export")
-    .argument("<file>", "the file, or '-' for stdin")
-    .option("--from <format>", "mm (default: mm export), mcp-memory (the reference MCP memory server's memory.jsonl) or mem0", "mm")
+    .argument("<file>", "the file, or '-' for stdin; with --format markdown, the folder")
+    .option("--from <format>", "mm (default: mm export), mcp-memory (the reference MCP memory server's memory.jsonl), mem0, or agents-md (AGENTS.md, CLAUDE.md, .cursor/rules/*.mdc)", "mm")
+    .option("--delete-missing", "markdown, agents-md: delete the memories whose file (or item) is gone")
+    .option("--dry-run", "markdown, agents-md: print what would be created, updated and deleted; change nothing")
     .option("--remap-ids", "give every record a new id (derived from the old one: a re-run still skips what it added)")
     .option("--all-accounts", "mm exports made with --all-accounts: recreate their accounts and import into each")
     .option("-u, --user <userId>", "mcp-memory: the user observations belong to (default $MM_USER, else default); mem0: the user of memories that name none")
     .option("-a, --agent <agentId>", "mcp-memory: the agent of the observations; mem0: the agent of memories that name none")
     .option("--batch-size <n>", "records embedded and committed together", "256")
-    .addHelpText("after", "\nExamples:\n  mm import backup.jsonl\n  mm import --from mcp-memory ~/memory.jsonl --user me\n  mm import --from mem0 export.json")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  mm import backup.jsonl\n  mm import --from mcp-memory ~/memory.jsonl --user me\n  mm import --from mem0 export.json\n  mm import --format markdown notes/ --dry-run\n  mm import --from agents-md AGENTS.md --user me",
+    )
     .action(async (file: string, opts: ImportFlags, cmd: Command) => {
       const { io, output } = app;
+      const markdown = output.format === "markdown";
+      if (markdown || opts.from === "agents-md") return importFiles(app, cmd, file, opts, markdown);
+      if (opts.deleteMissing || opts.dryRun) {
+        throw new MmError("VALIDATION_ERROR", `${opts.dryRun ? "--dry-run" : "--delete-missing"} applies to --format markdown and --from agents-md.`, { details: [{ field: opts.dryRun ? "dry-run" : "delete-missing", message: "markdown and agents-md only" }] });
+      }
       if (!(FORMATS as readonly string[]).includes(opts.from)) {
         throw new MmError("VALIDATION_ERROR", `--from must be ${FORMATS.join(", ")}.`, { details: [{ field: "from", message: `must be ${FORMATS.join(", ")}` }] });
       }
@@ -127,6 +139,41 @@ export function registerImport(program: Command, app: CliApp): void {
         });
       }
     });
+}
+
+/**
+ * `--format markdown <dir>` and `--from agents-md <file>`: the whole plan is worked out (every file
+ * checked) before the first write; each change is one line of the report, billed as its API operation.
+ */
+async function importFiles(app: CliApp, cmd: Command, path: string, opts: ImportFlags, markdown: boolean): Promise<void> {
+  const { io, output } = app;
+  const result = await withContext(
+    app,
+    cmd,
+    async (command) => {
+      if (isRemote(command)) throw localOnly(markdown ? "`mm import --format markdown`" : "`mm import --from agents-md`", "it compares the files with the whole store");
+      const ctx = { ...command, meter: command.meterFor("write") };
+      if (markdown) {
+        if (opts.from !== "mm") throw new MmError("VALIDATION_ERROR", "--format markdown reads mm's own folder; leave out --from.", { details: [{ field: "from", message: "not with --format markdown" }] });
+        const batchSize = Number(opts.batchSize);
+        const { importMarkdown } = await import("../../core/markdown.js");
+        return importMarkdown(ctx, path, { deleteMissing: opts.deleteMissing, dryRun: opts.dryRun, batchSize: Number.isInteger(batchSize) && batchSize > 0 ? batchSize : undefined });
+      }
+      const userId = opts.user ?? (io.env.MM_USER || undefined);
+      if (userId === undefined) throw new MmError("VALIDATION_ERROR", "--user is required with --from agents-md.", { details: [{ field: "user", message: "required" }] });
+      await assertReadable(path);
+      const { importAgentsMd } = await import("../../core/agents-md.js");
+      return importAgentsMd(ctx, path, { userId, ...(opts.agent ? { agentId: opts.agent } : {}), deleteMissing: opts.deleteMissing, dryRun: opts.dryRun });
+    },
+    { charge: false, create: !opts.dryRun },
+  );
+  for (const c of result.changes) {
+    // --format markdown names the input, not the output: piped, the report is JSON lines as for any import.
+    if (!io.stdout.isTTY || output.format === "json") output.out(JSON.stringify(c));
+    else output.out(`${c.action.padEnd(6)} ${c.kind.padEnd(8)} ${c.file ?? c.id ?? ""}${c.fields ? ` (${c.fields.join(", ")})` : ""}`);
+  }
+  const text = `${result.dryRun ? "Dry run, nothing changed: would create" : "Created"} ${count(result.created)}, ${result.dryRun ? "update" : "updated"} ${count(result.updated)}, ${result.dryRun ? "delete" : "deleted"} ${count(result.deleted)}; ${count(result.unchanged)} unchanged.`;
+  output.note(text);
 }
 
 async function* toAsync<T>(items: Iterable<T>): AsyncGenerator<T> {
