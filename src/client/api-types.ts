@@ -366,6 +366,22 @@ export interface components {
                 };
             };
         };
+        /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+        E503: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: {
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -434,6 +450,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1Memories: {
@@ -508,6 +526,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1MemoriesSearch: {
@@ -600,6 +620,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1MemoriesId: {
@@ -658,6 +680,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     deleteV1MemoriesId: {
@@ -693,6 +717,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     patchV1MemoriesId: {
@@ -766,6 +792,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1MemoriesIdHistory: {
@@ -840,6 +868,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1MemoriesIdSupersede: {
@@ -906,6 +936,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1MemoriesIdRestore: {
@@ -964,6 +996,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1Entities: {
@@ -1017,6 +1051,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1Entities: {
@@ -1074,6 +1110,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1EntitiesId: {
@@ -1119,6 +1157,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     deleteV1EntitiesId: {
@@ -1156,6 +1196,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     patchV1EntitiesId: {
@@ -1215,6 +1257,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1EntitiesIdMerge: {
@@ -1280,6 +1324,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1EntitiesIdMemories: {
@@ -1337,6 +1383,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1Relations: {
@@ -1400,6 +1448,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1Relations: {
@@ -1453,6 +1503,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1RelationsId: {
@@ -1507,6 +1559,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     deleteV1RelationsId: {
@@ -1542,6 +1596,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     patchV1RelationsId: {
@@ -1607,6 +1663,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1EntitiesIdNeighbors: {
@@ -1667,6 +1725,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1GraphPath: {
@@ -1731,6 +1791,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1GraphExport: {
@@ -1781,6 +1843,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
 }

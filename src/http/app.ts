@@ -83,13 +83,15 @@ export function createApp(deps: AppDeps): Hono<Env> {
   app.notFound((c) => c.json(new MmError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`).toBody(), 404));
 
   app.onError((err, c) => {
-    const mm = toMmError(err);
+    // An object store's failure that no read or write of the store reported is reported here (storage/outage.ts).
+    const failure = deps.ctx.store.storeFailed(err);
+    const mm = toMmError(failure);
     const answer = forClient(mm);
-    if (answer !== mm) {
+    if (answer !== mm || mm.status >= 500) {
       // The details stay here; the log sink masks secrets (see startServer).
-      deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, code: mm.code, error: errorDetail(err) });
+      deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, code: mm.code, error: errorDetail(failure) });
     }
-    if (mm.code === "RATE_LIMIT_EXCEEDED") c.header("Retry-After", String(mm.extra.retryAfter));
+    if (mm.code === "RATE_LIMIT_EXCEEDED" || mm.code === "STORE_UNAVAILABLE") c.header("Retry-After", String(mm.extra.retryAfter));
     return c.json(answer.toBody(), answer.status as 400);
   });
 

@@ -15,6 +15,7 @@ import { sqlString, type Connection, type Session, type Table } from "./lance.js
 import { coordinationDir, placeOf, type StorePlace } from "./location.js";
 import { WRITE_LOCK_TIMEOUT_MS } from "./lock.js";
 import { MAINTAINED_STAMP, maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
+import { StoreHealth } from "./outage.js";
 import { addLaterColumns, lastSeqsOf, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type MemoryRow, type RoutingCache } from "./memories.js";
 import type { PageWindow } from "./pages.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
@@ -95,6 +96,12 @@ export class Store extends MemoryReads {
     return table;
   });
   private graphReads: GraphReads;
+  /**
+   * Whether the object store answers (storage/outage.ts): a read or write that fails because of it
+   * marks it down, later ones fail at once with STORE_UNAVAILABLE, and the store is reopened
+   * (heal) until it answers again. A local store's failures stay what they are.
+   */
+  readonly health: StoreHealth;
 
   private constructor(
     /** Where the store is, as given: a local directory, or an object-store URI. */
@@ -119,9 +126,12 @@ export class Store extends MemoryReads {
     /** The store's small documents: accounts and keys, console sessions, the segment list. */
     public documents: DocumentDriver,
     private readonly env: Env,
+    /** A snapshot's: its store's. */
+    health?: StoreHealth,
   ) {
     super();
     this.graphReads = new GraphReads(graph);
+    this.health = health ?? new StoreHealth(place.label, () => this.heal());
   }
 
   /**
@@ -175,6 +185,37 @@ export class Store extends MemoryReads {
       old.db.close();
       old.metaDb?.close();
     }, graceMs).unref();
+  }
+
+  /**
+   * After an outage of the object store: everything this process holds that names a table version
+   * or a file is dropped, since the store may have come back without them (an emulator restarted
+   * from its last save; a cleanup that ran meanwhile). A new connection and session (LanceDB's
+   * caches), every table handle and the documents reopened at their latest versions (renew), and
+   * mm's own caches by version forgotten: index routing and counts, reads by table version, users'
+   * last sequence numbers, detection's current rows and recent writes, the write stamps (so the next
+   * write catches up). Throws while the store still doesn't answer: renew's connection lists the
+   * tables and opens two of them first, and changes nothing unless they all succeed.
+   */
+  async heal(): Promise<void> {
+    if (this.view || this.place.kind !== "object") return;
+    await this.renew(60_000);
+    this.routing.indexes.clear();
+    this.routing.counts.clear();
+    this.routing.atVersion?.clear();
+    Object.assign(this.lastSeqs, { segment: "", version: -1, othersWrote: true });
+    this.lastSeqs.byUser.clear();
+    this.currentRows.forget();
+    this.recentWrites.forget();
+    this.stamps = {};
+  }
+
+  /**
+   * `err` as a read or write reports it: STORE_UNAVAILABLE when the object store caused it, which
+   * marks the store down (storage/outage.ts); anything else, and any failure of a local store, as it is.
+   */
+  storeFailed(err: unknown): unknown {
+    return this.place.kind === "object" ? this.health.failed(err) : err;
   }
 
   /** Bytes in LanceDB's caches for this store (metadata and index), for tests and memory measurements. */
@@ -302,13 +343,17 @@ export class Store extends MemoryReads {
    * while other processes write. About 1 ms per table to take. Close it after use.
    */
   async snapshot(): Promise<Store> {
-    const [segments, graph] = await Promise.all([this.segmentSet.pinned(), this.db.openTable(GRAPH)]);
+    this.health.check();
+    const [segments, graph] = await Promise.all([this.segmentSet.pinned(), this.db.openTable(GRAPH)]).catch((err) => {
+      throw this.storeFailed(err);
+    });
     await graph.checkout(await graph.version());
-    return new Store(this.dir, this.place, this.config, this.db, undefined, undefined, this.segmentSet, segments, graph, this.tuning, this.routing, this.session, this.shared, this.documents, this.env);
+    return new Store(this.dir, this.place, this.config, this.db, undefined, undefined, this.segmentSet, segments, graph, this.tuning, this.routing, this.session, this.shared, this.documents, this.env, this.health);
   }
 
   /** The memory segments, oldest first; the last is the active one. */
   async segments(): Promise<Segment[]> {
+    this.health.check();
     if (this.view) return this.view;
     const segments = await this.segmentSet.current();
     await this.freshness?.ensure(segments.map((s) => s.table));
@@ -369,6 +414,7 @@ export class Store extends MemoryReads {
 
   /** The graph table, once its handle is within the read-consistency interval (storage/freshness.ts). */
   private async freshGraph(): Promise<Table> {
+    this.health.check();
     await this.freshness?.ensure([this.graph]);
     return this.graph;
   }
@@ -395,6 +441,15 @@ export class Store extends MemoryReads {
       return true;
     })().finally(() => (this.movingToLatest = undefined));
     return this.movingToLatest;
+  }
+
+  /** Every read of memories or the graph: a failure the object store caused is STORE_UNAVAILABLE, and marks it down. */
+  protected override async afresh<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await super.afresh(read);
+    } catch (err) {
+      throw this.storeFailed(err);
+    }
   }
 
   /** The graph table, for maintenance. */
@@ -570,14 +625,22 @@ export class Store extends MemoryReads {
    */
   async write<T>(fn: (w: StoreWriter) => Promise<T>): Promise<T> {
     if (this.view) throw new MmError("INTERNAL_ERROR", "A snapshot is read-only.");
-    return this.withWriteLock(async () => {
-      const segments = await this.segments();
-      const result = await fn(new StoreWriter(this, segments, this.graph));
-      this.writes++;
-      const active = segments[segments.length - 1];
-      if ((await active.table.countRows()) >= this.tuning.segmentRows) await this.seal(segments.length);
-      return result;
-    });
+    // Checked before and after waiting for the lock: writes queued behind one that found the store
+    // down fail at once instead of each waiting out the object store's retries.
+    this.health.check();
+    try {
+      return await this.withWriteLock(async () => {
+        this.health.check();
+        const segments = await this.segments();
+        const result = await fn(new StoreWriter(this, segments, this.graph));
+        this.writes++;
+        const active = segments[segments.length - 1];
+        if ((await active.table.countRows()) >= this.tuning.segmentRows) await this.seal(segments.length);
+        return result;
+      });
+    } catch (err) {
+      throw this.storeFailed(err);
+    }
   }
 
   /** Every handle of this store at its table's latest version (object stores, under the write lock). */
@@ -675,6 +738,7 @@ export class Store extends MemoryReads {
   }
 
   close(): void {
+    if (!this.view) this.health.stop();
     void this.releaseShared?.();
     this.releaseShared = undefined;
     this.graph.close();
