@@ -135,7 +135,7 @@ export function createClient(options: ClientOptions) {
           const after = Number(err.extra.retryAfter ?? 0) * 1000;
           if (after > maxRetryAfter) throw err;
           delay = Math.max(after, 0) + backoff / 4;
-        } else if (endpoint.retry && (err.status === 503 || err.status === 0)) delay = backoff;
+        } else if (endpoint.retry && (err.status === 503 || err.status === 0)) delay = Math.max(backoff, Math.min(Number(err.extra.retryAfter ?? 0) * 1000, maxRetryAfter));
         else throw err;
       }
       await sleep(delay, opts.signal);
