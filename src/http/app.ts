@@ -132,7 +132,15 @@ async function handle(c: HonoContext<Env>, route: Route, deps: AppDeps): Promise
   let result: unknown;
   try {
     const input = { params: c.req.param() as Record<string, string>, query: queryObject(c), body: route.body ? await readJson(c) : undefined };
+    // Read-your-writes across replicas (docs/scale-out.md): a read waits until this replica has the
+    // versions a write's token names; a write hands its token back.
+    const token = c.req.header("X-MM-Consistency");
+    if (token !== undefined && route.bucket !== "write") await deps.ctx.store.readAfter(token);
     result = await route.run({ ...deps.ctx, accountId: account.id, meter }, input);
+    if (route.bucket === "write") {
+      const written = await deps.ctx.store.consistencyToken().catch(() => undefined);
+      if (written) c.header("X-MM-Consistency", written);
+    }
     setQuotaHeaders(c, await meter.settle());
   } catch (failure) {
     const err = await meter.settleFailure(failure);

@@ -1,6 +1,6 @@
 import { mkdir, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { MmError } from "../errors.js";
+import { MmError, validationError } from "../errors.js";
 import type { EmbedderConfig } from "../embedder/types.js";
 import { describeEmbedder } from "../embedder/index.js";
 import { checkCoordination } from "./coordination.js";
@@ -59,6 +59,18 @@ export interface StoreStats {
   memories: TableStats & { unindexedTextRows: number; vectorIndex: VectorIndexStats | null; segments: SegmentStats[] };
   graph: TableStats & { entities: number; relations: number };
   diskBytes: number;
+}
+
+/** How long a read waits for the versions of its consistency token (Store.readAfter). */
+export const READ_AFTER_WAIT_MS = 5_000;
+
+/** `memories:53,graph:12` → [["memories", 53], ["graph", 12]]; anything else is VALIDATION_ERROR naming the header. */
+export function parseConsistencyToken(token: string): [string, number][] {
+  const pairs = token.trim().split(",").map((pair) => /^([a-z][a-z0-9_]{0,62}):(\d{1,15})$/.exec(pair.trim()));
+  if (token.length > 4_096 || !pairs.length || pairs.some((m) => !m)) {
+    throw validationError("X-MM-Consistency", "must be a consistency token as a write's X-MM-Consistency header gave it (table:version, comma-separated)");
+  }
+  return pairs.map((m) => [m![1], Number(m![2])]);
 }
 
 /** Old versions younger than this are kept by `mm store optimize`, so a concurrent reader's snapshot stays readable. */
@@ -441,6 +453,56 @@ export class Store extends MemoryReads {
       return true;
     })().finally(() => (this.movingToLatest = undefined));
     return this.movingToLatest;
+  }
+
+  /**
+   * A consistency token (`X-MM-Consistency`, docs/scale-out.md): every data table's version as this
+   * process's handles see it, `memories:53,memories_2:7,graph:12`. Taken after a write, it names at
+   * least the versions that write committed, since a commit moves the committing handle. Reads no
+   * object: a handle knows its version, and the segment list is this process's.
+   */
+  async consistencyToken(): Promise<string> {
+    const tables: [string, Table][] = [...(await this.segmentSet.current()).map((s): [string, Table] => [s.name, s.table]), [GRAPH, this.graph]];
+    const versions = await Promise.all(tables.map(([, t]) => t.version()));
+    return tables.map(([name], i) => `${name}:${versions[i]}`).join(",");
+  }
+
+  /**
+   * Read-your-writes across processes: returns once every table `token` names (consistencyToken,
+   * from another replica's write) is at least at the version it names here, moving the handles
+   * that are behind to their latest version at once rather than after the read-consistency
+   * interval. A version the store doesn't list yet is looked for again, backing off, for up to
+   * `waitMs`; then STORE_UNAVAILABLE (never an answer older than the client asked for). A token
+   * that isn't one is VALIDATION_ERROR.
+   */
+  async readAfter(token: string, waitMs = READ_AFTER_WAIT_MS): Promise<void> {
+    const wanted = parseConsistencyToken(token);
+    const deadline = Date.now() + waitMs;
+    for (let attempt = 0; ; attempt++) {
+      this.health.check();
+      const segments = await this.segmentSet.current();
+      const byName = new Map<string, Table>([...segments.map((s): [string, Table] => [s.name, s.table]), [GRAPH, this.graph]]);
+      const behind: Table[] = [];
+      let unknown = false;
+      for (const [name, version] of wanted) {
+        const table = byName.get(name);
+        if (!table) unknown = true;
+        else if ((await table.version()) < version) behind.push(table);
+      }
+      if (!behind.length && !unknown) return;
+      if (Date.now() >= deadline) {
+        throw new MmError("STORE_UNAVAILABLE", `The store at ${this.place.label} has not reached the versions of consistency token ${token} within ${waitMs} ms.`, { retryAfter: 1 });
+      }
+      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** attempt, 500, Math.max(0, deadline - Date.now()))));
+      try {
+        // A segment the token names and this process doesn't know yet: another process sealed it.
+        if (unknown) await this.documents.refresh?.();
+        await Promise.all(behind.map((t) => t.checkoutLatest()));
+      } catch (err) {
+        throw this.storeFailed(err);
+      }
+      this.freshness?.seen(behind);
+    }
   }
 
   /** Every read of memories or the graph: a failure the object store caused is STORE_UNAVAILABLE, and marks it down. */

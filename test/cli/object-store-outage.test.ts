@@ -1,11 +1,6 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AZURITE_KEY, startAzurite, type Azurite } from "../helpers/azurite.js";
-import { startRedis, type TestRedis } from "../helpers/redis.js";
-import { exited, replica, type Replica } from "../helpers/serve-replica.js";
-import { json, runMm } from "../helpers/spawn-mm.js";
+import { describe, expect, it } from "vitest";
+import { AZURITE_KEY } from "../helpers/azurite.js";
+import { useAzuriteCluster } from "../helpers/serve-replica.js";
 
 interface Outcome {
   replica: number;
@@ -26,37 +21,10 @@ interface Outcome {
  * serve again within 30 s without a restart, and every 5xx is logged with its cause.
  */
 describe("replicas on an object store that goes away and comes back (spawned, real Azurite and Redis)", () => {
-  let azurite: Azurite;
-  let redis: TestRedis;
-  let root: string;
-  let store: string;
-  let env: Record<string, string>;
-  let replicas: Replica[] = [];
-  let key: string;
-
-  beforeAll(async () => {
-    [azurite, redis] = await Promise.all([startAzurite(), startRedis()]);
-    root = await mkdtemp(join(tmpdir(), "mm-outage-"));
-    store = `az://${await azurite.container("outage")}/store`;
-    env = { ...azurite.env, XDG_STATE_HOME: join(root, "state-cli"), MM_REDIS_URL: redis.url };
-    expect((await runMm(["init"], { store, env })).code).toBe(0);
-    key = json(await runMm(["keys", "create", "--account", "default", "--name", "outage"], { store, env })).key;
-    const rates = ["--rate-read", "100000", "--rate-write", "100000", "--rate-search", "100000"];
-    replicas = await Promise.all([0, 1].map((i) => replica(store, redis.url, rates, { ...azurite.env, XDG_STATE_HOME: join(root, `state-${i}`) })));
-  }, 120_000);
-
-  afterAll(async () => {
-    for (const r of replicas) {
-      const gone = exited(r.child);
-      r.child.kill("SIGTERM");
-      await gone;
-    }
-    await redis?.close();
-    await azurite?.stop();
-    await rm(root, { recursive: true, force: true });
-  });
+  const cluster = useAzuriteCluster();
 
   it("answers 503 STORE_UNAVAILABLE with Retry-After during the outage, and serves again within 30 s of the store's return", async () => {
+    const { azurite, replicas, key } = cluster();
     // Azurite saves what it holds every 5 s, so a kill -9 loses its last seconds of writes (the
     // store comes back older than the replicas' handles): the store as set up is saved first.
     await new Promise((r) => setTimeout(r, 6_000));
