@@ -114,31 +114,14 @@ async function batchTrial(plan) {
 async function serverTrial(plan) {
   const store = await newStore({ payer: plan });
   const server = await startMmServe(BIN, store.env, { rateLimit: 1_000_000 });
-  const acked = [];
-  let killed = false;
-  const client = async (c) => {
-    for (let n = 0; !killed; n++) {
-      try {
-        const res = await fetch(`${server.url}/v1/memories`, {
-          method: "POST",
-          headers: { Authorization: `Bearer ${store.accounts.payer.key}`, "Content-Type": "application/json" },
-          body: JSON.stringify({ content: `client ${c} note ${n} about ${r.pick(["tea", "rain", "Lisbon"])}`, userId: `c${c}` }),
-        });
-        const body = await res.json();
-        if (res.status === 201) acked.push(body.id);
-      } catch {
-        return; // the server is gone
-      }
-    }
-  };
+  const posting = postingClients(server.url, store.accounts.payer.key);
+  const acked = posting.acked;
   const started = performance.now();
-  const clients = Array.from({ length: 6 }, (_, c) => client(c));
   await sleep(300 + r.int(4000));
   const killedAfterMs = Math.round(performance.now() - started);
-  killed = true;
   server.child.kill("SIGKILL");
   await new Promise((resolve) => server.child.once("exit", resolve));
-  await Promise.all(clients);
+  await posting.stop();
   return check(store, { kind: "server POSTs", plan, killedAfterMs, acked, bound: 1 });
 }
 
@@ -161,48 +144,22 @@ async function objectStoreTrial(plan) {
   Object.assign(process.env, azurite.env, { XDG_STATE_HOME: state });
   const store = await newStore({ payer: plan }, undefined, `az://${azurite.container}/store`);
   const server = await startMmServe(BIN, { ...store.env, ...azurite.env, XDG_STATE_HOME: state }, { rateLimit: 1_000_000 });
-  const acked = [];
-  const statuses = {};
-  let killed = false;
-  let lastCreated = 0;
-  const client = async (c) => {
-    for (let n = 0; !killed; n++) {
-      try {
-        const res = await fetch(`${server.url}/v1/memories`, {
-          method: "POST",
-          headers: { Authorization: `Bearer ${store.accounts.payer.key}`, "Content-Type": "application/json" },
-          body: JSON.stringify({ content: `client ${c} note ${n} about ${r.pick(["tea", "rain", "Lisbon"])}`, userId: `c${c}` }),
-        });
-        const body = await res.json();
-        if (res.status === 201) {
-          acked.push(body.id);
-          lastCreated = performance.now();
-        } else {
-          const code = `${res.status} ${body.error?.code}`;
-          statuses[code] = (statuses[code] ?? 0) + 1;
-          await sleep(200);
-        }
-      } catch {
-        return; // the server is gone
-      }
-    }
-  };
+  const posting = postingClients(server.url, store.accounts.payer.key);
+  const { acked, statuses } = posting;
   const started = performance.now();
-  const clients = Array.from({ length: 6 }, (_, c) => client(c));
   await sleep(300 + r.int(2000));
   const downAt = performance.now();
   await azurite.stop();
   await sleep(2000 + r.int(4000));
   await azurite.start();
   const backAt = performance.now();
-  while (lastCreated < backAt && performance.now() - backAt < 30_000) await sleep(50);
-  const servingAfterMs = lastCreated > backAt ? Math.round(lastCreated - backAt) : null;
+  while (posting.lastCreated < backAt && performance.now() - backAt < 30_000) await sleep(50);
+  const servingAfterMs = posting.lastCreated > backAt ? Math.round(posting.lastCreated - backAt) : null;
   await sleep(r.int(1500));
   const killedAfterMs = Math.round(performance.now() - started);
-  killed = true;
   server.child.kill("SIGKILL");
   await new Promise((resolve) => server.child.once("exit", resolve));
-  await Promise.all(clients);
+  await posting.stop();
   const trial = await check({ ...store, env: { ...store.env, ...azurite.env, XDG_STATE_HOME: state } }, { kind: "object-store restart", plan, killedAfterMs, acked, bound: 1 });
   const unexpected = Object.keys(statuses).filter((s) => s !== "503 STORE_UNAVAILABLE");
   if (unexpected.length) trial.problems.push(`answers other than 201 and 503 STORE_UNAVAILABLE: ${unexpected.join(", ")}`);
@@ -251,6 +208,40 @@ async function startAzurite() {
     // SIGTERM: Azurite saves its index before it exits.
     stop: () => (child.exitCode !== null ? Promise.resolve() : new Promise((done) => (child.once("exit", () => done()), child.kill("SIGTERM")))),
   };
+}
+
+/**
+ * Six clients POSTing memories to `url` as fast as it answers, until stopped or the server is gone:
+ * the ids acknowledged (201), the other answers by status and code, when the last 201 came.
+ */
+function postingClients(url, key) {
+  const out = { acked: [], statuses: {}, lastCreated: 0, stop: undefined };
+  let stopped = false;
+  const client = async (c) => {
+    for (let n = 0; !stopped; n++) {
+      try {
+        const res = await fetch(`${url}/v1/memories`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ content: `client ${c} note ${n} about ${r.pick(["tea", "rain", "Lisbon"])}`, userId: `c${c}` }),
+        });
+        const body = await res.json();
+        if (res.status === 201) {
+          out.acked.push(body.id);
+          out.lastCreated = performance.now();
+        } else {
+          const code = `${res.status} ${body.error?.code}`;
+          out.statuses[code] = (out.statuses[code] ?? 0) + 1;
+          await sleep(200);
+        }
+      } catch {
+        return; // the server is gone
+      }
+    }
+  };
+  const clients = Array.from({ length: 6 }, (_, c) => client(c));
+  out.stop = () => ((stopped = true), Promise.all(clients));
+  return out;
 }
 
 async function check(store, t) {
