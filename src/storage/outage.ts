@@ -16,6 +16,7 @@ const HEAL_EVERY_MS = 1_000;
  */
 export function isStoreFailure(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 6; e = (e as Error).cause, depth++) {
+    if (e instanceof StoreTimeout) return true;
     if (e instanceof MmError) {
       // mm's own errors (a lock's timeout, Redis down) are not the store's; an unexpected one's cause may be.
       if (e.code === "STORE_UNAVAILABLE") return true;
@@ -31,6 +32,39 @@ export function isStoreFailure(err: unknown): boolean {
     }
   }
   return false;
+}
+
+/**
+ * How long one read of the store, or one write once it holds the write lock, may take on an object
+ * store before it is answered STORE_UNAVAILABLE and the store marked down (`$MM_STORE_DEADLINE_S`;
+ * 0: no bound). A store that hangs instead of refusing (a network cut, a stopped emulator) makes
+ * LanceDB wait out its request timeouts and retries: 15 s for a table listing, 94 s for a version
+ * check with a 5 s request timeout, 183 s with the default 30 s, measured against a stopped
+ * Azurite. The operation itself goes on in the background until LanceDB gives up.
+ */
+export const STORE_DEADLINE_MS = 10_000;
+
+/** The deadline (storage/store.ts) from the environment: `$MM_STORE_DEADLINE_S` seconds, else STORE_DEADLINE_MS. */
+export function storeDeadlineMs(env: Record<string, string | undefined>): number {
+  const seconds = Number(env.MM_STORE_DEADLINE_S?.trim() || NaN);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : STORE_DEADLINE_MS;
+}
+
+/** A store operation that outlived its deadline (withDeadline). */
+export class StoreTimeout extends Error {
+  constructor(ms: number) {
+    super(`the object store did not answer within ${ms / 1000} s`);
+    this.name = "StoreTimeout";
+  }
+}
+
+/** `work`, or a StoreTimeout once `ms` have passed (0: no bound). `work` is not cancelled. */
+export function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  if (!ms) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new StoreTimeout(ms)), ms)));
+  work.catch(() => undefined); // once late, its own failure has no one to hear it
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 /** The first line of `err`'s message and of each cause's, shortened: Lance repeats itself at length. */
@@ -64,15 +98,39 @@ export class StoreHealth {
   constructor(
     private readonly label: string,
     private readonly heal: () => Promise<void>,
+    /** How long one try at healing may take (a hung store would hold it for minutes). */
+    private readonly healDeadlineMs = STORE_DEADLINE_MS,
   ) {}
 
   get isDown(): boolean {
     return this.down !== undefined;
   }
 
+  private readonly downListeners = new Set<() => void>();
+
   /** Throws STORE_UNAVAILABLE while the store is down. */
   check(): void {
     if (this.down) throw this.unavailable(`The store at ${this.label} has been unavailable for ${Math.round((Date.now() - this.down.since) / 1000)} s (${this.down.cause}).`);
+  }
+
+  /**
+   * A promise that rejects with STORE_UNAVAILABLE once the store is marked down (for what waits on
+   * something else meanwhile: a writer waiting for the write lock), and `cancel` to stop listening.
+   */
+  whenDown(): { down: Promise<never>; cancel: () => void } {
+    let listener!: () => void;
+    const down = new Promise<never>((_, reject) => {
+      listener = () => {
+        try {
+          this.check();
+        } catch (err) {
+          reject(err);
+        }
+      };
+    });
+    down.catch(() => undefined);
+    this.downListeners.add(listener);
+    return { down, cancel: () => this.downListeners.delete(listener) };
   }
 
   /**
@@ -100,10 +158,12 @@ export class StoreHealth {
     if (this.down) return;
     const down: { since: number; cause: string; timer?: NodeJS.Timeout } = { since: Date.now(), cause };
     this.down = down;
+    for (const listener of [...this.downListeners]) listener();
+    this.downListeners.clear();
     this.log?.({ time: new Date().toISOString(), level: "error", event: "store-lost", store: this.label, error: cause });
     const attempt = async () => {
       try {
-        await this.heal();
+        await withDeadline(this.heal(), this.healDeadlineMs);
       } catch (err) {
         down.cause = failureSummary(err);
         if (this.down === down) down.timer = setTimeout(attempt, HEAL_EVERY_MS).unref();

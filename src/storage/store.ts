@@ -15,7 +15,7 @@ import { sqlString, type Connection, type Session, type Table } from "./lance.js
 import { coordinationDir, placeOf, type StorePlace } from "./location.js";
 import { WRITE_LOCK_TIMEOUT_MS } from "./lock.js";
 import { MAINTAINED_STAMP, maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
-import { StoreHealth } from "./outage.js";
+import { StoreHealth, storeDeadlineMs, withDeadline } from "./outage.js";
 import { addLaterColumns, lastSeqsOf, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type MemoryRow, type RoutingCache } from "./memories.js";
 import type { PageWindow } from "./pages.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
@@ -143,8 +143,12 @@ export class Store extends MemoryReads {
   ) {
     super();
     this.graphReads = new GraphReads(graph);
-    this.health = health ?? new StoreHealth(place.label, () => this.heal());
+    this.deadlineMs = place.kind === "object" ? storeDeadlineMs(env) : 0;
+    this.health = health ?? new StoreHealth(place.label, () => this.heal(), this.deadlineMs || undefined);
   }
+
+  /** How long one read, or one write under the lock, may take on an object store (storage/outage.ts); 0 for a local store. */
+  private readonly deadlineMs: number;
 
   /**
    * Where this machine's processes coordinate for the store (locks, the quota ledger, the running
@@ -508,7 +512,7 @@ export class Store extends MemoryReads {
   /** Every read of memories or the graph: a failure the object store caused is STORE_UNAVAILABLE, and marks it down. */
   protected override async afresh<T>(read: () => Promise<T>): Promise<T> {
     try {
-      return await super.afresh(read);
+      return await withDeadline(super.afresh(read), this.deadlineMs);
     } catch (err) {
       throw this.storeFailed(err);
     }
@@ -645,10 +649,11 @@ export class Store extends MemoryReads {
    * While `fn` runs, the data tables' handles are current (storage/freshness.ts, whileCurrent):
    * no other process can commit a row until the lock is released.
    */
-  private withWriteLock<T>(fn: () => Promise<T>): Promise<T> {
+  private withWriteLock<T>(fn: () => Promise<T>, onLocked?: () => void): Promise<T> {
     return this.shared.withLock(
       "write",
       async () => {
+        onLocked?.();
         if (this.place.kind !== "object") return fn();
         const [write, maintained] = await Promise.all([this.shared.stamp("write"), this.shared.stamp(MAINTAINED_STAMP)]);
         const othersWrote = write === undefined || write !== this.stamps.write;
@@ -691,15 +696,35 @@ export class Store extends MemoryReads {
     // down fail at once instead of each waiting out the object store's retries.
     this.health.check();
     try {
-      return await this.withWriteLock(async () => {
-        this.health.check();
-        const segments = await this.segments();
-        const result = await fn(new StoreWriter(this, segments, this.graph));
-        this.writes++;
-        const active = segments[segments.length - 1];
-        if ((await active.table.countRows()) >= this.tuning.segmentRows) await this.seal(segments.length);
-        return result;
-      });
+      // The deadline counts from the lock (waiting for another writer, or maintenance, is not the
+      // store hanging), and bounds the answer only: a write past it keeps the lock until LanceDB
+      // gives up or commits, so no other writer starts from a view it may still change.
+      let held!: () => void;
+      const locked = new Promise<void>((resolve) => (held = resolve));
+      const work = this.withWriteLock(
+        async () => {
+          const segments = await this.segments();
+          const result = await fn(new StoreWriter(this, segments, this.graph));
+          this.writes++;
+          const active = segments[segments.length - 1];
+          if ((await active.table.countRows()) >= this.tuning.segmentRows) await this.seal(segments.length);
+          return result;
+        },
+        () => {
+          held();
+          // A writer that waited while another's commit met the outage gives the lock back at once.
+          this.health.check();
+        },
+      );
+      work.catch(() => undefined); // answered below, or past its deadline with no one to hear it
+      // Waiting for the lock is not bounded (maintenance may hold it for minutes), unless the store goes down meanwhile.
+      const waiting = this.health.whenDown();
+      try {
+        await Promise.race([locked, work, waiting.down]);
+      } finally {
+        waiting.cancel();
+      }
+      return await withDeadline(work, this.deadlineMs);
     } catch (err) {
       throw this.storeFailed(err);
     }

@@ -29,6 +29,9 @@ export interface Azurite {
   kill(): Promise<void>;
   /** Starts it again on the same port and folder (after kill): the store comes back as it was. */
   start(): Promise<void>;
+  /** SIGSTOP: it still holds its port, and answers nothing (a store that hangs), until resume(). */
+  pause(): void;
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -111,6 +114,8 @@ export async function startAzurite(options: { debug?: boolean } = {}): Promise<A
       await exited;
     },
     start,
+    pause: () => void child.kill("SIGSTOP"),
+    resume: () => void child.kill("SIGCONT"),
     async stop() {
       await stopChild(child);
       await rm(location, { recursive: true, force: true });
