@@ -66,7 +66,7 @@ export const READ_AFTER_WAIT_MS = 5_000;
 
 /** `memories:53,graph:12` → [["memories", 53], ["graph", 12]]; anything else is VALIDATION_ERROR naming the header. */
 export function parseConsistencyToken(token: string): [string, number][] {
-  const pairs = token.trim().split(",").map((pair) => /^([a-z][a-z0-9_]{0,62}):(\d{1,15})$/.exec(pair.trim()));
+  const pairs = token.trim().split(",").map((pair) => /^(memories(?:_\d{1,6})?|graph):(\d{1,15})$/.exec(pair.trim()));
   if (token.length > 4_096 || !pairs.length || pairs.some((m) => !m)) {
     throw validationError("X-MM-Consistency", "must be a consistency token as a write's X-MM-Consistency header gave it (table:version, comma-separated)");
   }
