@@ -141,15 +141,17 @@ function benchObjectStore() {
  */
 function checks() {
   return [
-    // The floors as the issue (#54) set them; the search's from its first runs, 4.1-4.5 on a loaded
-    // machine, with a third more room (docs/performance.md, "The performance guard").
+    // Floors from every run measured, with room for a loaded machine, each still failing the
+    // regression it guards against (docs/performance.md, "The performance guard"): creates fell to
+    // 0.37-0.41 of a batch add (#54); runs measured 0.47-1.61. A cold list measured 2.37-3.59; the
+    // search 4.1-4.5.
     {
       name: "HTTP creates, 8 clients / mm memories add --batch, the same 400 texts",
-      floor: 0.7,
+      floor: 0.45,
       target: 0.8,
       measure: checkWrites,
     },
-    { name: "cold mm memories list / node -e 0", ceiling: 2.5, measure: checkColdList },
+    { name: "cold mm memories list / node -e 0", ceiling: 3.2, target: 2.2, measure: checkColdList },
     { name: "HTTP hybrid search p50 / its query's embedding p50", ceiling: 6, measure: checkHybridSearch },
   ];
 }
@@ -166,7 +168,7 @@ async function runChecks() {
     failed ||= !ok;
     table.push({ check, tries, ok });
   }
-  const limit = (c) => (c.floor !== undefined ? `≥ ${c.floor}${c.target ? ` (target ${c.target})` : ""}` : `≤ ${c.ceiling}`);
+  const limit = (c) => (c.floor !== undefined ? `≥ ${c.floor}` : `≤ ${c.ceiling}`) + (c.target ? ` (target ${c.target})` : "");
   const head = ["check", "ratio", "measured", "limit", "ok"];
   const body = table.map(({ check, tries, ok }) => [check.name, tries.map((t) => t.ratio.toFixed(2)).join(", then "), tries.at(-1).detail, limit(check), ok ? "yes" : "NO"]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));

@@ -400,6 +400,8 @@ export interface operations {
                     [key: string]: string | number | boolean;
                 };
                 entityId?: string;
+                project?: string;
+                projectOnly?: boolean | ("true" | "false");
                 page?: number | string;
                 limit?: number | string;
             };
@@ -422,6 +424,8 @@ export interface operations {
                             userId: string;
                             agentId?: string;
                             tags?: string[];
+                            /** @description extension: the project the memory belongs to; absent for a global memory */
+                            project?: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             createdAt: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
@@ -472,6 +476,7 @@ export interface operations {
                         [key: string]: unknown;
                     };
                     entityIds?: string[];
+                    project?: string;
                     supersedes?: string[];
                     dedupe?: boolean;
                     autoSupersede?: boolean;
@@ -496,6 +501,8 @@ export interface operations {
                         };
                         /** @description extension: linked entities, present only when the memory has links */
                         entityIds?: string[];
+                        /** @description extension: the project the memory belongs to; absent for a global memory */
+                        project?: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
@@ -548,6 +555,8 @@ export interface operations {
                         [key: string]: string | number | boolean;
                     };
                     entityId?: string;
+                    project?: string;
+                    projectOnly?: boolean;
                     limit?: number;
                     /** @default 0.5 */
                     threshold?: number;
@@ -577,6 +586,8 @@ export interface operations {
                             userId: string;
                             agentId?: string;
                             tags?: string[];
+                            /** @description extension: the project the memory belongs to; absent for a global memory */
+                            project?: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             createdAt: string;
                             /** @description extension, only with includeSuperseded or asOf: the memory that replaced this one */
@@ -652,6 +663,8 @@ export interface operations {
                         };
                         /** @description extension: linked entities, present only when the memory has links */
                         entityIds?: string[];
+                        /** @description extension: the project the memory belongs to; absent for a global memory */
+                        project?: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
@@ -740,6 +753,7 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     entityIds?: string[] | null;
+                    project?: string | null;
                     supersedes?: string[];
                 };
             };
@@ -762,6 +776,8 @@ export interface operations {
                         };
                         /** @description extension: linked entities, present only when the memory has links */
                         entityIds?: string[];
+                        /** @description extension: the project the memory belongs to; absent for a global memory */
+                        project?: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
@@ -824,6 +840,7 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             entityIds?: string[];
+                            project?: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             validFrom: string;
                             /** @description when this version ended: the next version's start, or when another memory replaced it; absent while it holds */
@@ -906,6 +923,8 @@ export interface operations {
                         };
                         /** @description extension: linked entities, present only when the memory has links */
                         entityIds?: string[];
+                        /** @description extension: the project the memory belongs to; absent for a global memory */
+                        project?: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
@@ -968,6 +987,8 @@ export interface operations {
                         };
                         /** @description extension: linked entities, present only when the memory has links */
                         entityIds?: string[];
+                        /** @description extension: the project the memory belongs to; absent for a global memory */
+                        project?: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
                         createdAt: string;
                         /** @description ISO 8601 UTC timestamp with milliseconds */
@@ -1355,6 +1376,8 @@ export interface operations {
                             userId: string;
                             agentId?: string;
                             tags?: string[];
+                            /** @description extension: the project the memory belongs to; absent for a global memory */
+                            project?: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */
                             createdAt: string;
                             /** @description ISO 8601 UTC timestamp with milliseconds */

@@ -165,7 +165,7 @@ export function mountConsole(app: Hono<any>, deps: AppDeps): void {
 
   con.get("/console/memories", signedIn, async (c) => {
     const query = c.req.query() as P.MemoryQuery;
-    const filters = nonEmpty({ userId: query.userId, agentId: query.agentId });
+    const filters = nonEmpty({ userId: query.userId, agentId: query.agentId, project: query.project?.trim() });
     const page = (props: Partial<Parameters<typeof P.MemoriesPage>[0]>, status = 200) =>
       render(c, <P.MemoriesPage chrome={chrome(c, "memories")} query={query} {...props} />, status);
     try {

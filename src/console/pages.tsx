@@ -377,6 +377,7 @@ export interface MemoryQuery {
   threshold?: string;
   userId?: string;
   agentId?: string;
+  project?: string;
   tags?: string;
   page?: string;
   limit?: string;
@@ -419,6 +420,13 @@ export const MemoriesPage: FC<{
         <input id="agentId" name="agentId" type="text" value={query.agentId ?? ""} />
       </div>
       <div class="field">
+        <label for="project">Project</label>
+        <input id="project" name="project" type="text" value={query.project ?? ""} aria-describedby="project-hint" />
+        <span id="project-hint" class="hint">
+          and global ones
+        </span>
+      </div>
+      <div class="field">
         <label for="tags">Tags</label>
         <input id="tags" name="tags" type="text" value={query.tags ?? ""} placeholder="work, travel" aria-describedby="tags-hint" />
         <span id="tags-hint" class="hint">
@@ -429,7 +437,7 @@ export const MemoriesPage: FC<{
         <button type="submit" class="primary">
           {query.q ? "Search" : "Search or filter"}
         </button>
-        {(query.q || query.userId || query.agentId || query.tags) && <a href="/console/memories">Clear</a>}
+        {(query.q || query.userId || query.agentId || query.project || query.tags) && <a href="/console/memories">Clear</a>}
       </div>
     </form>
     {error && <Notice kind="error">{error}</Notice>}
@@ -480,6 +488,7 @@ const MemoryCard: FC<{ memory: MemoryListItem | MemorySearchHit; score?: number 
       {score !== undefined && <span class="score" title="score, 0 to 1">score {score.toFixed(2)}</span>}
       <span>user {memory.userId}</span>
       {memory.agentId && <span>agent {memory.agentId}</span>}
+      {memory.project && <span>project {memory.project}</span>}
       {memory.tags?.map((t) => (
         <span class="tag">{t}</span>
       ))}
@@ -495,7 +504,7 @@ function excerpt(s: string): string {
 const Pager: FC<{ query: MemoryQuery; pagination: Page<unknown>["pagination"] }> = ({ query, pagination }) => {
   const { page, totalPages } = pagination;
   if (totalPages <= 1) return <></>;
-  const href = (p: number) => `/console/memories?${new URLSearchParams({ ...pick(query, ["userId", "agentId", "tags", "limit"]), page: String(p) })}`;
+  const href = (p: number) => `/console/memories?${new URLSearchParams({ ...pick(query, ["userId", "agentId", "project", "tags", "limit"]), page: String(p) })}`;
   return (
     <nav class="pager" aria-label="Pages">
       {page > 1 ? <a href={href(page - 1)} rel="prev">← Newer</a> : <span class="muted">← Newer</span>}
@@ -545,6 +554,8 @@ export const MemoryPage: FC<{ chrome: Chrome; memory: Memory; entities: Entity[]
         <dd>{memory.userId}</dd>
         <dt>agent</dt>
         <dd>{memory.agentId ?? <span class="muted">none</span>}</dd>
+        <dt>project</dt>
+        <dd>{memory.project ?? <span class="muted">none (global)</span>}</dd>
         <dt>tags</dt>
         <dd>{memory.tags?.length ? memory.tags.map((t) => <span class="tag">{t}</span>) : <span class="muted">none</span>}</dd>
         <dt>created</dt>

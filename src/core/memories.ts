@@ -24,6 +24,8 @@ export interface Memory {
   metadata?: Record<string, unknown>;
   /** Linked entities (beyond the spec); present only when the memory has links. */
   entityIds?: string[];
+  /** Beyond the spec (core/project.ts): the project it belongs to; absent for a global memory. */
+  project?: string;
   createdAt: string;
   updatedAt: string;
   /** Beyond the spec, present only when set: the memories this one replaced (core/validity.ts). */
@@ -129,7 +131,7 @@ async function withLiveLinks(ctx: Context, record: MemoryRecord): Promise<Memory
 export async function listMemories(ctx: Context, rawQuery: unknown): Promise<Page<MemoryListItem>> {
   const q = parseListMemories(rawQuery);
   const { records, total } = await withSnapshot(ctx, (store) =>
-    store.listMemories({ accountId: ctx.accountId, userId: q.userId, agentId: q.agentId, tags: q.tags, entityId: q.entityId, metadata: q.metadata }, { offset: (q.page - 1) * q.limit, limit: q.limit }),
+    store.listMemories({ accountId: ctx.accountId, userId: q.userId, agentId: q.agentId, tags: q.tags, entityId: q.entityId, metadata: q.metadata, project: q.project, projectOnly: q.projectOnly }, { offset: (q.page - 1) * q.limit, limit: q.limit }),
   );
   return page(records.map(toListItem), q, total);
 }
@@ -153,6 +155,7 @@ export async function updateMemory(ctx: Context, id: string, raw: unknown): Prom
       next.matchKeys = storedKeysOf(patch.content);
     }
     if (patch.agentId !== undefined) next.agentId = patch.agentId;
+    if (patch.project !== undefined) next.project = patch.project;
     if (patch.tags !== undefined) next.tags = patch.tags ?? [];
     if (patch.metadata !== undefined) next.metadata = patch.metadata === null ? null : JSON.stringify(patch.metadata);
     if (patch.entityIds !== undefined) {
@@ -160,7 +163,7 @@ export async function updateMemory(ctx: Context, id: string, raw: unknown): Prom
       await assertEntitiesExist(ctx, next.entityIds);
     }
     next.updatedAt = laterTimestamp(ctx.clock(), current.updatedAt);
-    if (["content", "agentId", "tags", "metadata", "entityIds"].some((k) => k in patch)) next.history = withHistory(current, versionOf(current, next.updatedAt));
+    if (["content", "agentId", "tags", "metadata", "entityIds", "project"].some((k) => k in patch)) next.history = withHistory(current, versionOf(current, next.updatedAt));
     // The memory and the ones it now replaces: one commit when they share a segment (the usual case).
     const marked = replaces.map((r) => markReplaced(r, id, next.updatedAt, "explicit"));
     await billedCommit(ctx, 1, () => w.replaceMemories([next, ...marked]));
@@ -189,6 +192,7 @@ function versionOf(row: MemoryRow, until: string): HistoryEntry {
     tags: row.tags,
     metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
     entityIds: row.entityIds,
+    project: row.project,
   };
 }
 
@@ -248,7 +252,7 @@ export async function restoreMemory(ctx: Context, id: string): Promise<Memory> {
 export interface MemoryHistory {
   id: string;
   /** Oldest first; the last is the memory as it is now (validTo absent, or when another memory replaced it). */
-  versions: { version: number; content: string; agentId?: string; tags?: string[]; metadata?: Record<string, unknown>; entityIds?: string[]; validFrom: string; validTo?: string }[];
+  versions: { version: number; content: string; agentId?: string; tags?: string[]; metadata?: Record<string, unknown>; entityIds?: string[]; project?: string; validFrom: string; validTo?: string }[];
   /** The memories it replaced, and those they replaced, nearest first. */
   replaced: ChainLink[];
   /** The memory that replaced it, and the one that replaced that, nearest first. */
@@ -278,13 +282,14 @@ export async function memoryHistory(ctx: Context, id: string): Promise<MemoryHis
         tags: e.tags?.length ? e.tags : undefined,
         metadata: e.metadata ?? undefined,
         entityIds: e.entityIds?.length ? e.entityIds : undefined,
+        project: e.project ?? undefined,
         validFrom: e.validFrom ?? row.createdAt,
         validTo: e.at,
       }),
     );
     const now = toMemory(row);
     versions.push(
-      defined({ version: kept.length + 1, content: now.content, agentId: now.agentId, tags: now.tags, metadata: now.metadata, entityIds: now.entityIds, validFrom: row.updatedAt, validTo: row.supersededAt ?? undefined }),
+      defined({ version: kept.length + 1, content: now.content, agentId: now.agentId, tags: now.tags, metadata: now.metadata, entityIds: now.entityIds, project: now.project, validFrom: row.updatedAt, validTo: row.supersededAt ?? undefined }),
     );
     const link = (r: MemoryRecord): ChainLink => defined({ id: r.id, content: r.content, createdAt: r.createdAt, supersededAt: r.supersededAt ?? undefined });
     const replacedBy: ChainLink[] = [];
@@ -526,6 +531,7 @@ export function memoryRow(input: CreateMemoryInput, at: { id: string; accountId:
     supersededBy: null,
     supersededAt: null,
     matchKeys: storedKeysOf(input.content),
+    project: input.project ?? null,
     history: null,
     ...(vector ? { vector } : {}),
   };
@@ -538,6 +544,7 @@ export function toMemory(r: MemoryRecord, supersedes?: string[]): Memory {
   if (r.tags.length) m.tags = r.tags;
   if (r.metadata !== null) m.metadata = JSON.parse(r.metadata) as Record<string, unknown>;
   if (r.entityIds.length) m.entityIds = r.entityIds;
+  if (r.project) m.project = r.project;
   m.createdAt = r.createdAt;
   m.updatedAt = r.updatedAt;
   if (supersedes?.length) m.supersedes = supersedes;

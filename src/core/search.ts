@@ -15,6 +15,8 @@ export interface MemorySearchHit {
   userId: string;
   agentId?: string;
   tags?: string[];
+  /** Beyond the spec (core/project.ts): the memory's project; absent for a global memory. */
+  project?: string;
   createdAt: string;
   /** Only with includeSuperseded or asOf (beyond the spec): the memory that replaced this one, and when. */
   supersededBy?: string;
@@ -190,6 +192,8 @@ function scopeOf(ctx: Context, input: SearchMemoriesInput): MemoryFilter {
     tags: input.tags,
     entityId: input.entityId,
     metadata: input.metadata,
+    project: input.project,
+    projectOnly: input.projectOnly,
     ...validityFilter(input),
   };
 }
@@ -299,6 +303,7 @@ function toSearchHit({ record: r, score, explanation }: ScoredHit, withExplanati
   const hit: MemorySearchHit = { id: r.id, content: r.content, score, userId: r.userId } as MemorySearchHit;
   if (r.agentId !== null) hit.agentId = r.agentId;
   if (r.tags.length) hit.tags = r.tags;
+  if (r.project) hit.project = r.project;
   hit.createdAt = r.createdAt;
   if (r.supersededBy) Object.assign(hit, { supersededBy: r.supersededBy, supersededAt: r.supersededAt ?? undefined });
   if (withExplanation) hit.explanation = explanation;

@@ -431,7 +431,7 @@ async function commit(ctx: Context, batch: Pending[], header: ExportHeader, idMa
       const input = parseCreateMemory({
         content: v.content,
         userId: v.userId,
-        ...Object.fromEntries((["agentId", "tags", "metadata"] as const).filter((k) => v[k] !== undefined).map((k) => [k, v[k]])),
+        ...Object.fromEntries((["agentId", "tags", "metadata", "project"] as const).filter((k) => v[k] !== undefined).map((k) => [k, v[k]])),
         ...(entityIds !== undefined ? { entityIds } : {}),
       });
       const links = input.entityIds ?? [];

@@ -15,6 +15,13 @@ import { changedByModel, endedReason, lookupKeysOf, factsOf, isFactKey, replacem
  */
 
 /** One earlier version of a memory, or one event of its life, as kept in its `history` column. */
+/** What detection keeps apart: memories of another agent, or of another project (or global beside a project's), neither replace nor duplicate each other. */
+type Scoped = { agentId: string | null; project?: string | null };
+
+function sameScope(a: Scoped, b: Scoped): boolean {
+  return a.agentId === b.agentId && (a.project ?? null) === (b.project ?? null);
+}
+
 export interface HistoryEntry {
   /** "version": the content, tags and metadata before a PATCH; "superseded" / "restored": an event. */
   type: "version" | "superseded" | "restored";
@@ -25,6 +32,7 @@ export interface HistoryEntry {
   tags?: string[];
   metadata?: Record<string, unknown> | null;
   entityIds?: string[];
+  project?: string | null;
   /** For a version: when it became true (its updatedAt then). */
   validFrom?: string;
   /** For "superseded": the replacing memory; for "restored": the one that had replaced it. */
@@ -197,7 +205,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   await ask((key) => scans(key) && !scanned.has(key));
 
   /** The older memories of the same user and agent that detection compares incoming `i` with. */
-  const olderOf = (i: number) => (candidates.get(userKey(items[i].row)) ?? []).filter((r) => r.agentId === items[i].row.agentId);
+  const olderOf = (i: number) => (candidates.get(userKey(items[i].row)) ?? []).filter((r) => sameScope(r, items[i].row));
   /** Those of them that state a fact (a fact key): the ones a fact of `i` may replace. */
   const factful = (older: MemoryRecord[]) => older.filter((r) => r.matchKeys.some(isFactKey));
   /** replacementReason of incoming `i` and an older memory, worked out once. */
@@ -231,7 +239,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   items.forEach((it, i) => {
     if (settled[i].error) return;
     const row = it.row;
-    const same = (r: { agentId: string | null }) => r.agentId === row.agentId;
+    const same = (r: Scoped) => sameScope(r, row);
     const older = olderOf(i).filter((r) => !superseded.has(r.id));
     const earlier = items.slice(0, i).map((e, j) => ({ e, j })).filter(({ e, j }) => !settled[j].error && !settled[j].duplicateOf && !inBatch.has(j) && e.row.accountId === row.accountId && e.row.userId === row.userId && same(e.row));
     if (it.dedupe && !it.supersedes?.length) {
@@ -464,7 +472,7 @@ async function nearestOlder(
         const hits = rows
           ? nearestOf(v, rows, NEAR_CANDIDATES)
           : (await store.searchMemories(v, { accountId, userId, current: true }, NEAR_CANDIDATES, { approximateAbove: NEAR_SCAN, recent: true })).map((h) => ({ record: h.record, cosine: 1 - h.distance }));
-        near[i] = hits.filter((h) => h.record.agentId === items[i].row.agentId && !keyed(i, h.record.matchKeys));
+        near[i] = hits.filter((h) => sameScope(h.record, items[i].row) && !keyed(i, h.record.matchKeys));
       }
     }),
   );

@@ -10,6 +10,8 @@ export interface MemoryToolsOptions {
   agentId?: string;
   /** Added to everything `remember` stores. */
   tags?: string[];
+  /** A project (docs/projects.md): `remember` stores there, `recall` sees it and the user's global memories. */
+  project?: string;
   /** `recall`'s minimum score (default 0.3: an agent's questions are short, and a miss costs more than a weak hit). */
   threshold?: number;
 }
@@ -22,7 +24,7 @@ export interface MemoryToolsOptions {
  * the model's context.
  */
 export function memoryTools(options: MemoryToolsOptions) {
-  const { client, userId, agentId } = options;
+  const { client, userId, agentId, project } = options;
   return {
     remember: tool({
       description: "Store a fact worth keeping about the user or the conversation, in one or two plain sentences.",
@@ -33,7 +35,7 @@ export function memoryTools(options: MemoryToolsOptions) {
       execute: async ({ content, tags }, { abortSignal }) => {
         const allTags = [...(options.tags ?? []), ...(tags ?? [])];
         const memory = await client.memories.create(
-          { content, userId, ...(agentId ? { agentId } : {}), ...(allTags.length ? { tags: allTags } : {}) },
+          { content, userId, ...(agentId ? { agentId } : {}), ...(allTags.length ? { tags: allTags } : {}), ...(project ? { project } : {}) },
           { signal: abortSignal },
         );
         return { id: memory.id, content: memory.content };
@@ -47,7 +49,7 @@ export function memoryTools(options: MemoryToolsOptions) {
       }),
       execute: async ({ query, limit }, { abortSignal }) => {
         const { results } = await client.memories.search(
-          { query, userId, limit: limit ?? 5, threshold: options.threshold ?? 0.3 },
+          { query, userId, limit: limit ?? 5, threshold: options.threshold ?? 0.3, ...(project ? { project } : {}) },
           { signal: abortSignal },
         );
         return results.map((r) => ({ id: r.id, content: r.content, score: r.score, createdAt: r.createdAt }));

@@ -14,6 +14,8 @@ import * as RefInput from "../schemas/mcp-memory.js";
 export interface ToolScope {
   userId?: string;
   agentId?: string;
+  /** The project adds go to, and searches and lists see (with the global memories), when a call names none. Not a fence. */
+  project?: string;
 }
 
 /**
@@ -168,6 +170,7 @@ function withScope(args: Record<string, unknown>, scope: ToolScope): Record<stri
     refuseOtherThan(scope, field, out[field]);
     out[field] = fixed;
   }
+  if (scope.project !== undefined && out.project === undefined) out.project = scope.project;
   return out;
 }
 

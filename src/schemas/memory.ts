@@ -1,5 +1,6 @@
 import * as z from "zod/mini";
 import { MmError } from "../errors.js";
+import { projectNameProblem } from "../core/project.js";
 import { charLength, clampedLimit, clampedLimitNumber, identifier, metadataObject, parseWith, positiveInt, reference, requireObject, tagList, text } from "./validate.js";
 
 export const MAX_CONTENT_LENGTH = 10_000;
@@ -10,6 +11,9 @@ export const DEFAULT_SEARCH_LIMIT = 10;
 export const DEFAULT_THRESHOLD = 0.5;
 
 const content = text(); // its length gets CONTENT_TOO_LONG, checked before the schema
+
+/** A project's name (beyond the spec; core/project.ts): letters, digits, `.`, `_`, `-`. */
+const projectName = z.string().check(z.refine((v) => projectNameProblem(v) === undefined, { error: (issue) => projectNameProblem(issue.input as string) }));
 
 export const MAX_ENTITY_LINKS = 100;
 
@@ -34,6 +38,7 @@ export const CreateMemoryInput = z.strictObject({
   tags: z.optional(tagList),
   metadata: z.optional(metadataObject),
   entityIds: z.optional(entityIdList),
+  project: z.optional(projectName),
   supersedes: z.optional(supersedesList),
   dedupe: z.optional(z.boolean()),
   autoSupersede: z.optional(z.boolean()),
@@ -47,9 +52,10 @@ export const UpdateMemoryInput = z
     tags: z.optional(z.nullable(tagList)),
     metadata: z.optional(z.nullable(metadataObject)),
     entityIds: z.optional(z.nullable(entityIdList)),
+    project: z.optional(z.nullable(projectName)),
     supersedes: z.optional(supersedesList),
   })
-  .check(z.refine((v) => Object.keys(v).length > 0, "give at least one of content, agentId, tags, metadata, entityIds, supersedes"));
+  .check(z.refine((v) => Object.keys(v).length > 0, "give at least one of content, agentId, tags, metadata, entityIds, project, supersedes"));
 export type UpdateMemoryInput = z.output<typeof UpdateMemoryInput>;
 
 /**
@@ -104,6 +110,10 @@ export const SearchMemoriesInput = z.strictObject({
   tags: z.optional(tagList),
   metadata: z.optional(metadataFilter),
   entityId: z.optional(reference),
+  /** Beyond the spec: that project's memories and the user's global ones (core/project.ts). */
+  project: z.optional(projectName),
+  /** With `project`: that project's memories alone. */
+  projectOnly: z.optional(z.boolean()),
   limit: z._default(clampedLimitNumber(MAX_PAGE_LIMIT), DEFAULT_SEARCH_LIMIT),
   threshold: z._default(z.number().check(z.gte(0, "must be between 0 and 1"), z.lte(1, "must be between 0 and 1")), DEFAULT_THRESHOLD),
   mode: z._default(z.enum(SEARCH_MODES, { error: "must be semantic, keyword or hybrid" }), DEFAULT_SEARCH_MODE),
@@ -120,6 +130,12 @@ export const pageQuery = {
   limit: z._default(clampedLimit(MAX_PAGE_LIMIT), DEFAULT_LIST_LIMIT),
 };
 
+/** A query-string flag: true or false, as a boolean or as the text a URL carries. */
+const queryBoolean = z.pipe(
+  z.union([z.boolean(), z.enum(["true", "false"])], { error: "must be true or false" }),
+  z.transform((v: boolean | "true" | "false") => v === true || v === "true"),
+);
+
 /** GET /v1/memories query: tags arrive comma-separated; empty items are ignored. */
 export const ListMemoriesQuery = z.strictObject({
   userId: z.optional(identifier),
@@ -132,6 +148,8 @@ export const ListMemoriesQuery = z.strictObject({
   ),
   metadata: z.optional(metadataFilter),
   entityId: z.optional(reference),
+  project: z.optional(projectName),
+  projectOnly: z.optional(queryBoolean),
   ...pageQuery,
 });
 export type ListMemoriesQuery = z.output<typeof ListMemoriesQuery>;
@@ -163,7 +181,15 @@ export function parseUpdateMemory(raw: unknown): UpdateMemoryInput {
 }
 
 export function parseSearchMemories(raw: unknown): SearchMemoriesInput {
-  return parseWith(SearchMemoriesInput, requireObject(raw), "search");
+  return withProject(parseWith(SearchMemoriesInput, requireObject(raw), "search"));
+}
+
+/** `projectOnly` means nothing without the project it keeps to. */
+function withProject<T extends { project?: string; projectOnly?: boolean }>(input: T): T {
+  if (input.projectOnly && input.project === undefined) {
+    throw new MmError("VALIDATION_ERROR", "projectOnly needs project: which project's memories alone?", { details: [{ field: "projectOnly", message: "needs project" }] });
+  }
+  return input;
 }
 
 export function parseSupersede(raw: unknown): SupersedeInput {
@@ -181,7 +207,7 @@ export function parseListMemories(raw: unknown): ListMemoriesQuery {
     delete query[key];
   }
   if (Object.keys(metadata).length) query.metadata = metadata;
-  return parseWith(ListMemoriesQuery, query, "list query");
+  return withProject(parseWith(ListMemoriesQuery, query, "list query"));
 }
 
 function checkContentLength(value: unknown): void {

@@ -163,6 +163,7 @@ export function stored(row: MemoryRow): MemoryRow {
     supersededBy: row.supersededBy ?? null,
     supersededAt: row.supersededAt ?? null,
     matchKeys: [...row.matchKeys],
+    project: row.project ?? null,
     history: row.history ?? null,
     vector: row.vector,
   };

@@ -48,6 +48,8 @@ export interface MemoryRecord {
    * ones saying the same, or stating the same fact, with one filtered query instead of a scan.
    */
   matchKeys: string[];
+  /** The project it belongs to (core/project.ts), or null for a global memory. */
+  project: string | null;
 }
 
 export interface MemoryRow extends MemoryRecord {
@@ -102,17 +104,20 @@ export interface MemoryFilter {
   entityId?: string;
   /** Every key holds its value (compared as text), at any depth of the metadata. */
   metadata?: Record<string, string>;
+  /** That project's memories and the global ones (no project); with `projectOnly`, that project's alone. */
+  project?: string;
+  projectOnly?: boolean;
   /** Only memories not replaced by another (supersededBy unset). */
   current?: boolean;
   /** Only memories that existed and were current at this ISO 8601 instant (overrides `current`). */
   asOf?: string;
 }
 
-export const RECORD_COLUMNS = ["id", "accountId", "content", "userId", "agentId", "tags", "metadata", "entityIds", "createdAt", "updatedAt", "seq", "supersededBy", "supersededAt", "matchKeys"];
+export const RECORD_COLUMNS = ["id", "accountId", "content", "userId", "agentId", "tags", "metadata", "entityIds", "createdAt", "updatedAt", "seq", "supersededBy", "supersededAt", "matchKeys", "project"];
 /** A whole row but its vector: what a rewrite of the row must carry over. */
 export const ROW_COLUMNS = [...RECORD_COLUMNS, "history"];
 /** Columns added after stores existed (Store.open adds them, null, to every segment that lacks them). */
-const LATER_COLUMNS = ["supersededBy", "supersededAt", "matchKeys", "history"];
+const LATER_COLUMNS = ["supersededBy", "supersededAt", "matchKeys", "history", "project"];
 /** Rows a match-key refresh rewrites per commit (MemoryWrites.refreshMatchKeys). */
 const REFRESH_BATCH = 1000;
 /** Partitions an unfiltered top-10 search probes (recall@10 = 1.000 at 100k rows, measured). */
@@ -386,7 +391,7 @@ export abstract class MemoryReads {
         return (await this.nearestIn(t, query, where, limit + extra, plan)).map((h) => ({ id: h.record.id, ...h }));
       },
       (r) =>
-        inScope(r) && (filter.agentId === undefined || r.agentId === filter.agentId) && (!filter.current || !r.supersededBy)
+        inScope(r) && (filter.agentId === undefined || r.agentId === filter.agentId) && inProject(r, filter) && (!filter.current || !r.supersededBy)
           ? { id: r.id, record: recordOf(r), distance: 1 - cosine(v, r.vector) }
           : undefined,
       { limit, order: nearestFirst, scope: inScope },
@@ -830,12 +835,19 @@ export abstract class MemoryWrites {
   }
 }
 
+/** Whether a row is in a filter's project scope, as memoryWhere's SQL has it. */
+function inProject(r: { project?: string | null }, filter: MemoryFilter): boolean {
+  if (filter.project === undefined) return true;
+  return (r.project ?? null) === filter.project || (!filter.projectOnly && (r.project ?? null) === null);
+}
+
 export function memoryWhere(filter: MemoryFilter): string {
   const parts = [`accountId = ${sqlString(filter.accountId)}`];
   if (filter.userId !== undefined) parts.push(`userId = ${sqlString(filter.userId)}`);
   if (filter.agentId !== undefined) parts.push(`agentId = ${sqlString(filter.agentId)}`);
   if (filter.tags && filter.tags.length) parts.push(`array_has_all(tags, ${sqlStringList(filter.tags)})`);
   if (filter.entityId !== undefined) parts.push(`array_has(entityIds, ${sqlString(filter.entityId)})`);
+  if (filter.project !== undefined) parts.push(filter.projectOnly ? `project = ${sqlString(filter.project)}` : `(project = ${sqlString(filter.project)} OR project IS NULL)`);
   for (const [key, value] of Object.entries(filter.metadata ?? {})) parts.push(metadataMatch(key, value));
   if (filter.asOf !== undefined) {
     const at = sqlString(filter.asOf);
@@ -886,7 +898,7 @@ export function memorySchema(dims: number) {
   ]);
 }
 
-/** The memory columns added for replaced facts and history (all nullable, so old rows read as current, with no history). */
+/** The memory columns added for replaced facts, history and projects (all nullable, so old rows read as current, global, with no history). */
 function laterFields() {
   const { arrow } = loadLance();
   return [
@@ -894,11 +906,18 @@ function laterFields() {
     new arrow.Field("supersededAt", new arrow.Utf8(), true),
     new arrow.Field("matchKeys", new arrow.List(new arrow.Field("item", new arrow.Utf8(), true)), true),
     new arrow.Field("history", new arrow.Utf8(), true),
+    new arrow.Field("project", new arrow.Utf8(), true),
   ];
 }
 
+/** Whether a segment's schema has every column added after stores existed (else Store.open runs addLaterColumns). */
+export function hasLaterColumns(schema: { fields: { name: string }[] }): boolean {
+  const names = new Set(schema.fields.map((f) => f.name));
+  return LATER_COLUMNS.every((c) => names.has(c));
+}
+
 /**
- * Gives every segment made before replaced facts existed their columns, null: such memories are
+ * Gives every segment made before replaced facts (or projects) existed their columns, null: such memories are
  * current and have no history. Under the write lock, once per store (the check is a schema read).
  */
 export async function addLaterColumns(withWriteLock: <T>(fn: () => Promise<T>) => Promise<T>, segments: Segment[]): Promise<void> {
@@ -945,8 +964,8 @@ export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, wit
   const n = table.numRows;
   const col = (name: string) => table.getChild(name);
   const strings = (name: string) => columnValues(table, name) as (string | null)[];
-  const [id, accountId, content, userId, agentId, metadata, createdAt, updatedAt, supersededBy, supersededAt, history] = [
-    "id", "accountId", "content", "userId", "agentId", "metadata", "createdAt", "updatedAt", "supersededBy", "supersededAt", "history",
+  const [id, accountId, content, userId, agentId, metadata, createdAt, updatedAt, supersededBy, supersededAt, history, project] = [
+    "id", "accountId", "content", "userId", "agentId", "metadata", "createdAt", "updatedAt", "supersededBy", "supersededAt", "history", "project",
   ].map(strings);
   const [matchKeys, tags, entityIds] = ["matchKeys", "tags", "entityIds"].map((name) => stringLists(col(name), n));
   const withHistory = col("history") !== null;
@@ -971,6 +990,7 @@ export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, wit
       supersededBy: supersededBy[i] ?? null,
       supersededAt: supersededAt[i] ?? null,
       matchKeys: matchKeys[i],
+      project: project[i] ?? null,
       ...(withHistory ? { history: history[i] ?? null } : {}),
       ...(vector ? { vector: toFloat32(vector.get(i)) } : {}),
       ...(score ? { _score: Number(score[i]) } : {}),

@@ -16,7 +16,7 @@ import { coordinationDir, placeOf, type StorePlace } from "./location.js";
 import { WRITE_LOCK_TIMEOUT_MS } from "./lock.js";
 import { MAINTAINED_STAMP, maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
 import { StoreHealth, storeDeadlineMs, withDeadline } from "./outage.js";
-import { addLaterColumns, lastSeqsOf, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type MemoryRow, type RoutingCache } from "./memories.js";
+import { addLaterColumns, hasLaterColumns, lastSeqsOf, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type MemoryRow, type RoutingCache } from "./memories.js";
 import type { PageWindow } from "./pages.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
 import { FIRST_SEGMENT, SegmentSet, segmentList, segmentName, type Segment } from "./segments.js";
@@ -333,7 +333,7 @@ export class Store extends MemoryReads {
       // Stores made before sequence numbers: old memories get 0 (no neighbours), new ones count from 1.
       await writeLock(() => first.addColumns([{ name: "seq", valueSql: "CAST(0 AS INT)" }]));
     }
-    if (!schema.fields.some((f) => f.name === "history")) await addLaterColumns(writeLock, await new SegmentSet(db, list, first).current());
+    if (!hasLaterColumns(schema)) await addLaterColumns(writeLock, await new SegmentSet(db, list, first).current());
     if (!graph) {
       // Stores made before the knowledge graph existed gain its table on first open.
       await writeLock(() => db.createEmptyTable(GRAPH, graphSchema(), { mode: "create", existOk: true }));

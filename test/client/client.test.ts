@@ -313,3 +313,28 @@ describe("read-your-writes", () => {
     }
   });
 });
+
+describe("the AI SDK tools in a project", () => {
+  let server: TestServer;
+  let account: TestAccount;
+  beforeAll(async () => {
+    server = await startTestServer();
+    account = await server.account("tools");
+  });
+  afterAll(() => server.close());
+
+  it("remember stores in the project, and recall sees it and the global memories, never another project's", async () => {
+    const { memoryTools } = await import("../../src/integrations/ai-sdk.js");
+    const mm = createClient({ baseUrl: server.url, apiKey: account.key });
+    const global = await mm.memories.create({ content: "Dana writes TypeScript", userId: "dana" });
+    const other = await mm.memories.create({ content: "the blog builds with Hugo", userId: "dana", project: "blog" });
+    const tools = memoryTools({ client: mm, userId: "dana", project: "shop", threshold: 0 });
+    const call = { toolCallId: "1", messages: [] };
+    const saved = await tools.remember.execute!({ content: "the shop builds with Vite" }, call);
+    expect((await mm.memories.get(saved.id)).project).toBe("shop");
+    const found = await tools.recall.execute!({ query: "how does it build?", limit: 20 }, call);
+    const ids = found.map((h: { id: string }) => h.id);
+    expect(ids).toEqual(expect.arrayContaining([saved.id, global.id]));
+    expect(ids).not.toContain(other.id);
+  });
+});

@@ -60,6 +60,26 @@ describe("the console's memory detail", () => {
   });
 });
 
+describe("the console's projects", () => {
+  it("filters the memory list by project (with the global memories), and shows each memory's project", async () => {
+    const umbrella = await server.account("umbrella");
+    const api = client(server.url, umbrella.key);
+    const shop = (await api.post("/v1/memories", { body: { content: "the shop deploys with fly.io", userId: "ivy", project: "shop" } })).body;
+    const global = (await api.post("/v1/memories", { body: { content: "ivy prefers tabs", userId: "ivy" } })).body;
+    const blog = (await api.post("/v1/memories", { body: { content: "the blog deploys with netlify", userId: "ivy", project: "blog" } })).body;
+    const { cookie } = await signIn("umbrella");
+    const listed = await page("/console/memories?project=shop", cookie);
+    expect(listed.status).toBe(200);
+    expect(listed.text).toContain(`/console/memories/${shop.id}`);
+    expect(listed.text).toContain(`/console/memories/${global.id}`);
+    expect(listed.text).not.toContain(`/console/memories/${blog.id}`);
+    expect(listed.text).toContain("project shop");
+    const bad = await page("/console/memories?project=..%2Fx", cookie);
+    expect(bad.status).toBe(400);
+    expect((await page(`/console/memories/${shop.id}`, cookie)).text).toMatch(/<dt>project<\/dt>\s*<dd>shop<\/dd>/);
+  });
+});
+
 describe("the console over HTTP", () => {
   it("sends a strict CSP and no-store on pages; serves its scripts from the package with long caching", async () => {
     await server.account("acme");

@@ -12,15 +12,16 @@ export interface MmResult {
 }
 
 /** Runs the real `mm` executable as a user would: a separate node process, piped stdio. */
-export function runMm(args: string[], options: { store?: string; input?: string; env?: Record<string, string> } = {}): Promise<MmResult> {
+export function runMm(args: string[], options: { store?: string; input?: string; env?: Record<string, string>; cwd?: string } = {}): Promise<MmResult> {
   const child = spawnMm(args, options);
   if (options.input !== undefined) child.stdin!.end(options.input);
   else child.stdin!.end();
   return collect(child);
 }
 
-export function spawnMm(args: string[], options: { store?: string; env?: Record<string, string> } = {}): ChildProcess {
+export function spawnMm(args: string[], options: { store?: string; env?: Record<string, string>; cwd?: string } = {}): ChildProcess {
   return spawn(process.execPath, [MM_BIN, ...args], {
+    cwd: options.cwd,
     env: { ...process.env, LANCEDB_LOG: "error", ...(options.store ? { MM_STORE: options.store } : {}), ...options.env },
     stdio: ["pipe", "pipe", "pipe"],
   });

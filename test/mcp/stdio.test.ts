@@ -324,4 +324,24 @@ describe("mm mcp over stdio", () => {
     await client.listTools();
     expect(JSON.parse((await runMm(["usage", "--json"], { store })).stdout).used).toBe(before + 2);
   });
+  it("works in the project of --project: adds go to it, searches see it and the global memories", async () => {
+    await ok(client, "memories_list", {}); // the store exists
+    const blog = JSON.parse((await runMm(["memories", "add", "the blog deploys with netlify", "--user", "alice", "--agent", "desk", "--project", "blog", "--json"], { store })).stdout);
+    const global = JSON.parse((await runMm(["memories", "add", "alice deploys on fridays only", "--user", "alice", "--agent", "desk", "--json"], { store })).stdout);
+    const scoped = await stdioClient(["--user", "alice", "--agent", "desk", "--project", "shop"], { MM_STORE: store });
+    try {
+      const added = await ok(scoped.client, "memories_add", { content: "the shop deploys with fly.io" });
+      expect(added.project).toBe("shop");
+      const found = await ok(scoped.client, "memories_search", { query: "how does it deploy?", threshold: 0, limit: 100 });
+      const seen = found.results.map((h: { id: string }) => h.id);
+      expect(seen).toEqual(expect.arrayContaining([added.id, global.id]));
+      expect(seen).not.toContain(blog.id);
+      // A call that names a project is answered for it.
+      const named = await ok(scoped.client, "memories_list", { project: "blog", projectOnly: true });
+      expect(named.items.map((m: { id: string }) => m.id)).toEqual([blog.id]);
+      expect(scoped.stderr()).toContain("project shop");
+    } finally {
+      await scoped.client.close();
+    }
+  });
 });

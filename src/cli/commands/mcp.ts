@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import type { CliApp } from "../main.js";
 import { openCommandContext, type CommandContext } from "../context.js";
 import { startUpkeep } from "../../core/upkeep.js";
+import { projectFromArg } from "../../core/project.js";
 
 /**
  * `mm mcp`: the MCP server over stdio. The SDK and the tool table load only here; the store opens
@@ -15,12 +16,14 @@ export function registerMcp(program: Command, app: CliApp): void {
     .description("serve mm's tools to an MCP client (Claude Desktop, Cursor, VS Code…) over stdio")
     .option("-u, --user <userId>", "the user this server acts for: fills and fences userId (default: $MM_USER)")
     .option("-a, --agent <agentId>", "the agent this server acts for: fills and fences agentId (default: $MM_AGENT)")
+    .option("--project <name|path>", "the project this server works in ('.' for the folder it starts in): adds go to it, searches and lists see it and the global memories, unless a call names a project")
     .addHelpText(
       "after",
       '\nAn MCP client config:\n  {"mcpServers": {"memory": {"command": "npx", "args": ["-y", "mm-semantic-memory", "mcp", "--user", "me"]}}}\n\nSee docs/agents.md for the tools.',
     )
-    .action(async (opts: { user?: string; agent?: string }, cmd: Command) => {
+    .action(async (opts: { user?: string; agent?: string; project?: string }, cmd: Command) => {
       const { io } = app;
+      const project = opts.project === undefined ? undefined : projectFromArg(opts.project, process.cwd());
       const [{ createMcpServer }, { StdioServerTransport }, { BATCH_REFUSAL, refuseBatches }] = await Promise.all([
         import("../../mcp/server.js"),
         import("@modelcontextprotocol/sdk/server/stdio.js"),
@@ -43,7 +46,7 @@ export function registerMcp(program: Command, app: CliApp): void {
       const inFlight = new Set<Promise<unknown>>();
       const server = createMcpServer({
         context,
-        scope: { userId, agentId },
+        scope: { userId, agentId, project },
         meter: async (tool, ctx) => (ctx as CommandContext).meterFor(tool.bucket),
         track: (call) => {
           inFlight.add(call);
@@ -53,7 +56,7 @@ export function registerMcp(program: Command, app: CliApp): void {
       });
       const transport = new StdioServerTransport(refuseBatches(io.stdin, () => io.stdout.write(`${JSON.stringify(BATCH_REFUSAL)}\n`)), io.stdout);
       await server.connect(transport);
-      io.stderr.write(`mm mcp: ready on stdio${userId ? ` for user ${userId}` : ""}${agentId ? `, agent ${agentId}` : ""}\n`);
+      io.stderr.write(`mm mcp: ready on stdio${userId ? ` for user ${userId}` : ""}${agentId ? `, agent ${agentId}` : ""}${project ? `, project ${project}` : ""}\n`);
       await new Promise<void>((resolve) => {
         io.stdin.once("end", resolve);
         io.stdin.once("close", resolve);

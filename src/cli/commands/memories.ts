@@ -7,6 +7,7 @@ import { collect, confirmedDelete, entityRef, withContext } from "../context.js"
 import type { Context } from "../../core/context.js";
 import { assertReadable } from "../files.js";
 import { defined, jsonFlag, numberFlag, readStdin } from "../flags.js";
+import { projectFromArg } from "../../core/project.js";
 import type { CliApp } from "../main.js";
 import { count, pageLine, when, type TableKit } from "../output.js";
 import { canPrompt, promptText } from "../prompt.js";
@@ -36,11 +37,27 @@ interface FieldFlags {
   tag?: string[];
   metadata?: string;
   entity?: string[];
+  project?: string;
   supersedes?: string[];
   /** --no-dedupe and --no-detect: false when given. */
   dedupe?: boolean;
   detect?: boolean;
 }
+
+/** `--project <name|path>`: a name, or a folder read as the project it is in (core/project.ts). */
+function projectFlag(value: string | undefined): string | undefined {
+  return value === undefined ? undefined : projectFromArg(value, process.cwd());
+}
+
+/** The list and search fields of `--project` and `--project-only`. */
+function projectScope(opts: { project?: string; projectOnly?: boolean }): { project?: string; projectOnly?: boolean } {
+  if (opts.projectOnly && opts.project === undefined) {
+    throw new MmError("VALIDATION_ERROR", "--project-only needs --project: which project's memories alone?", { details: [{ field: "project-only", message: "needs --project" }] });
+  }
+  return defined({ project: projectFlag(opts.project), projectOnly: opts.projectOnly });
+}
+
+const PROJECT_HELP = "a project's name, or a folder ('.' for here) read as the project it is in";
 
 /** The create fields of the replaced-facts flags: only what the person gave. */
 function validityFields(opts: FieldFlags): Record<string, unknown> {
@@ -59,6 +76,7 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-t, --tag <tag>", "tag (repeatable)", collect)
     .option("-m, --metadata <json>", "metadata, a JSON object")
     .option("-e, --entity <entity>", "link an existing entity, by id or name (repeatable)", collect)
+    .option("--project <name|path>", `the project the memory belongs to: ${PROJECT_HELP} (default: none, a global memory)`)
     .option("-x, --extract", "find people, places and organisations in the text; create or reuse their entities and link them")
     .option("--supersedes <id>", "mark this older memory replaced by the new one (repeatable)", collect)
     .option("--no-dedupe", "store the memory even when a current memory of the same user already says the same")
@@ -92,12 +110,15 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("--all", "include memories replaced by newer ones (marked)")
     .option("--as-of <time>", "answer as of this ISO 8601 date or time: what was current then, nothing created later")
     .option("--explain", "show how each score came about: its signals and what each added")
-    .action(async (query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string; meta?: string[]; entity?: string; all?: boolean; asOf?: string; explain?: boolean }, cmd: Command) => {
+    .option("--project <name|path>", `that project's memories and the global ones (no project): ${PROJECT_HELP}`)
+    .option("--project-only", "with --project: that project's memories alone")
+    .action(async (query: string, opts: FieldFlags & { limit?: string; threshold?: string; mode?: string; meta?: string[]; entity?: string; all?: boolean; asOf?: string; explain?: boolean; projectOnly?: boolean }, cmd: Command) => {
       const given = defined({
         query,
         userId: opts.user,
         agentId: opts.agent,
         tags: opts.tag,
+        ...projectScope(opts),
         limit: numberFlag(opts.limit),
         threshold: numberFlag(opts.threshold),
         mode: opts.mode,
@@ -143,14 +164,18 @@ export function registerMemories(program: Command, app: CliApp): void {
     .option("-l, --limit <n>", "page size (default 20, at most 100)")
     .option("--meta <key=value>", "only memories whose metadata has this key and value (repeatable; all must match)", collect)
     .option("-e, --entity <entity>", "only memories linked to this entity (id or name)")
-    .action((opts: FieldFlags & { page?: string; limit?: string; meta?: string[]; entity?: string }, cmd: Command) =>
-      withContext(app, cmd, async (ctx) => {
+    .option("--project <name|path>", `that project's memories and the global ones (no project): ${PROJECT_HELP}`)
+    .option("--project-only", "with --project: that project's memories alone")
+    .action((opts: FieldFlags & { page?: string; limit?: string; meta?: string[]; entity?: string; projectOnly?: boolean }, cmd: Command) => {
+      const scope = projectScope(opts);
+      return withContext(app, cmd, async (ctx) => {
         const body = await (await core()).listMemories(
           ctx,
           defined({
             userId: opts.user,
             agentId: opts.agent,
             tags: opts.tag,
+            ...scope,
             metadata: metaFlags(opts.meta),
             entityId: await entityRef(ctx, opts.entity),
             page: opts.page,
@@ -158,8 +183,8 @@ export function registerMemories(program: Command, app: CliApp): void {
           }),
         );
         await app.output.result(body, (t) => renderList(t, body));
-      }),
-    );
+      });
+    });
 
   memories
     .command("get")
@@ -185,12 +210,14 @@ export function registerMemories(program: Command, app: CliApp): void {
     .addOption(new Option("--clear-metadata", "remove the metadata").conflicts("metadata"))
     .option("-e, --entity <entity>", "replace the linked entities, by id or name (repeatable)", collect)
     .addOption(new Option("--clear-entities", "remove every entity link").conflicts("entity"))
+    .option("--project <name|path>", `move it to this project: ${PROJECT_HELP}`)
+    .addOption(new Option("--clear-project", "make it global (no project)").conflicts("project"))
     .option("--supersedes <id>", "mark this older memory replaced by this one (repeatable)", collect)
     .action(
       (
         id: string,
         content: string | undefined,
-        opts: FieldFlags & { clearAgent?: boolean; clearTags?: boolean; clearMetadata?: boolean; clearEntities?: boolean },
+        opts: FieldFlags & { clearAgent?: boolean; clearTags?: boolean; clearMetadata?: boolean; clearEntities?: boolean; clearProject?: boolean },
         cmd: Command,
       ) =>
         withContext(app, cmd, async (ctx) => {
@@ -200,6 +227,7 @@ export function registerMemories(program: Command, app: CliApp): void {
             tags: opts.clearTags ? null : opts.tag,
             metadata: opts.clearMetadata ? null : jsonFlag("metadata", opts.metadata),
             entityIds: opts.clearEntities ? null : await entityRefs(ctx, opts.entity),
+            project: opts.clearProject ? null : projectFlag(opts.project),
             supersedes: opts.supersedes,
           });
           const body = await (await core()).updateMemory(ctx, id, patch);
@@ -265,7 +293,7 @@ async function addOne(app: CliApp, cmd: Command, content: string | undefined, op
   else if (content === undefined && canPrompt(io)) content = await promptText(io, "Memory:");
   let user = opts.user ?? io.env.MM_USER;
   if (user === undefined && canPrompt(io)) user = await promptText(io, "User id:");
-  const raw = defined({ content, userId: user, agentId: opts.agent, tags: opts.tag, metadata: jsonFlag("metadata", opts.metadata), entityIds: opts.entity, ...validityFields(opts) });
+  const raw = defined({ content, userId: user, agentId: opts.agent, tags: opts.tag, metadata: jsonFlag("metadata", opts.metadata), entityIds: opts.entity, project: projectFlag(opts.project), ...validityFields(opts) });
   await withContext(
     app,
     cmd,
@@ -350,6 +378,7 @@ async function addBatch(app: CliApp, cmd: Command, opts: FieldFlags & { batch: s
     agentId: opts.agent,
     tags: opts.tag,
     metadata: jsonFlag("metadata", opts.metadata),
+    project: projectFlag(opts.project),
     ...validityFields(opts),
   });
   const unreadable = (err: Error) =>
@@ -458,6 +487,7 @@ function renderMemory(t: TableKit, m: Memory): string {
     ["tags", m.tags?.join(", ")],
     ["metadata", m.metadata],
     ["entityIds", m.entityIds?.join(", ")],
+    ["project", m.project],
     ["createdAt", m.createdAt],
     ["updatedAt", m.updatedAt],
     ["supersedes", m.supersedes?.join(", ")],
@@ -482,7 +512,10 @@ function renderList(t: TableKit, page: Page<MemoryListItem>): string {
   const line = pageLine(t, page.pagination, "memory", "memories", !page.items.length);
   if (!page.items.length) return line;
   const rows = page.items.map((m) => [m.id, m.supersededBy ? `${m.content} ${t.dim(`(replaced by ${m.supersededBy})`)}` : m.content, m.userId, m.agentId ?? "", (m.tags ?? []).join(", "), when(m.createdAt)]);
-  return `${t.table(["id", "content", "user", "agent", "tags", "created"], rows, { flex: 1, ids: [0], drop: [3, 4] })}\n${line}`;
+  if (!page.items.some((m) => m.project)) return `${t.table(["id", "content", "user", "agent", "tags", "created"], rows, { flex: 1, ids: [0], drop: [3, 4] })}\n${line}`;
+  // A list that holds project memories says which are whose (global ones: blank).
+  const withProject = rows.map((r, i) => [...r.slice(0, 5), page.items[i].project ?? "", r[5]]);
+  return `${t.table(["id", "content", "user", "agent", "tags", "project", "created"], withProject, { flex: 1, ids: [0], drop: [3, 4, 5] })}\n${line}`;
 }
 
 function renderHits(t: TableKit, hits: MemorySearchHit[]): string {
