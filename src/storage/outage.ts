@@ -90,10 +90,10 @@ export function failureSummary(err: unknown): string {
  */
 export class StoreHealth {
   private down?: { since: number; cause: string; timer?: NodeJS.Timeout };
+  private stopped = false;
+  private readonly downListeners = new Set<() => void>();
   /** Where store-lost and store-back are logged (mm serve's log). */
   log?: Log;
-  /** How many times the store came back (tests). */
-  heals = 0;
 
   constructor(
     private readonly label: string,
@@ -101,12 +101,6 @@ export class StoreHealth {
     /** How long one try at healing may take (a hung store would hold it for minutes). */
     private readonly healDeadlineMs = STORE_DEADLINE_MS,
   ) {}
-
-  get isDown(): boolean {
-    return this.down !== undefined;
-  }
-
-  private readonly downListeners = new Set<() => void>();
 
   /** Throws STORE_UNAVAILABLE while the store is down. */
   check(): void {
@@ -147,6 +141,7 @@ export class StoreHealth {
 
   /** Stops trying to heal (the process is closing the store). */
   stop(): void {
+    this.stopped = true;
     clearTimeout(this.down?.timer);
   }
 
@@ -162,16 +157,16 @@ export class StoreHealth {
     this.downListeners.clear();
     this.log?.({ time: new Date().toISOString(), level: "error", event: "store-lost", store: this.label, error: cause });
     const attempt = async () => {
+      if (this.stopped) return;
       try {
         await withDeadline(this.heal(), this.healDeadlineMs);
       } catch (err) {
         down.cause = failureSummary(err);
-        if (this.down === down) down.timer = setTimeout(attempt, HEAL_EVERY_MS).unref();
+        if (this.down === down && !this.stopped) down.timer = setTimeout(attempt, HEAL_EVERY_MS).unref();
         return;
       }
       if (this.down !== down) return;
       this.down = undefined;
-      this.heals++;
       this.log?.({ time: new Date().toISOString(), event: "store-back", store: this.label, downMs: Date.now() - down.since });
     };
     // The first try at once: a store that answers again (handles that outlived a restart) heals in one round trip.
