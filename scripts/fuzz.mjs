@@ -374,7 +374,7 @@ const GENERATORS = {
   },
   headers: (r) => {
     const req = apiRequest(r, { kind: "headers" });
-    const variant = r.int(9);
+    const variant = r.int(10);
     if (variant === 0) delete req.headers.Authorization;
     if (variant === 1) req.headers.Authorization = r.pick(["Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearer mm_short", `Bearer ${"mm_" + "a".repeat(5000)}`, "bearer  mm_x y", `Bearer ${store.accounts.main.key}x`]);
     if (variant === 2) req.headers["X-Big"] = "b".repeat(r.pick([4_000, 20_000]));
@@ -384,6 +384,8 @@ const GENERATORS = {
     if (variant === 6) delete req.headers.Host;
     if (variant === 7) req.headers["Content-Type"] = r.pick(["text/plain", "application/json; charset=utf-16", "application/vnd.api+json", "application/json, text/html", "", "application/x-www-form-urlencoded"]);
     if (variant === 8) req.headers["Accept-Encoding"] = "gzip, br";
+    // Read-your-writes tokens (docs/scale-out.md): malformed ones are 400, versions the store has are met at once.
+    if (variant === 9) req.headers["X-MM-Consistency"] = r.pick(["", ",", "memories", "memories:", "memories:-1", "memories:1e3", "MEMORIES:1", "__proto__:1", "constructor:0", "memories:1,,graph:1", "memories:99999999999999999999", "ledger:1", `memories:1,${"graph:1,".repeat(600)}`, "a".repeat(5000), "memories:0", "memories:1,graph:0", " memories:1 , graph:1 "]);
     return toRaw(req);
   },
   body: (r) => {

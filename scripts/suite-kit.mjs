@@ -40,12 +40,13 @@ export function rng(seed) {
  * loaded), with accounts and one key each: `{ name: plan }`. Made through the built library, not
  * `mm` commands, to save start-ups.
  */
-export async function newStore(accounts = { main: "enterprise" }, embedder = undefined) {
+export async function newStore(accounts = { main: "enterprise" }, embedder = undefined, location = undefined) {
   const { openContext } = await import(join(root, "dist/core/context.js"));
   const { Accounts } = await import(join(root, "dist/core/accounts.js"));
   const { DEFAULT_EMBEDDER } = await import(join(root, "dist/embedder/index.js"));
   const dir = mkdtempSync(join(tmpdir(), "mm-suite-"));
-  const store = join(dir, "store");
+  // `location`: a store elsewhere (an object store's URI, its credentials in process.env).
+  const store = location ?? join(dir, "store");
   await (await openContext({ storeDir: store, createWith: embedder ?? DEFAULT_EMBEDDER })).close();
   const made = {};
   const acc = new Accounts(store);
@@ -71,7 +72,7 @@ export async function tally(store, accountId) {
   const s = await Store.open(store);
   try {
     const { records } = await s.listMemories({ accountId }, { offset: 0, limit: 1_000_000 });
-    return { ids: records.map((r) => r.id), billed: (await new QuotaLedger(join(store, "ledger")).usage(accountId, null)).used };
+    return { ids: records.map((r) => r.id), billed: (await new QuotaLedger(join(s.coordinationDir, "ledger")).usage(accountId, null)).used };
   } finally {
     s.close();
   }

@@ -29,6 +29,7 @@ export type ErrorCode =
   | "LISTEN_ERROR"
   | "REMOTE_UNAVAILABLE"
   | "SERVICE_UNAVAILABLE"
+  | "STORE_UNAVAILABLE"
   | "INTERRUPTED"
   | "INTERNAL_ERROR";
 
@@ -77,6 +78,8 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorClass> = {
   REMOTE_UNAVAILABLE: { status: 502, exit: EXIT.config },
   /** A service the server depends on (Redis, with `--redis`) can't be reached: retry later. */
   SERVICE_UNAVAILABLE: { status: 503, exit: EXIT.config },
+  /** The object store the data lives in can't be reached (an outage): retry after `retryAfter` seconds. */
+  STORE_UNAVAILABLE: { status: 503, exit: EXIT.config },
   INTERRUPTED: { status: 499, exit: EXIT.interrupted },
   INTERNAL_ERROR: { status: 500, exit: EXIT.internal },
 };
@@ -118,25 +121,35 @@ const OPERATOR_ONLY: Partial<Record<ErrorCode, string>> = {
   EMBEDDER_MISMATCH: "The embedding service returned vectors this store can't use; the server's log has the details.",
   STORE_ERROR: "The store is unavailable; try again later.",
   SERVICE_UNAVAILABLE: "A service this server depends on is unavailable; try again later.",
+  STORE_UNAVAILABLE: "The store is unavailable; try again later.",
   INTERNAL_ERROR: "An internal error occurred.",
 };
 
-/** What a remote client may see of `err`: itself, or for operator-only codes the same code with a generic message. */
+/** What a remote client may see of `err`: itself, or for operator-only codes the same code with a generic message (and only `retryAfter` of its extra fields). */
 export function forClient(err: MmError): MmError {
   const generic = OPERATOR_ONLY[err.code];
-  return generic === undefined ? err : new MmError(err.code, generic);
+  if (generic === undefined) return err;
+  return new MmError(err.code, generic, err.extra.retryAfter === undefined ? {} : { retryAfter: err.extra.retryAfter });
 }
 
 /**
- * What the log keeps of an error a client saw only generically: the stack of an unexpected one,
- * else the message and each cause's ("message ← cause ← cause's cause").
+ * What the log keeps of an error a client saw only generically: the message and each cause's
+ * ("message ← cause ← cause's cause"), each cut to its first line and 1,000 characters; for an
+ * unexpected error, the stack of the first cause that has one (an MmError wrapping the real failure,
+ * as the group commit's does, would otherwise log only "An internal error occurred").
  */
 export function errorDetail(err: unknown): string {
   const mm = toMmError(err);
-  if (mm.code === "INTERNAL_ERROR") return String((err as Error)?.stack ?? err);
   const parts: string[] = [];
-  for (let e: unknown = mm; e && parts.length < 5; e = (e as Error).cause) parts.push(e instanceof Error ? e.message : String(e));
-  return parts.join(" ← ");
+  for (let e: unknown = mm; e && parts.length < 5; e = (e as Error).cause) {
+    const line = (e instanceof Error ? e.message : String(e)).split("\n")[0];
+    if (!(e === mm && mm !== err) && !parts.includes(line)) parts.push(line.length > 1_000 ? `${line.slice(0, 1_000)}…` : line);
+  }
+  if (mm.code !== "INTERNAL_ERROR") return parts.join(" ← ");
+  let origin: unknown = mm;
+  while (origin instanceof MmError && origin.cause) origin = origin.cause;
+  const stack = origin instanceof Error && origin.stack ? origin.stack.split("\n").slice(1).join("\n") : "";
+  return parts.join(" ← ") + (stack ? `\n${stack}` : "");
 }
 
 /** VALIDATION_ERROR for one field, in the same form schema failures take. */

@@ -366,6 +366,22 @@ export interface components {
                 };
             };
         };
+        /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+        E503: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: {
+                        code: string;
+                        message: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -438,6 +454,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1Memories: {
@@ -515,6 +533,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1MemoriesSearch: {
@@ -611,6 +631,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1MemoriesId: {
@@ -671,6 +693,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     deleteV1MemoriesId: {
@@ -706,6 +730,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     patchV1MemoriesId: {
@@ -782,6 +808,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1MemoriesIdHistory: {
@@ -857,6 +885,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1MemoriesIdSupersede: {
@@ -925,6 +955,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1MemoriesIdRestore: {
@@ -985,6 +1017,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1Entities: {
@@ -1038,6 +1072,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1Entities: {
@@ -1095,6 +1131,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1EntitiesId: {
@@ -1140,6 +1178,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     deleteV1EntitiesId: {
@@ -1177,6 +1217,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     patchV1EntitiesId: {
@@ -1236,6 +1278,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1EntitiesIdMerge: {
@@ -1301,6 +1345,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1EntitiesIdMemories: {
@@ -1360,6 +1406,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1Relations: {
@@ -1423,6 +1471,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     postV1Relations: {
@@ -1476,6 +1526,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1RelationsId: {
@@ -1530,6 +1582,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     deleteV1RelationsId: {
@@ -1565,6 +1619,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     patchV1RelationsId: {
@@ -1630,6 +1686,8 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1EntitiesIdNeighbors: {
@@ -1690,6 +1748,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1GraphPath: {
@@ -1754,6 +1814,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
     getV1GraphExport: {
@@ -1804,6 +1866,8 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
+            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            503: components["responses"]["E503"];
         };
     };
 }

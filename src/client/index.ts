@@ -88,6 +88,13 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** Sees every answer before it is read: its status (an entity create's 200 or 201) and headers (rate limits, quota). */
   onResponse?: (response: Response) => void;
+  /**
+   * Read-your-writes across replicas (default true): every request carries the newest
+   * `X-MM-Consistency` token this client's writes were answered with, so a replica answers a read
+   * only once it has those writes. False: reads see other replicas' writes within the server's
+   * read-consistency interval (1 s on an object store).
+   */
+  readYourWrites?: boolean;
 }
 
 export interface CallOptions {
@@ -115,6 +122,8 @@ export function createClient(options: ClientOptions) {
   const maxRetryAfter = options.maxRetryAfterMs ?? 60_000;
   const doFetch = options.fetch ?? ((...args: Parameters<typeof fetch>) => globalThis.fetch(...args));
   const sleep = options.sleep ?? wait;
+  /** The newest version of each table this client's writes were answered with (X-MM-Consistency). */
+  const written = new Map<string, number>();
 
   async function call<K extends keyof operations>(operation: K, opts: CallOptions = {}): Promise<Result<K>> {
     const endpoint = ENDPOINTS[operation];
@@ -122,6 +131,7 @@ export function createClient(options: ClientOptions) {
     const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
     if (options.apiKey) headers.Authorization = `Bearer ${options.apiKey}`;
     if (opts.body !== undefined) headers["Content-Type"] = "application/json";
+    if (written.size) headers["X-MM-Consistency"] = [...written].map(([table, version]) => `${table}:${version}`).join(",");
     const init = { method: endpoint.method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) };
     const target = url + queryString(opts.query);
     for (let attempt = 0; ; attempt++) {
@@ -135,7 +145,7 @@ export function createClient(options: ClientOptions) {
           const after = Number(err.extra.retryAfter ?? 0) * 1000;
           if (after > maxRetryAfter) throw err;
           delay = Math.max(after, 0) + backoff / 4;
-        } else if (endpoint.retry && (err.status === 503 || err.status === 0)) delay = backoff;
+        } else if (endpoint.retry && (err.status === 503 || err.status === 0)) delay = Math.max(backoff, Math.min(Number(err.extra.retryAfter ?? 0) * 1000, maxRetryAfter));
         else throw err;
       }
       await sleep(delay, opts.signal);
@@ -156,6 +166,7 @@ export function createClient(options: ClientOptions) {
     try {
       const res = await doFetch(url, { ...init, signal: controller.signal });
       options.onResponse?.(res);
+      if (options.readYourWrites !== false) remember(res.headers.get("X-MM-Consistency"));
       const text = await res.text();
       let body: unknown;
       let json = true;
@@ -183,6 +194,13 @@ export function createClient(options: ClientOptions) {
     } finally {
       clearTimeout(timer);
       opts.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  function remember(token: string | null): void {
+    for (const pair of token?.split(",") ?? []) {
+      const [table, version] = pair.split(":");
+      if (table && Number(version) > (written.get(table) ?? -1)) written.set(table, Number(version));
     }
   }
 

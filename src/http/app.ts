@@ -90,13 +90,15 @@ export function createApp(deps: AppDeps): Hono<Env> {
   app.notFound((c) => c.json(new MmError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`).toBody(), 404));
 
   app.onError((err, c) => {
-    const mm = toMmError(err);
+    // An object store's failure that no read or write of the store reported is reported here (storage/outage.ts).
+    const failure = deps.ctx.store.storeFailed(err);
+    const mm = toMmError(failure);
     const answer = forClient(mm);
-    if (answer !== mm) {
+    if (answer !== mm || mm.status >= 500) {
       // The details stay here; the log sink masks secrets (see startServer).
-      deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, code: mm.code, error: errorDetail(err) });
+      deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, code: mm.code, error: errorDetail(failure) });
     }
-    if (mm.code === "RATE_LIMIT_EXCEEDED") c.header("Retry-After", String(mm.extra.retryAfter));
+    if (mm.code === "RATE_LIMIT_EXCEEDED" || mm.code === "STORE_UNAVAILABLE") c.header("Retry-After", String(mm.extra.retryAfter));
     return c.json(answer.toBody(), answer.status as 400);
   });
 
@@ -137,7 +139,15 @@ async function handle(c: HonoContext<Env>, route: Route, deps: AppDeps): Promise
   let result: unknown;
   try {
     const input = { params: c.req.param() as Record<string, string>, query: queryObject(c), body: route.body ? await readJson(c) : undefined };
+    // Read-your-writes across replicas (docs/scale-out.md): a read waits until this replica has the
+    // versions a write's token names; a write hands its token back.
+    const token = c.req.header("X-MM-Consistency");
+    if (token !== undefined && route.bucket !== "write") await deps.ctx.store.readAfter(token);
     result = await route.run({ ...deps.ctx, accountId: account.id, meter }, input);
+    if (route.bucket === "write") {
+      const written = await deps.ctx.store.consistencyToken().catch(() => undefined);
+      if (written) c.header("X-MM-Consistency", written);
+    }
     setQuotaHeaders(c, await meter.settle());
   } catch (failure) {
     const err = await meter.settleFailure(failure);

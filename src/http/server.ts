@@ -10,10 +10,10 @@ import { maskSecrets } from "../secrets.js";
 import { openLedger, openLimiter } from "../limits/index.js";
 import { checkLocalCoordination } from "../storage/database.js";
 import { DEFAULT_RATE_LIMITS, type RateLimits } from "../limits/rate-limiter.js";
-import { placeOf } from "../storage/location.js";
+import { objectStorageOptions, placeOf, storageSecrets } from "../storage/location.js";
 import { openShared } from "../storage/shared/index.js";
 import type { RedisShared } from "../storage/shared/redis.js";
-import { MmError, validationError } from "../errors.js";
+import { errorDetail, MmError, validationError } from "../errors.js";
 import { createApp, DEFAULT_BODY_LIMIT } from "./app.js";
 
 /** How long a client may take: to send its headers, its whole request, and between keep-alive requests. */
@@ -109,8 +109,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const configured = ctx.store.config.server ?? {};
   const accounts = new Accounts(ctx.store, clock);
   // Every log line is masked for the embedder's API key, in every form an upstream may echo it in.
-  const secrets = embedderSecrets(ctx.store.config.embedder, options.env ?? {});
+  // And for the object store's credentials, which a failing request's URL may carry (a SAS token).
+  const secrets = [...embedderSecrets(ctx.store.config.embedder, options.env ?? {}), ...(place.kind === "object" ? storageSecrets(objectStorageOptions(place, options.env ?? process.env)) : [])];
   log = options.log && ((entry: Record<string, unknown>) => options.log!(JSON.parse(maskSecrets(JSON.stringify(entry), secrets))));
+  ctx.store.health.log = log;
   const rateLimits = { ...DEFAULT_RATE_LIMITS, ...configured.rateLimits, ...options.rateLimits };
   const redis = shared.driver === "redis";
   if (redis) await (shared as RedisShared).connection.checkPersistence();
@@ -206,7 +208,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Compaction and index upkeep in the background: the write path only commits.
   const upkeep = startUpkeep(ctx, {
     onPass: (pass) => log?.({ time: new Date().toISOString(), event: "maintenance", ms: pass.ms, work: pass.work, conflicts: pass.conflicts }),
-    onError: (err) => log?.({ time: new Date().toISOString(), event: "maintenance-error", message: err instanceof Error ? err.message : String(err) }),
+    // A pass that failed because of the object store marks it down as a request would (storage/outage.ts).
+    onError: (err) => log?.({ time: new Date().toISOString(), event: "maintenance-error", message: errorDetail(ctx.store.storeFailed(err)) }),
   });
   // MM_DEBUG_MEMORY_MS=N: a `memory` log line every N ms (process.memoryUsage and LanceDB's cache), for soaks.
   const memoryEveryMs = Number(options.env?.MM_DEBUG_MEMORY_MS ?? 0);

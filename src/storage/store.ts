@@ -1,6 +1,6 @@
 import { mkdir, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { MmError } from "../errors.js";
+import { MmError, validationError } from "../errors.js";
 import type { EmbedderConfig } from "../embedder/types.js";
 import { describeEmbedder } from "../embedder/index.js";
 import { checkCoordination } from "./coordination.js";
@@ -15,6 +15,7 @@ import { sqlString, type Connection, type Session, type Table } from "./lance.js
 import { coordinationDir, placeOf, type StorePlace } from "./location.js";
 import { WRITE_LOCK_TIMEOUT_MS } from "./lock.js";
 import { MAINTAINED_STAMP, maintain, segmentStats, tableStats, withMaintenanceLock } from "./maintenance.js";
+import { StoreHealth, storeDeadlineMs, withDeadline } from "./outage.js";
 import { addLaterColumns, hasLaterColumns, lastSeqsOf, MemoryReads, MemoryWrites, memorySchema, type LastSeqs, type MemoryRow, type RoutingCache } from "./memories.js";
 import type { PageWindow } from "./pages.js";
 import { restrictUmask, tightenStore } from "./private-files.js";
@@ -60,6 +61,18 @@ export interface StoreStats {
   diskBytes: number;
 }
 
+/** How long a read waits for the versions of its consistency token (Store.readAfter). */
+export const READ_AFTER_WAIT_MS = 5_000;
+
+/** `memories:53,graph:12` → [["memories", 53], ["graph", 12]]; anything else is VALIDATION_ERROR naming the header. */
+export function parseConsistencyToken(token: string): [string, number][] {
+  const pairs = token.trim().split(",").map((pair) => /^(memories(?:_\d{1,6})?|graph):(\d{1,15})$/.exec(pair.trim()));
+  if (token.length > 4_096 || !pairs.length || pairs.some((m) => !m)) {
+    throw validationError("X-MM-Consistency", "must be a consistency token as a write's X-MM-Consistency header gave it (table:version, comma-separated)");
+  }
+  return pairs.map((m) => [m![1], Number(m![2])]);
+}
+
 /** Old versions younger than this are kept by `mm store optimize`, so a concurrent reader's snapshot stays readable. */
 const DEFAULT_KEEP_VERSIONS_MS = 10 * 60_000;
 
@@ -95,6 +108,12 @@ export class Store extends MemoryReads {
     return table;
   });
   private graphReads: GraphReads;
+  /**
+   * Whether the object store answers (storage/outage.ts): a read or write that fails because of it
+   * marks it down, later ones fail at once with STORE_UNAVAILABLE, and the store is reopened
+   * (heal) until it answers again. A local store's failures stay what they are.
+   */
+  readonly health: StoreHealth;
 
   private constructor(
     /** Where the store is, as given: a local directory, or an object-store URI. */
@@ -119,10 +138,17 @@ export class Store extends MemoryReads {
     /** The store's small documents: accounts and keys, console sessions, the segment list. */
     public documents: DocumentDriver,
     private readonly env: Env,
+    /** A snapshot's: its store's. */
+    health?: StoreHealth,
   ) {
     super();
     this.graphReads = new GraphReads(graph);
+    this.deadlineMs = place.kind === "object" ? storeDeadlineMs(env) : 0;
+    this.health = health ?? new StoreHealth(place.label, () => this.heal(), this.deadlineMs || undefined);
   }
+
+  /** How long one read, or one write under the lock, may take on an object store (storage/outage.ts); 0 for a local store. */
+  private readonly deadlineMs: number;
 
   /**
    * Where this machine's processes coordinate for the store (locks, the quota ledger, the running
@@ -175,6 +201,37 @@ export class Store extends MemoryReads {
       old.db.close();
       old.metaDb?.close();
     }, graceMs).unref();
+  }
+
+  /**
+   * After an outage of the object store: everything this process holds that names a table version
+   * or a file is dropped, since the store may have come back without them (an emulator restarted
+   * from its last save; a cleanup that ran meanwhile). A new connection and session (LanceDB's
+   * caches), every table handle and the documents reopened at their latest versions (renew), and
+   * mm's own caches by version forgotten: index routing and counts, reads by table version, users'
+   * last sequence numbers, detection's current rows and recent writes, the write stamps (so the next
+   * write catches up). Throws while the store still doesn't answer: renew's connection lists the
+   * tables and opens two of them first, and changes nothing unless they all succeed.
+   */
+  async heal(): Promise<void> {
+    if (this.view || this.place.kind !== "object") return;
+    await this.renew(60_000);
+    this.routing.indexes.clear();
+    this.routing.counts.clear();
+    this.routing.atVersion?.clear();
+    Object.assign(this.lastSeqs, { segment: "", version: -1, othersWrote: true });
+    this.lastSeqs.byUser.clear();
+    this.currentRows.forget();
+    this.recentWrites.forget();
+    this.stamps = {};
+  }
+
+  /**
+   * `err` as a read or write reports it: STORE_UNAVAILABLE when the object store caused it, which
+   * marks the store down (storage/outage.ts); anything else, and any failure of a local store, as it is.
+   */
+  storeFailed(err: unknown): unknown {
+    return this.place.kind === "object" ? this.health.failed(err) : err;
   }
 
   /** Bytes in LanceDB's caches for this store (metadata and index), for tests and memory measurements. */
@@ -302,13 +359,17 @@ export class Store extends MemoryReads {
    * while other processes write. About 1 ms per table to take. Close it after use.
    */
   async snapshot(): Promise<Store> {
-    const [segments, graph] = await Promise.all([this.segmentSet.pinned(), this.db.openTable(GRAPH)]);
+    this.health.check();
+    const [segments, graph] = await Promise.all([this.segmentSet.pinned(), this.db.openTable(GRAPH)]).catch((err) => {
+      throw this.storeFailed(err);
+    });
     await graph.checkout(await graph.version());
-    return new Store(this.dir, this.place, this.config, this.db, undefined, undefined, this.segmentSet, segments, graph, this.tuning, this.routing, this.session, this.shared, this.documents, this.env);
+    return new Store(this.dir, this.place, this.config, this.db, undefined, undefined, this.segmentSet, segments, graph, this.tuning, this.routing, this.session, this.shared, this.documents, this.env, this.health);
   }
 
   /** The memory segments, oldest first; the last is the active one. */
   async segments(): Promise<Segment[]> {
+    this.health.check();
     if (this.view) return this.view;
     const segments = await this.segmentSet.current();
     await this.freshness?.ensure(segments.map((s) => s.table));
@@ -369,6 +430,7 @@ export class Store extends MemoryReads {
 
   /** The graph table, once its handle is within the read-consistency interval (storage/freshness.ts). */
   private async freshGraph(): Promise<Table> {
+    this.health.check();
     await this.freshness?.ensure([this.graph]);
     return this.graph;
   }
@@ -395,6 +457,65 @@ export class Store extends MemoryReads {
       return true;
     })().finally(() => (this.movingToLatest = undefined));
     return this.movingToLatest;
+  }
+
+  /**
+   * A consistency token (`X-MM-Consistency`, docs/scale-out.md): every data table's version as this
+   * process's handles see it, `memories:53,memories_2:7,graph:12`. Taken after a write, it names at
+   * least the versions that write committed, since a commit moves the committing handle. Reads no
+   * object: a handle knows its version, and the segment list is this process's.
+   */
+  async consistencyToken(): Promise<string> {
+    const tables: [string, Table][] = [...(await this.segmentSet.current()).map((s): [string, Table] => [s.name, s.table]), [GRAPH, this.graph]];
+    const versions = await Promise.all(tables.map(([, t]) => t.version()));
+    return tables.map(([name], i) => `${name}:${versions[i]}`).join(",");
+  }
+
+  /**
+   * Read-your-writes across processes: returns once every table `token` names (consistencyToken,
+   * from another replica's write) is at least at the version it names here, moving the handles
+   * that are behind to their latest version at once rather than after the read-consistency
+   * interval. A version the store doesn't list yet is looked for again, backing off, for up to
+   * `waitMs`; then STORE_UNAVAILABLE (never an answer older than the client asked for). A token
+   * that isn't one is VALIDATION_ERROR.
+   */
+  async readAfter(token: string, waitMs = READ_AFTER_WAIT_MS): Promise<void> {
+    const wanted = parseConsistencyToken(token);
+    const deadline = Date.now() + waitMs;
+    for (let attempt = 0; ; attempt++) {
+      this.health.check();
+      const segments = await this.segmentSet.current();
+      const byName = new Map<string, Table>([...segments.map((s): [string, Table] => [s.name, s.table]), [GRAPH, this.graph]]);
+      const behind: Table[] = [];
+      let unknown = false;
+      for (const [name, version] of wanted) {
+        const table = byName.get(name);
+        if (!table) unknown = true;
+        else if ((await table.version()) < version) behind.push(table);
+      }
+      if (!behind.length && !unknown) return;
+      if (Date.now() >= deadline) {
+        throw new MmError("STORE_UNAVAILABLE", `The store at ${this.place.label} has not reached the versions of consistency token ${token} within ${waitMs} ms.`, { retryAfter: 1 });
+      }
+      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** attempt, 500, Math.max(0, deadline - Date.now()))));
+      try {
+        // A segment the token names and this process doesn't know yet: another process sealed it.
+        if (unknown) await this.documents.refresh?.();
+        await Promise.all(behind.map((t) => t.checkoutLatest()));
+      } catch (err) {
+        throw this.storeFailed(err);
+      }
+      this.freshness?.seen(behind);
+    }
+  }
+
+  /** Every read of memories or the graph: a failure the object store caused is STORE_UNAVAILABLE, and marks it down. */
+  protected override async afresh<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await withDeadline(super.afresh(read), this.deadlineMs);
+    } catch (err) {
+      throw this.storeFailed(err);
+    }
   }
 
   /** The graph table, for maintenance. */
@@ -528,10 +649,11 @@ export class Store extends MemoryReads {
    * While `fn` runs, the data tables' handles are current (storage/freshness.ts, whileCurrent):
    * no other process can commit a row until the lock is released.
    */
-  private withWriteLock<T>(fn: () => Promise<T>): Promise<T> {
+  private withWriteLock<T>(fn: () => Promise<T>, onLocked?: () => void): Promise<T> {
     return this.shared.withLock(
       "write",
       async () => {
+        onLocked?.();
         if (this.place.kind !== "object") return fn();
         const [write, maintained] = await Promise.all([this.shared.stamp("write"), this.shared.stamp(MAINTAINED_STAMP)]);
         const othersWrote = write === undefined || write !== this.stamps.write;
@@ -570,14 +692,42 @@ export class Store extends MemoryReads {
    */
   async write<T>(fn: (w: StoreWriter) => Promise<T>): Promise<T> {
     if (this.view) throw new MmError("INTERNAL_ERROR", "A snapshot is read-only.");
-    return this.withWriteLock(async () => {
-      const segments = await this.segments();
-      const result = await fn(new StoreWriter(this, segments, this.graph));
-      this.writes++;
-      const active = segments[segments.length - 1];
-      if ((await active.table.countRows()) >= this.tuning.segmentRows) await this.seal(segments.length);
-      return result;
-    });
+    // Checked before and after waiting for the lock: writes queued behind one that found the store
+    // down fail at once instead of each waiting out the object store's retries.
+    this.health.check();
+    try {
+      // The deadline counts from the lock (waiting for another writer, or maintenance, is not the
+      // store hanging), and bounds the answer only: a write past it keeps the lock until LanceDB
+      // gives up or commits, so no other writer starts from a view it may still change.
+      let held!: () => void;
+      const locked = new Promise<void>((resolve) => (held = resolve));
+      const work = this.withWriteLock(
+        async () => {
+          const segments = await this.segments();
+          const result = await fn(new StoreWriter(this, segments, this.graph));
+          this.writes++;
+          const active = segments[segments.length - 1];
+          if ((await active.table.countRows()) >= this.tuning.segmentRows) await this.seal(segments.length);
+          return result;
+        },
+        () => {
+          held();
+          // A writer that waited while another's commit met the outage gives the lock back at once.
+          this.health.check();
+        },
+      );
+      work.catch(() => undefined); // answered below, or past its deadline with no one to hear it
+      // Waiting for the lock is not bounded (maintenance may hold it for minutes), unless the store goes down meanwhile.
+      const waiting = this.health.whenDown();
+      try {
+        await Promise.race([locked, work, waiting.down]);
+      } finally {
+        waiting.cancel();
+      }
+      return await withDeadline(work, this.deadlineMs);
+    } catch (err) {
+      throw this.storeFailed(err);
+    }
   }
 
   /** Every handle of this store at its table's latest version (object stores, under the write lock). */
@@ -675,6 +825,7 @@ export class Store extends MemoryReads {
   }
 
   close(): void {
+    if (!this.view) this.health.stop();
     void this.releaseShared?.();
     this.releaseShared = undefined;
     this.graph.close();

@@ -1,10 +1,9 @@
-import type { ChildProcess } from "node:child_process";
-import { createInterface } from "node:readline";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisLedger } from "../../src/limits/ledger-redis.js";
 import { RedisConnection } from "../../src/storage/shared/redis.js";
-import { json, runMm, spawnMm } from "../helpers/spawn-mm.js";
+import { json, runMm } from "../helpers/spawn-mm.js";
+import { exited, replica, type Replica } from "../helpers/serve-replica.js";
 import { startAzurite } from "../helpers/azurite.js";
 import { freePort, startRedis, type TestRedis } from "../helpers/redis.js";
 import { useTempDirs } from "../helpers/temp.js";
@@ -13,36 +12,10 @@ import { tmpdir } from "node:os";
 
 const tempDir = useTempDirs();
 
-interface Replica {
-  child: ChildProcess;
-  url: string;
-  logs: string[];
-}
-
-/** `mm serve --redis` on the store, spawned as a user would; resolves once it listens. */
-async function replica(store: string, redisUrl: string, args: string[] = [], env: Record<string, string> = {}): Promise<Replica> {
-  const child = spawnMm(["serve", "--port", "0", "--redis", redisUrl, ...args], { store, env });
-  const logs: string[] = [];
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once("exit", (code) => reject(new Error(`mm serve exited ${code}: ${logs.join("\n")}`)));
-    createInterface({ input: child.stderr! }).on("line", (line) => {
-      logs.push(line);
-      if (line.includes('"event":"listening"')) resolve(JSON.parse(line).url);
-    });
-  });
-  child.stdout!.resume();
-  return { child, url, logs };
-}
-
 const api = (url: string, key: string, path: string, init: RequestInit = {}) =>
   fetch(url + path, { ...init, headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json", ...(init.headers as object) } });
 
 const create = (url: string, key: string, content: string) => api(url, key, "/v1/memories", { method: "POST", body: JSON.stringify({ content, userId: "u1" }) });
-
-/** Resolves when the process has exited, also if it already had ('exit' is emitted once). */
-function exited(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())));
-}
 
 /** The search limit is low so the shared-rate test reaches it; the other tests don't search. */
 const SERVE_ARGS = ["--rate-read", "1000", "--rate-write", "1000", "--rate-search", "7"];

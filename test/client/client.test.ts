@@ -281,6 +281,39 @@ describe("timeouts and cancellation", () => {
   });
 });
 
+describe("read-your-writes", () => {
+  it("sends the newest X-MM-Consistency token its writes were answered with on every later request; not with readYourWrites: false", async () => {
+    const server = await startTestServer();
+    try {
+      const alice = await server.account("alice");
+      const sent: (string | null)[] = [];
+      const spy = (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+        sent.push(new Headers(init?.headers).get("X-MM-Consistency"));
+        return fetch(input, init);
+      };
+      const mm = createClient({ baseUrl: server.url, apiKey: alice.key, fetch: spy });
+      await mm.memories.list({});
+      const first = await mm.memories.create({ content: "Ada prefers green tea", userId: "ada" });
+      await mm.memories.get(first.id);
+      await mm.memories.create({ content: "Ada moved to Porto", userId: "ada" });
+      await mm.memories.search({ query: "tea", userId: "ada" });
+      expect(sent[0]).toBeNull();
+      expect(sent[1]).toBeNull();
+      expect(sent[2]).toMatch(/^memories:\d+,graph:\d+$/);
+      const version = (token: string | null) => Number(/memories:(\d+)/.exec(token!)![1]);
+      expect(version(sent[4])).toBeGreaterThan(version(sent[2]));
+
+      const off: (string | null)[] = [];
+      const plain = createClient({ baseUrl: server.url, apiKey: alice.key, readYourWrites: false, fetch: (input, init) => (off.push(new Headers(init?.headers).get("X-MM-Consistency")), fetch(input, init)) });
+      await plain.memories.create({ content: "Ada reads Saramago", userId: "ada" });
+      await plain.memories.list({});
+      expect(off).toEqual([null, null]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe("the AI SDK tools in a project", () => {
   let server: TestServer;
   let account: TestAccount;

@@ -16,6 +16,8 @@ export const AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2U
 
 export interface Azurite {
   port: number;
+  /** The folder Azurite keeps its data in. */
+  location: string;
   endpoint: string;
   /** The environment `mm` reads for an `az://` store on this emulator. */
   env: Record<string, string>;
@@ -23,6 +25,13 @@ export interface Azurite {
   container(prefix?: string): Promise<string>;
   /** Requests Azurite logged so far (with `debug: true`): one entry per HTTP request it served. */
   requests(): Promise<string[]>;
+  /** kill -9: an outage. What Azurite wrote to its folder stays. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port and folder (after kill): the store comes back as it was. */
+  start(): Promise<void>;
+  /** SIGSTOP: it still holds its port, and answers nothing (a store that hangs), until resume(). */
+  pause(): void;
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -66,16 +75,21 @@ export async function startAzurite(options: { debug?: boolean } = {}): Promise<A
   const debugLog = join(location, "debug.log");
   const args = ["--location", location, "--blobHost", "127.0.0.1", "--blobPort", String(port), "--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"];
   if (options.debug) args.push("--debug", debugLog);
-  const child = spawn(join(ROOT, "node_modules", ".bin", "azurite-blob"), args, { stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout!.on("data", (d) => (output += d));
-  child.stderr!.on("data", (d) => (output += d));
-  await waitForPort(port, child, () => output);
+  let child: ChildProcess;
+  const start = async () => {
+    child = spawn(join(ROOT, "node_modules", ".bin", "azurite-blob"), args, { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout!.on("data", (d) => (output += d));
+    child.stderr!.on("data", (d) => (output += d));
+    await waitForPort(port, child, () => output);
+  };
+  await start();
   const endpoint = `http://127.0.0.1:${port}/${AZURITE_ACCOUNT}`;
   const { BlobServiceClient, StorageSharedKeyCredential } = await import("@azure/storage-blob");
   const service = new BlobServiceClient(endpoint, new StorageSharedKeyCredential(AZURITE_ACCOUNT, AZURITE_KEY));
   return {
     port,
+    location,
     endpoint,
     env: {
       AZURE_STORAGE_ACCOUNT_NAME: AZURITE_ACCOUNT,
@@ -93,6 +107,15 @@ export async function startAzurite(options: { debug?: boolean } = {}): Promise<A
       const text = await readFile(debugLog, "utf8").catch(() => "");
       return text.split("\n").filter((l) => l.includes("BlobStorageContextMiddleware: RequestMethod="));
     },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGKILL");
+      await exited;
+    },
+    start,
+    pause: () => void child.kill("SIGSTOP"),
+    resume: () => void child.kill("SIGCONT"),
     async stop() {
       await stopChild(child);
       await rm(location, { recursive: true, force: true });
