@@ -16,6 +16,7 @@
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { connect } from "node:net";
+import { tmpdir } from "node:os";
 import { gzipSync } from "node:zlib";
 import { join } from "node:path";
 import { startMmServe } from "./mm-serve.mjs";
@@ -285,6 +286,9 @@ const ROUTES = [
   ["GET", "/v1/relations/:rel"],
   ["DELETE", "/v1/relations/:rel"],
   ["GET", "/v1/openapi.json"],
+  // The URL hook (http/hooks.ts): an agent's event, with a userId in the query.
+  ["POST", "/hooks/claude-code?userId=alice", "hookEvent"],
+  ["POST", "/hooks/:hookAgent", "hookEvent"],
 ];
 
 const STRINGS = [
@@ -317,8 +321,17 @@ function id(r, kind) {
 }
 
 const BODIES = {
-  memory: (r) => pickFields(r, { content: field(r, `note ${r.int(1000)} about ${r.pick(["tea", "Berlin", "the project"])}`), userId: field(r, r.pick(["alice", "bob"])), agentId: field(r, "agent"), tags: field(r, ["t", r.pick(["a", "b"])]), metadata: field(r, { n: r.int(10) }), entityIds: field(r, [r.pick(ids.ent)]) }, ["content", "userId"]),
-  search: (r) => pickFields(r, { query: field(r, r.pick(["tea", "what does alice drink?", "Berlin"])), userId: field(r, "alice"), tags: field(r, ["t"]), limit: field(r, r.pick([1, 10, 100, 500])), threshold: field(r, r.pick([0, 0.3, 0.5, 1])), mode: field(r, r.pick(["hybrid", "semantic", "keyword", "other"])), asOf: field(r, r.pick(["2026-03-01", "2026-12-07T10:00Z", "2026-02-30", "2026-12-07 10:00", "2026-12-07T24:00Z", "2026-12-07T10:00+25:00"])) }, ["query"]),
+  memory: (r) => pickFields(r, { content: field(r, `note ${r.int(1000)} about ${r.pick(["tea", "Berlin", "the project"])}`), userId: field(r, r.pick(["alice", "bob"])), agentId: field(r, "agent"), tags: field(r, ["t", r.pick(["a", "b"])]), metadata: field(r, { n: r.int(10) }), entityIds: field(r, [r.pick(ids.ent)]), project: field(r, r.pick(["shop", "my-app.2", ".hidden", "a/b", "../x"])) }, ["content", "userId"]),
+  search: (r) => pickFields(r, { query: field(r, r.pick(["tea", "what does alice drink?", "Berlin"])), userId: field(r, "alice"), tags: field(r, ["t"]), limit: field(r, r.pick([1, 10, 100, 500])), threshold: field(r, r.pick([0, 0.3, 0.5, 1])), mode: field(r, r.pick(["hybrid", "semantic", "keyword", "other"])), asOf: field(r, r.pick(["2026-03-01", "2026-12-07T10:00Z", "2026-02-30", "2026-12-07 10:00", "2026-12-07T24:00Z", "2026-12-07T10:00+25:00"])), project: field(r, r.pick(["shop", "../x"])), projectOnly: field(r, r.pick([true, false, "true"])) }, ["query"]),
+  hookEvent: (r) =>
+    pickFields(r, {
+      session_id: field(r, `s${r.int(20)}`),
+      transcript_path: field(r, "/tmp/t.jsonl"),
+      cwd: field(r, r.pick([process.cwd(), "/", "/nonexistent", "relative/dir", tmpdir()])),
+      hook_event_name: field(r, r.pick(["SessionStart", "UserPromptSubmit", "Stop", "BeforeAgent"])),
+      source: field(r, r.pick(["startup", "resume", "clear"])),
+      prompt: field(r, r.pick(["how do we deploy?", "remember that the build uses node 22", "#remember tea", "note: x", "\u0000binary", "x".repeat(10_001)])),
+    }, ["hook_event_name", "cwd"]),
   memoryPatch: (r) => pickFields(r, { content: field(r, "patched"), tags: field(r, null), metadata: field(r, { p: 1 }), agentId: field(r, null) }, []),
   entity: (r) => pickFields(r, { name: field(r, `Name ${r.int(300)}`), type: field(r, r.pick(["PERSON", "ORGANIZATION", "person", "ALIEN"])), description: field(r, "d"), metadata: field(r, { k: "v" }) }, ["name", "type"]),
   entityPatch: (r) => pickFields(r, { name: field(r, `Renamed ${r.int(300)}`), type: field(r, "PLACE"), description: field(r, null) }, []),
@@ -340,7 +353,7 @@ function nested(depth, r) {
 
 function apiRequest(r, overrides = {}) {
   const [method, template, body] = r.pick(ROUTES);
-  const path = template.replace(/:(mem|ent|rel)/, (_, k) => id(r, k));
+  const path = template.replace(/:(mem|ent|rel)/, (_, k) => id(r, k)).replace(":hookAgent", () => r.pick(["claude-code", "gemini-cli", "cursor", "%2e%2e", "claude-code?userId=", "claude-code?budget=0", "claude-code?userId=a&budget=99"]));
   const headers = { Host: "127.0.0.1", Authorization: `Bearer ${r.pick(KEYS())}` };
   let payload;
   if (body) {

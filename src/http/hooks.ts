@@ -48,6 +48,15 @@ function seenIn(key: string | undefined, fresh: boolean): Set<string> {
   return seen;
 }
 
+/** Whether `path` is a folder here; a path the system refuses (too long, a NUL byte) is not one. */
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  } catch {
+    return false;
+  }
+}
+
 export const HOOK_ROUTE: Route = {
   method: "POST",
   path: "/hooks/:agent",
@@ -66,7 +75,7 @@ export const HOOK_ROUTE: Route = {
     if (!body || typeof body !== "object" || Array.isArray(body)) return {};
     const event = eventOf(agent, body as Record<string, unknown>);
     const cwd = (body as Record<string, unknown>).cwd;
-    if (!event || typeof cwd !== "string" || !statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) return {};
+    if (!event || typeof cwd !== "string" || !isFolder(cwd)) return {};
     if (event.kind === "prompt" && (event.prompt.length > MAX_PROMPT_CHARS || BINARY.test(event.prompt) || !event.prompt.trim())) return {};
     const seen = seenIn(event.session && `${ctx.accountId}\u0000${event.session}`, event.kind === "session" && event.source !== "resume");
     const project = findProject(cwd)?.name;

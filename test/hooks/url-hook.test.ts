@@ -80,6 +80,8 @@ describe("POST /hooks/claude-code on mm serve", () => {
     expect(await (await hook(promptSubmit(elsewhere, "what time is the standup?"))).json()).toEqual({});
     expect(await (await hook(promptSubmit(join(project, "no-such-folder"), "connect to the staging database"))).json()).toEqual({});
     expect(await (await hook({ hook_event_name: "Stop", cwd: project })).json()).toEqual({});
+    // A cwd the system refuses to look up (found by npm run fuzz: ENAMETOOLONG was a 500).
+    for (const cwd of ["y".repeat(10_001), "a\u0000b", 42]) expect(await (await hook(promptSubmit(cwd as string, "connect to the staging database"))).json()).toEqual({});
     expect(await (await hook(promptSubmit(project, "\u0000\u0001binary"))).json()).toEqual({});
     expect(await (await hook(promptSubmit(project, "x".repeat(100_000)))).json()).toEqual({});
     expectError(await wrapped(hook(promptSubmit(project, "x"), "?userId=me", null)), 401, "UNAUTHORIZED");
