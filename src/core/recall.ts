@@ -21,10 +21,6 @@ export const RECALL_GATE = { score: 0.5, keyword: 0.25, wordsAlone: { keyword: 0
 export const RECALL_SEARCH_THRESHOLD = 0.05;
 /** At most this many memories for one prompt. */
 export const RECALL_LIMIT = 5;
-/** Whose memories a hook recalls and stores when it is given no user (issue #55). */
-export const DEFAULT_HOOK_USER = "me";
-/** The default budget of a hook's block, in tokens (estimated as characters / 4). */
-export const DEFAULT_BUDGET_TOKENS = 1000;
 /** The tag that keeps a memory out of every hook, whatever it scores. */
 export const PRIVATE_TAG = "private";
 /** The tag that puts a memory first at a session's start. */

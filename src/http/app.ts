@@ -62,11 +62,14 @@ export function createApp(deps: AppDeps): Hono<Env> {
   const limitBody = readBody(maxBody);
   // Paths are registered static ones first, each followed by its 405 catch-all, so that
   // `GET /v1/memories/search` is a wrong method on a known path, not the memory id "search".
+  // The URL hook (http/hooks.ts) is served like a route, though it isn't /v1 and isn't in the
+  // OpenAPI document: authenticated, limited and billed the same way.
+  const served = [...ROUTES, HOOK_ROUTE];
   const methodsByPath = new Map<string, string[]>([["/v1/openapi.json", ["GET"]]]);
-  for (const r of ROUTES) methodsByPath.set(r.path, [...(methodsByPath.get(r.path) ?? []), r.method]);
+  for (const r of served) methodsByPath.set(r.path, [...(methodsByPath.get(r.path) ?? []), r.method]);
   const paths = [...methodsByPath.keys()].sort((a, b) => Number(a.includes(":")) - Number(b.includes(":")));
   for (const path of paths) {
-    for (const route of ROUTES.filter((r) => r.path === path)) {
+    for (const route of served.filter((r) => r.path === path)) {
       const handler = (c: HonoContext<Env>) => handle(c, route, deps);
       if (route.method === "POST" || route.method === "PATCH") app.on(route.method, route.path, limitBody, handler);
       else app.on(route.method, route.path, handler);
@@ -79,12 +82,6 @@ export function createApp(deps: AppDeps): Hono<Env> {
   }
 
   mountMcp(app, deps, limitBody);
-  // The URL hook (http/hooks.ts): not /v1, but authenticated, limited and billed as a route is.
-  app.post(HOOK_ROUTE.path, limitBody, (c) => handle(c, HOOK_ROUTE, deps));
-  app.all(HOOK_ROUTE.path, (c) => {
-    c.header("Allow", "POST");
-    throw new MmError("METHOD_NOT_ALLOWED", `${c.req.method} is not allowed on ${c.req.path}; use POST.`, { allowed: ["POST"] });
-  });
   mountConsole(app, deps);
 
   app.notFound((c) => c.json(new MmError("NOT_FOUND", `No route for ${c.req.method} ${c.req.path}.`).toBody(), 404));

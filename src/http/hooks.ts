@@ -1,9 +1,8 @@
-import { statSync } from "node:fs";
 import * as z from "zod/mini";
-import { agentNamed, eventOf, hookOutput } from "../cli/hooks/agents.js";
+import { agentNamed, DEFAULT_BUDGET_TOKENS, DEFAULT_HOOK_USER, eventOf, hookOutput, startsAfresh, unanswerable } from "../cli/hooks/agents.js";
 import * as memories from "../core/memories.js";
 import { findProject } from "../core/project.js";
-import { DEFAULT_BUDGET_TOKENS, DEFAULT_HOOK_USER, recallFor, type RecallApi } from "../core/recall.js";
+import { recallFor, type RecallApi } from "../core/recall.js";
 import { MmError } from "../errors.js";
 import { identifier, parseWith } from "../schemas/validate.js";
 import type { Route } from "./routes.js";
@@ -26,10 +25,6 @@ const HookQuery = z.strictObject({
   budget: z.optional(z.pipe(z.string().check(z.regex(/^[1-9]\d{0,5}$/, "must be a whole number of tokens, 1 to 999999")), z.transform(Number))),
 });
 
-/** The most of a prompt read, as `mm hook` reads it (a search query's limit). */
-const MAX_PROMPT_CHARS = 10_000;
-const BINARY = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\ufffd]/;
-
 /**
  * What each agent session was shown, so a memory is injected once per session, as `mm hook` does
  * with its files: per account and session, the most recent SESSIONS_KEPT sessions, in memory (a
@@ -46,15 +41,6 @@ function seenIn(key: string | undefined, fresh: boolean): Set<string> {
   sessions.set(key, seen);
   while (sessions.size > SESSIONS_KEPT) sessions.delete(sessions.keys().next().value!);
   return seen;
-}
-
-/** Whether `path` is a folder here; a path the system refuses (too long, a NUL byte) is not one. */
-function isFolder(path: string): boolean {
-  try {
-    return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
-  } catch {
-    return false;
-  }
 }
 
 export const HOOK_ROUTE: Route = {
@@ -75,10 +61,9 @@ export const HOOK_ROUTE: Route = {
     if (!body || typeof body !== "object" || Array.isArray(body)) return {};
     const event = eventOf(agent, body as Record<string, unknown>);
     const cwd = (body as Record<string, unknown>).cwd;
-    if (!event || typeof cwd !== "string" || !isFolder(cwd)) return {};
-    if (event.kind === "prompt" && (event.prompt.length > MAX_PROMPT_CHARS || BINARY.test(event.prompt) || !event.prompt.trim())) return {};
-    const seen = seenIn(event.session && `${ctx.accountId}\u0000${event.session}`, event.kind === "session" && event.source !== "resume");
-    const project = findProject(cwd)?.name;
+    if (!event || unanswerable(event, cwd)) return {};
+    const seen = seenIn(event.session && `${ctx.accountId}\u0000${event.session}`, startsAfresh(event));
+    const project = findProject(cwd as string)?.name;
     const block = await recallFor(memories as unknown as RecallApi, ctx, event, { user: q.userId ?? DEFAULT_HOOK_USER, project, budget: q.budget ?? DEFAULT_BUDGET_TOKENS }, seen);
     if (!block) return {};
     for (const id of block.ids) seen.add(id);

@@ -5,9 +5,8 @@ import type { Command } from "commander";
 import { MmError } from "../../errors.js";
 import { shellQuote } from "../../core/store-location.js";
 import type { CliApp } from "../main.js";
-import { AGENT_IDS, AGENTS, agentNamed, type Agent } from "../hooks/agents.js";
+import { AGENT_IDS, AGENTS, agentNamed, DEFAULT_BUDGET_TOKENS, DEFAULT_HOOK_USER as DEFAULT_USER, type Agent } from "../hooks/agents.js";
 import { hookStatus, installHooks, settingsPath, uninstallHooks, type Scope } from "../hooks/settings.js";
-import { DEFAULT_HOOK_USER as DEFAULT_USER } from "../../core/recall.js";
 
 /**
  * `mm hooks install | uninstall | status` change a coding agent's settings so that it runs
@@ -87,7 +86,7 @@ export function registerHooks(program: Command, app: CliApp): void {
     .allowExcessArguments()
     .action(async (id: string, opts: { user?: string; budget?: string; timeout?: string }, cmd: Command) => {
       const { runHook } = await import("../hooks/run.js");
-      await runHook(app, cmd, id, { user: opts.user ?? DEFAULT_USER, budget: positive(opts.budget, 1000), timeout: positive(opts.timeout, 2) });
+      await runHook(app, cmd, id, { user: opts.user ?? DEFAULT_USER, budget: positive(opts.budget, DEFAULT_BUDGET_TOKENS), timeout: positive(opts.timeout, 2) });
     });
 }
 

@@ -5,7 +5,18 @@
  * their own documentation (sources named in docs/agents.md); they differ in names and units.
  */
 
+import { statSync } from "node:fs";
+
 export type AgentId = "claude-code" | "gemini-cli";
+
+/** Whose memories a hook recalls and stores when it is given no user (issue #55). */
+export const DEFAULT_HOOK_USER = "me";
+/** The default budget of a hook's block, in tokens (estimated as characters / 4). */
+export const DEFAULT_BUDGET_TOKENS = 1000;
+/** The longest prompt a hook reads: a search query's limit (schemas/memory.ts MAX_QUERY_LENGTH). */
+export const MAX_PROMPT_CHARS = 10_000;
+// Control characters other than tab and line breaks, and U+FFFD (bytes that weren't UTF-8): binary, not a prompt.
+const BINARY = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\ufffd]/;
 
 /** What an agent's event asks of mm: the session's memories, or a prompt's. */
 export type HookEvent = ({ kind: "session"; name: string; source?: string } | { kind: "prompt"; name: string; prompt: string }) & {
@@ -67,4 +78,33 @@ export function hookOutput(event: HookEvent, context: string): { hookSpecificOut
 
 export function hookAnswer(event: HookEvent, context: string): string {
   return JSON.stringify(hookOutput(event, context));
+}
+
+/**
+ * Why a hook answers nothing for `event` sent from `cwd`, or undefined when it answers: the same
+ * reasons for `mm hook` (which logs them) and the URL hook (which answers `{}`). A `cwd` that isn't
+ * a folder here leaves the project unknown, so nothing is recalled rather than every project's.
+ */
+export function unanswerable(event: HookEvent, cwd: unknown): string | undefined {
+  if (typeof cwd !== "string" || cwd === "") return "the event has no cwd";
+  if (!isFolder(cwd)) return `cwd ${JSON.stringify(cwd.slice(0, 200))} is not a directory`;
+  if (event.kind !== "prompt") return undefined;
+  if (event.prompt.length > MAX_PROMPT_CHARS) return `prompt of ${event.prompt.length} characters, over ${MAX_PROMPT_CHARS}`;
+  if (BINARY.test(event.prompt)) return "prompt holds binary bytes";
+  if (event.prompt.trim() === "") return "empty prompt";
+  return undefined;
+}
+
+/** Whether a session starts with an empty context (startup, clear, compact), so what it was shown starts again; a resumed one keeps it. */
+export function startsAfresh(event: HookEvent): boolean {
+  return event.kind === "session" && event.source !== "resume";
+}
+
+/** Whether `path` is a folder here; a path the system refuses to look up (too long, a NUL byte) is not one. */
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  } catch {
+    return false;
+  }
 }

@@ -7,7 +7,7 @@ import type { Env } from "../../embedder/index.js";
 import type { CliApp } from "../main.js";
 import type { CommandContext } from "../context.js";
 import { readLogin, remoteContext, service, type RemoteContext } from "../remote.js";
-import { agentNamed, eventOf, hookAnswer, type HookEvent } from "./agents.js";
+import { agentNamed, eventOf, hookAnswer, startsAfresh, unanswerable, type HookEvent } from "./agents.js";
 import { projectOf } from "./scope.js";
 
 export interface HookOptions {
@@ -20,8 +20,6 @@ export interface HookOptions {
 
 /** The most of stdin a hook reads: an event is a few kilobytes; a prompt is at most 10,000 characters. */
 const MAX_INPUT_BYTES = 1_000_000;
-/** The longest prompt the hook reads: a search query's limit (schemas/memory.ts MAX_QUERY_LENGTH). */
-const MAX_PROMPT_CHARS = 10_000;
 
 /** mm's state directory: `$XDG_STATE_HOME/mm`, else `~/.local/state/mm`. */
 function stateDir(env: Env): string {
@@ -47,7 +45,7 @@ function sessionList(env: Env, event: HookEvent): { seen: Set<string>; add(ids: 
   if (!event.session) return { seen: new Set(), add: () => undefined };
   const dir = join(stateDir(env), "hook-sessions");
   const file = join(dir, `${createHash("sha256").update(event.session).digest("hex").slice(0, 32)}.json`);
-  const fresh = event.kind === "session" && event.source !== "resume";
+  const fresh = startsAfresh(event);
   let seen = new Set<string>();
   try {
     if (!fresh) seen = new Set((JSON.parse(readFileSync(file, "utf8")) as { ids: string[] }).ids);
@@ -100,9 +98,9 @@ export async function runHook(app: CliApp, cmd: Command, agentId: string, option
     const event = eventOf(agent, payload);
     eventName = typeof payload.hook_event_name === "string" ? payload.hook_event_name.slice(0, 40) : "-";
     if (!event) throw new Skip(`not an event mm answers (hook_event_name ${JSON.stringify(payload.hook_event_name ?? null)})`);
-    const cwd = checkCwd(payload.cwd);
-    if (event.kind === "prompt") checkPrompt(event.prompt);
-    return answer(app, cmd, event, cwd, options);
+    const why = unanswerable(event, payload.cwd);
+    if (why) throw new Skip(why);
+    return answer(app, cmd, event, payload.cwd as string, options);
   })();
   // Past the time limit nobody awaits the work: its failure must not end the process with an error.
   work.catch(() => undefined);
@@ -140,21 +138,6 @@ function parseEvent(text: string): Record<string, unknown> {
   }
   if (!payload || typeof payload !== "object" || Array.isArray(payload)) throw new Skip("input is not a JSON object");
   return payload as Record<string, unknown>;
-}
-
-function checkCwd(cwd: unknown): string {
-  if (typeof cwd !== "string" || cwd === "") throw new Skip("the event has no cwd");
-  if (!statSync(cwd, { throwIfNoEntry: false })?.isDirectory()) throw new Skip(`cwd ${JSON.stringify(cwd.slice(0, 200))} is not a directory`);
-  return cwd;
-}
-
-// Control characters other than tab and line breaks, and U+FFFD (bytes that weren't UTF-8): binary, not a prompt.
-const BINARY = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\ufffd]/;
-
-function checkPrompt(prompt: string): void {
-  if (prompt.length > MAX_PROMPT_CHARS) throw new Skip(`prompt of ${prompt.length} characters, over ${MAX_PROMPT_CHARS}`);
-  if (BINARY.test(prompt)) throw new Skip("prompt holds binary bytes");
-  if (prompt.trim() === "") throw new Skip("empty prompt");
 }
 
 const memories = service("memories", () => import("../../core/memories.js"));
