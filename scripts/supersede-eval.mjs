@@ -28,13 +28,14 @@
 //     --logs      logged events (60 still-true pairs, 40 replaced facts), written blind after the log rules; its even lines were read, its odd lines not
 //     --fixtures  read the split's two files from this directory instead of test/fixtures/supersede/ (the fillers stay there)
 //     --off       detection off (autoSupersede: false): the figures before this feature
+//   MM_DIST=<dir>   run another build's dist/ (as bench-everyday.mjs does), e.g. one without a mechanism, for an ablation
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const dist = (p) => import(pathToFileURL(join(root, "dist", p)).href);
+const dist = (p) => import(pathToFileURL(join(process.env.MM_DIST ?? join(root, "dist"), p)).href);
 const { openContext } = await dist("core/context.js");
 const { addMemoriesFromLines, searchMemories } = await dist("core/memories.js");
 
