@@ -1,6 +1,7 @@
-import { existsSync, lstatSync, readFileSync, realpathSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, realpathSync } from "node:fs";
 import { basename, dirname, join, relative, sep } from "node:path";
 import { MmError, validationError } from "../errors.js";
+import { replaceFileSync } from "../storage/atomic-file.js";
 import { MAX_CONTENT_LENGTH } from "../schemas/memory.js";
 import type { Context } from "./context.js";
 import type { MarkdownChange, MarkdownImportResult } from "./markdown.js";
@@ -256,8 +257,6 @@ export async function exportAgentsMd(ctx: Context, file: string, options: { user
   if (next === text) return { memories: memories.length, changed: false, project };
   // Through a link to its target (CLAUDE.md is often a link to AGENTS.md), replaced whole.
   const target = existsSync(file) ? realpathSync(file) : file;
-  const tmp = join(dirname(target), `.${basename(target)}.mm-tmp`);
-  writeFileSync(tmp, next);
-  renameSync(tmp, target);
+  replaceFileSync(target, next);
   return { memories: memories.length, changed: true, project };
 }

@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
-import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, unlinkSync, writeFileSync, type Dirent } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, unlinkSync, writeFileSync, type Dirent } from "node:fs";
 import { join } from "node:path";
 import { MmError, toMmError, validationError } from "../errors.js";
 import { parseCreateEntity } from "../schemas/entity.js";
 import { parseCreateMemory } from "../schemas/memory.js";
 import { parseCreateRelation } from "../schemas/relation.js";
+import { replaceFileSync } from "../storage/atomic-file.js";
 import type { Context } from "./context.js";
 import { emitFrontMatter, parseMarkdownFile, type FrontValue } from "./front-matter.js";
 import { exportRecords, ID, importExport, timestamps, type ExportRecord, type InputRecord, type TransferCounts } from "./transfer.js";
@@ -251,10 +252,8 @@ export async function exportMarkdown(ctx: Context, dir: string, options: Markdow
   for (const [path, text] of writes) {
     const abs = join(root, path);
     if (occupied.has(path)) {
-      // Replaced whole (a temporary file renamed over it), so a crash leaves the old file or the new one.
-      const tmp = join(root, path.replace(/[^/]*$/, (name) => `.${name}.mm-tmp`));
-      writeFileSync(tmp, text);
-      renameSync(tmp, abs);
+      // Replaced whole, so a crash leaves the old file or the new one.
+      replaceFileSync(abs, text);
     } else {
       const folder = path.slice(0, path.lastIndexOf("/"));
       if (!made.has(folder)) mkdirSync(join(root, folder), { recursive: true });

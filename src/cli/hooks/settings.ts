@@ -1,7 +1,8 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { MmError } from "../../errors.js";
+import { replaceFileSync } from "../../storage/atomic-file.js";
 import type { Env } from "../../embedder/index.js";
 import type { Agent } from "./agents.js";
 import { projectRootOf } from "./scope.js";
@@ -116,13 +117,10 @@ function serialise(data: Json, before?: string): string {
   return JSON.stringify(data, null, indent) + "\n";
 }
 
-/** Replaces the file whole (temp file, then rename), with the mode it had. */
+/** Replaces the file whole, with the mode it had (replaceFileSync), making its folder if need be. */
 function writeSettings(path: string, text: string): void {
   mkdirSync(dirname(path), { recursive: true });
-  const mode = existsSync(path) ? statSync(path).mode & 0o777 : 0o644;
-  const temp = `${path}.${process.pid}.mm-tmp`;
-  writeFileSync(temp, text, { mode });
-  renameSync(temp, path);
+  replaceFileSync(path, text);
 }
 
 export interface InstallResult {
