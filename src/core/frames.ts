@@ -103,6 +103,10 @@ const NOT_LEADING =
   /^(?:\p{Lu}\p{Ll}{3,}(?:ed|ing)|Use|Got|Found|Left|Quit|Sold|Bought|Paid|Took|Made|Need|Remember|Note|Update|Honestly|Actually|Anyway|Btw|Fyi|Also|So|Well|Ok|Okay|Now|Today|Currently|Recently|Finally|Just|Still|Yes|Yeah|Heads|Quick|Reminder|Please|Since|From|Starting|As|Then|After|Before|When|While|If)$/u;
 /** Words around a value that say little about what it is of: an anchor needs a rarer one. */
 export const GENERIC_WORD = /^(?:day|week|month|year|time|hour|minut|take|get|have|make|go|do|pay|cost|us|use|need|one|thing|lot|bit|every|each|per)$/;
+/** Words before "number" that still make it a phone number: "my phone number", "the home number". */
+export const PHONE_OWNERS = new Set(["phone", "mobile", "cell", "cellphone", "telephone", "contact", "home", "work", "office", "landline", "whatsapp", "emergency"]);
+/** The same, stemmed as frames' topics are. */
+const PHONE_OWNER_STEMS = new Set([...PHONE_OWNERS].map(stem));
 /** A value that is a street address: a number, then a name ending in a street word. */
 const ADDRESS = /^\d+[a-z]? (?:[\p{L}'-]+ )*(?:street|st|road|rd|avenue|ave|lane|ln|way|drive|dr|place|pl|square|sq|court|ct|close|crescent|boulevard|blvd|terrace|row|rue|strasse|straße|via|calle|quay|hill|gardens|park)$/u;
 
@@ -233,6 +237,20 @@ const COMPATIBLE: Record<ValueKind, ValueKind[]> = { num: ["num", "time"], time:
  * same head with no clashing modifiers, an event named by what it is for, a typed value said anew,
  * a number in the same unit with an anchor, or one part of a value changed.
  */
+/** A topic's words besides its head that name which one ("library card" of "library card number"). */
+function others(f: Frame): string[] {
+  return f.topic.filter((w) => w !== f.head && !VERBISH.has(w) && !GENERIC_WORD.test(w));
+}
+
+/**
+ * A bare "number" is a phone number ("Got a new number: 07700 900222"), not a number the other
+ * frame names as something else ("My new library card number is 2290 4417"): two things.
+ */
+export function twoNumbers(a: Frame, b: Frame): boolean {
+  const bare = (x: Frame, y: Frame) => x.topic.length === 1 && x.topic[0] === "number" && y.head === "number" && others(y).some((w) => !PHONE_OWNER_STEMS.has(w));
+  return bare(a, b) || bare(b, a);
+}
+
 export function frameChange(newer: Frame, older: Frame): string | undefined {
   // "Standup moved to 10am" starts with what "The standup is at 9:30" is about: a thing, not a person;
   // "Brightline's contact is now…" with what "the contact for Brightline is…" names as a value.
@@ -271,8 +289,8 @@ export function frameChange(newer: Frame, older: Frame): string | undefined {
   // The head noun, the topic's last word: "our mortgage rate is…" and "the rate is… now".
   const sameHead = newer.head !== "" && newer.head === older.head;
   // The other words of the topics must not name two things ("my cat's name" / "its code name").
-  const others = (f: Frame) => f.topic.filter((w) => w !== f.head && !VERBISH.has(w) && !GENERIC_WORD.test(w));
   const clash = others(newer).length > 0 && others(older).length > 0 && !others(newer).some((a) => others(older).some((b) => like(a, b)));
+  if (twoNumbers(newer, older)) return undefined;
   const sameSkeleton = newer.skeleton.length === older.skeleton.length && newer.skeleton.every((w) => older.skeleton.includes(w));
   const many = newer.skeleton.some((w) => MANY.test(w));
   const why = `${newer.subject || "self"}.${(shared.length ? shared : newer.skeleton).join("-") || "value"}: ${pair[0].text} → ${pair[1].text}`;

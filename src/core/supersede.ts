@@ -31,7 +31,7 @@
  * test/fixtures/supersede/ and docs/memory-validity.md.
  */
 
-import { fold, frameChange, framesOf, GENERIC_WORD, REPORT, stem, unitOf, VERBISH, WORD_CHANGE, type Frame } from "./frames.js";
+import { fold, frameChange, framesOf, GENERIC_WORD, PHONE_OWNERS, REPORT, stem, twoNumbers, unitOf, VERBISH, WORD_CHANGE, type Frame } from "./frames.js";
 import { englishCount, stemWord } from "./keyword.js";
 
 /** One fact a memory states. */
@@ -156,7 +156,9 @@ function attrWords(raw: string): string[] {
   if (!words.length && all.length === 1 && SYNONYMS[all[0]]) return [SYNONYMS[all[0]]];
   const phrase = SYNONYMS[words.join(" ")];
   if (phrase) return [phrase];
-  const canon = (w: string) => SYNONYMS[w] ?? stem(w);
+  // A "number" is a phone's unless the attribute names something else ("library card number").
+  const otherNumber = head === "number" && words.some((w) => w !== "number" && !PHONE_OWNERS.has(w));
+  const canon = (w: string) => (w === "number" && otherNumber ? w : (SYNONYMS[w] ?? stem(w)));
   return [...new Set([...(head ? [canon(head)] : []), ...words.map(canon)])].filter(Boolean);
 }
 
@@ -1073,6 +1075,10 @@ export function saysItAdds(content: string): boolean {
  */
 export function changedByModel(newer: string, older: string, cosine: number, keyed: boolean): string | undefined {
   if (cosine < (keyed ? SAID_CHANGED.keyed : SAID_CHANGED.near)) return undefined;
+  // Frames that name two things aren't one thing changed, however near ("a new number" / "my library card number").
+  const frames = (text: string) => factsOf(text).flatMap((f) => (f.frame ? [f.frame] : []));
+  const olderFrames = frames(older);
+  if (frames(newer).some((a) => olderFrames.some((b) => twoNumbers(a, b)))) return undefined;
   const word = wordOfChange(newer, older);
   return word && `"${word}", cosine ${cosine.toFixed(2)}`;
 }

@@ -191,5 +191,8 @@ describe("replaced facts read by the model", () => {
 
   it("leaves a change said of something else", async () => {
     expect(await replayed(["My phone screen has a small crack in the corner.", "My new phone is a Pixel 8."])).toEqual([false, false]);
+    // A bare "number" is a phone number: it replaces the phone's, not a number the older note names as something else.
+    expect(await replayed(["My new library card number is 2290 4417", "Got a new number: 07700 900222"])).toEqual([false, false]);
+    expect(await replayed(["My phone number is 07700 900123", "Got a new number: 07700 900222"])).toEqual([true, false]);
   });
 });
