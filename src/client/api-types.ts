@@ -599,7 +599,7 @@ export interface operations {
                                 /** @enum {string} */
                                 mode: "hybrid" | "semantic" | "keyword";
                                 score: number;
-                                /** @description the signals of the query and this memory: cosine, keyword (share of the query's word weight held), neighbour and turn (conversation turns) */
+                                /** @description the signals of the query and this memory: cosine, keyword (share of the query's word weight held) and turn (1 for a conversation turn, whose constants differ) */
                                 signals: {
                                     [key: string]: number;
                                 };
@@ -609,11 +609,6 @@ export interface operations {
                                 };
                                 /** @description hybrid: the embedder the scorer's constants were fitted for, or fallback */
                                 model?: string;
-                                /** @description the score is the one of the memory this one replaced (the link recorded when it was replaced) */
-                                lentBy?: {
-                                    id: string;
-                                    score: number;
-                                };
                             };
                         }[];
                     };

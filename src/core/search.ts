@@ -26,14 +26,10 @@ export interface MemorySearchHit {
 }
 
 /** How a hit's score came about: its signals and each one's part of the score's logit (hybrid), or the mode's one signal. */
-export type HitExplanation = (
+export type HitExplanation =
   | ({ mode: "hybrid" } & Explanation)
   | { mode: "semantic"; score: number; signals: { cosine: number } }
-  | { mode: "keyword"; score: number; signals: { keyword: number } }
-) & {
-  /** The score is the one of the memory this one replaced (hybrid, by default): `id` and its score. */
-  lentBy?: { id: string; score: number };
-};
+  | { mode: "keyword"; score: number; signals: { keyword: number } };
 
 /**
  * Search in one of three modes: `semantic` (the embedding cosine), `keyword` (the share of the
@@ -42,76 +38,15 @@ export type HitExplanation = (
  * query and that memory only: never on which other memories are stored beside it. User, agent and
  * tag filters are applied inside every index query, so other users' data can't crowd a user's
  * results out. Replaced memories are left out unless asked for (includeSuperseded, asOf), through
- * the links recorded when they were replaced; through the same links, a replaced memory lends its
- * score to the memory that replaced it (inherited).
+ * the links recorded when they were replaced.
  */
 export async function searchMemories(ctx: Context, raw: unknown): Promise<{ results: MemorySearchHit[] }> {
   const input = parseSearchMemories(raw);
   const scope = scopeOf(ctx, input);
-  // By default (hybrid mode, current memories) the replaced memories are searched too, each lending
-  // its score to the memory that replaced it through the recorded link (inherited), and none is
-  // returned. Not in semantic or keyword mode: there the store's query takes the `limit` best, and
-  // replaced ones would take current ones' places.
-  const inheriting = scope.current === true && input.mode === "hybrid";
   const params = paramsFor(embedderId(ctx));
-  const candidates = await gatherCandidates(ctx, input, inheriting ? { ...scope, current: undefined } : scope, params, { prune: true });
-  const results = rankHits(input, candidates, params, inheriting ? await replacersOf(ctx, scope, candidates) : undefined);
+  const candidates = await gatherCandidates(ctx, input, scope, params, { prune: true });
+  const results = rankHits(input, candidates, params);
   return { results: results.map((h) => toSearchHit(h, input.explain === true)) };
-}
-
-/**
- * The memory that is current now for each replaced candidate (following supersededBy to the end
- * of its chain), when the search's scope admits it. Those among the candidates come from there; the
- * others are read, a round per step of a chain (most chains are one step).
- */
-async function replacersOf(ctx: Context, scope: MemoryFilter, candidates: Candidate[]): Promise<Map<string, MemoryRecord>> {
-  const known = new Map(candidates.map((c) => [c.record.id, c.record]));
-  const out = new Map<string, MemoryRecord>();
-  let waiting = candidates.filter((c) => c.record.supersededBy).map((c) => ({ from: c.record.id, at: c.record.supersededBy! }));
-  for (let step = 0; waiting.length && step < MAX_CHAIN; step++) {
-    const missing = [...new Set(waiting.map((w) => w.at).filter((id) => !known.has(id)))];
-    if (missing.length) for (const r of await ctx.store.memoriesByIds({ ...scope, current: undefined }, missing)) known.set(r.id, r);
-    const next: typeof waiting = [];
-    for (const w of waiting) {
-      const r = known.get(w.at);
-      if (!r) continue; // deleted, or outside the scope (another agent's, other tags)
-      if (r.supersededBy) next.push({ from: w.from, at: r.supersededBy });
-      else out.set(w.from, r);
-    }
-    waiting = next;
-  }
-  return out;
-}
-
-/** Steps of a replacement chain a search follows to the memory current now. */
-const MAX_CHAIN = 8;
-
-/**
- * Replaced memories out of the ranking, each lending its score to the memory current now in its
- * place, through the link recorded when it was replaced: "Keys handed back to the agency, we sleep
- * in the Montreuil house tonight" answers "where do we live?" as well as the "flat above the bakery
- * on Rue Oberkampf" it replaced did, though told in other words. A memory keeps its own score when
- * that is higher; the explanation names the memory a score came from.
- */
-function inherited(ranked: ScoredHit[], replacers: Map<string, MemoryRecord>): ScoredHit[] {
-  const lent = new Map<string, ScoredHit>();
-  for (const h of ranked) {
-    const r = h.record.supersededBy ? replacers.get(h.record.id) : undefined;
-    if (r && h.score > (lent.get(r.id)?.score ?? -Infinity)) lent.set(r.id, h);
-  }
-  const current = new Map(ranked.filter((h) => !h.record.supersededBy).map((h) => [h.record.id, h]));
-  const out: ScoredHit[] = [];
-  for (const h of current.values()) {
-    const l = lent.get(h.record.id);
-    out.push(l && l.score > h.score ? { ...h, score: l.score, explanation: { ...h.explanation, lentBy: { id: l.record.id, score: l.score } } } : h);
-  }
-  // A replacement the candidates didn't hold (its own score too low to be gathered) still takes the score lent.
-  for (const [id, l] of lent) {
-    if (current.has(id)) continue;
-    const r = replacers.get(l.record.id)!;
-    out.push({ record: r, score: l.score, explanation: { ...l.explanation, lentBy: { id: l.record.id, score: l.score } } });
-  }
-  return out;
 }
 
 /** The store's embedder as `<provider>:<model>`, the key its scorer parameters are fitted under. */
@@ -130,9 +65,8 @@ export interface ScoredHit extends Ranked {
  * threshold (ties newest first), a replaced memory after its replacement. Exported so a test can
  * rank every candidate (`searchCandidates`) the way a search ranks the pruned ones.
  */
-export function rankHits(input: SearchMemoriesInput, candidates: Candidate[], params: ScorerParams, replacers?: Map<string, MemoryRecord>): ScoredHit[] {
-  let scored = candidates.map((c) => scoreOf(input.mode, c, params));
-  if (replacers) scored = inherited(scored, replacers);
+export function rankHits(input: SearchMemoriesInput, candidates: Candidate[], params: ScorerParams): ScoredHit[] {
+  const scored = candidates.map((c) => scoreOf(input.mode, c, params));
   return replacedAfterReplacing(best(scored, input.threshold, input.limit));
 }
 

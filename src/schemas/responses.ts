@@ -61,10 +61,9 @@ export const SearchHit = z.strictObject({
       .strictObject({
         mode: z.enum(["hybrid", "semantic", "keyword"]),
         score: z.number(),
-        signals: z.record(z.string(), z.number()).check(z.describe("the signals of the query and this memory: cosine, keyword (share of the query's word weight held), neighbour and turn (conversation turns)")),
+        signals: z.record(z.string(), z.number()).check(z.describe("the signals of the query and this memory: cosine, keyword (share of the query's word weight held) and turn (1 for a conversation turn, whose constants differ)")),
         contributions: z.optional(z.record(z.string(), z.number()).check(z.describe("hybrid: what each signal added to the logit; score = 1 / (1 + e^-(sum))"))),
         model: z.optional(z.string().check(z.describe("hybrid: the embedder the scorer's constants were fitted for, or fallback"))),
-        lentBy: z.optional(z.strictObject({ id: z.string(), score: z.number() }).check(z.describe("the score is the one of the memory this one replaced (the link recorded when it was replaced)"))),
       })
       .check(z.describe("extension, only with explain: how the score came about")),
   ),

@@ -540,8 +540,7 @@ function renderExplanations(t: TableKit, hits: MemorySearchHit[]): string {
     const c = e.contributions;
     const parts = [`cosine ${n(e.signals.cosine)} (${signed(c.cosine)})`, `keyword ${n(e.signals.keyword)} (${signed(c.keyword)})`];
     const logit = c.bias + c.cosine + c.keyword;
-    const lent = e.lentBy ? `  (its own ${e.score.toFixed(3)}; the score of ${e.lentBy.id}, which it replaced)` : "";
-    return `${i + 1}  ${h.score.toFixed(3)}  ${parts.join("  ")}  bias ${signed(c.bias)}${e.signals.turn ? " (a conversation turn)" : ""}  → logit ${logit.toFixed(2)}${lent}`;
+    return `${i + 1}  ${h.score.toFixed(3)}  ${parts.join("  ")}  bias ${signed(c.bias)}${e.signals.turn ? " (a conversation turn)" : ""}  → logit ${logit.toFixed(2)}`;
   });
   return `${t.dim("why: each signal, and what it added to the logit; score = 1/(1+e^-logit)")}\n${lines.join("\n")}`;
 }
