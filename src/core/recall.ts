@@ -21,6 +21,10 @@ export const RECALL_GATE = { score: 0.5, keyword: 0.25, wordsAlone: { keyword: 0
 export const RECALL_SEARCH_THRESHOLD = 0.05;
 /** At most this many memories for one prompt. */
 export const RECALL_LIMIT = 5;
+/** A memory injected for prompts in at least this many sessions is "frequently recalled". */
+export const FREQUENT_SESSIONS = 2;
+/** At most this many frequently recalled memories at a session's start, after the pinned ones. */
+export const FREQUENT_LIMIT = 5;
 /** The tag that keeps a memory out of every hook, whatever it scores. */
 export const PRIVATE_TAG = "private";
 /** The tag that puts a memory first at a session's start. */
@@ -67,7 +71,7 @@ const OPEN = "<mm-memories>";
 const CLOSE = "</mm-memories>";
 
 const HEADERS = {
-  session: "Notes the user stored in mm, their memory tool: pinned ones first, then the most recent.",
+  session: "Notes the user stored in mm, their memory tool: pinned ones first, then those most often recalled, then the most recent.",
   prompt: "Notes the user stored in mm, their memory tool, that may bear on this prompt.",
 };
 const DISCLAIMER =
@@ -135,6 +139,16 @@ export function captureOf(prompt: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The memories injected for prompts in at least FREQUENT_SESSIONS sessions, most sessions first
+ * (ties: the order first seen): `sessions` holds, per session, the ids its prompts were shown.
+ */
+export function frequentlyRecalled(sessions: Iterable<Iterable<string>>): string[] {
+  const counts = new Map<string, number>();
+  for (const ids of sessions) for (const id of new Set(ids)) counts.set(id, (counts.get(id) ?? 0) + 1);
+  return [...counts].filter(([, n]) => n >= FREQUENT_SESSIONS).sort((a, b) => b[1] - a[1]).map(([id]) => id);
+}
+
 /** What a hook is asked: a session's start, or a prompt (cli/hooks/agents.ts eventOf reads it from an agent's event). */
 export type RecallEvent = { kind: "session" } | { kind: "prompt"; prompt: string };
 
@@ -143,22 +157,37 @@ export interface RecallApi {
   listMemories(ctx: never, query: Record<string, unknown>): Promise<{ items: Recalled[] }>;
   createMemory(ctx: never, input: Record<string, unknown>): Promise<{ id: string; deduplicated?: boolean; supersedes?: string[] }>;
   searchMemories(ctx: never, input: Record<string, unknown>): Promise<{ results: (Recalled & HitSignals)[] }>;
+  getMemory(ctx: never, id: string): Promise<Recalled & { userId: string }>;
 }
 
 /**
  * The block a hook adds for `event`, of `user`'s memories in `project` (and the global ones), none
- * of those in `seen` (already shown in the agent's session): at a session's start the pinned and
- * recent ones; for a prompt, the capture it asks for, then the memories that pass RECALL_GATE.
+ * of those in `seen` (already shown in the agent's session): at a session's start the pinned ones,
+ * then the frequently recalled (`frequent`: ids, most recalled first, as frequentlyRecalled gives
+ * them from the caller's record of sessions), then the recent ones; for a prompt, the capture it asks for, then the memories that pass RECALL_GATE.
  * Undefined when there is nothing to say. The one answer of the process hook (`mm hook`) and of
  * the URL hook `mm serve` answers at `/hooks/<agent>`.
  */
-export async function recallFor(api: RecallApi, ctx: unknown, event: RecallEvent, scope: { user: string; project?: string; budget: number }, seen: Set<string>): Promise<{ text: string; ids: string[] } | undefined> {
+export async function recallFor(
+  api: RecallApi,
+  ctx: unknown,
+  event: RecallEvent,
+  scope: { user: string; project?: string; budget: number; frequent?: string[]; recalled?: Set<string> },
+  seen: Set<string>,
+): Promise<{ text: string; ids: string[] } | undefined> {
   const c = ctx as never;
   const where = { userId: scope.user, ...(scope.project ? { project: scope.project } : {}) };
   if (event.kind === "session") {
-    const [pinned, recent] = await Promise.all([api.listMemories(c, { ...where, tags: [PINNED_TAG], limit: 100 }), api.listMemories(c, { ...where, limit: 50 })]);
+    // A frequently recalled memory is read by its id (it may be old), and shown only if this scope would list it.
+    const inScope = (m: Recalled & { userId: string }) => m.userId === scope.user && (!scope.project || !m.project || m.project === scope.project);
+    const read = (id: string) => api.getMemory(c, id).then((m) => (inScope(m) ? [m] : []), () => []);
+    const [pinned, frequent, recent] = await Promise.all([
+      api.listMemories(c, { ...where, tags: [PINNED_TAG], limit: 100 }),
+      Promise.all((scope.frequent ?? []).slice(0, 3 * FREQUENT_LIMIT).map(read)),
+      api.listMemories(c, { ...where, limit: 50 }),
+    ]);
     const chosen = new Set<string>();
-    return recallBlock("session", [...pinned.items, ...recent.items].filter((x) => !chosen.has(x.id) && chosen.add(x.id)), scope.budget);
+    return recallBlock("session", [...pinned.items, ...frequent.flat().slice(0, FREQUENT_LIMIT), ...recent.items].filter((x) => !chosen.has(x.id) && chosen.add(x.id)), scope.budget);
   }
   const notes: string[] = [];
   let stored: string | undefined;
@@ -169,6 +198,9 @@ export async function recallFor(api: RecallApi, ctx: unknown, event: RecallEvent
     notes.push(storedNote(note, { id: memory.id, deduplicated: memory.deduplicated, replaced: memory.supersedes?.length, project: scope.project }));
   }
   const { results } = await api.searchMemories(c, { query: event.prompt, ...where, threshold: RECALL_SEARCH_THRESHOLD, limit: RECALL_LIMIT * 2, mode: "hybrid", explain: true });
-  const hits = results.filter((h) => h.id !== stored && !seen.has(h.id) && injectable(h) && passesGate(h)).slice(0, RECALL_LIMIT);
+  const relevant = results.filter((h) => h.id !== stored && injectable(h) && passesGate(h));
+  // Recalled for this prompt, shown now or earlier in the session: what frequentlyRecalled counts.
+  for (const h of relevant.slice(0, RECALL_LIMIT)) scope.recalled?.add(h.id);
+  const hits = relevant.filter((h) => !seen.has(h.id)).slice(0, RECALL_LIMIT);
   return recallBlock("prompt", hits, scope.budget, notes);
 }

@@ -2,7 +2,7 @@ import * as z from "zod/mini";
 import { agentNamed, DEFAULT_BUDGET_TOKENS, DEFAULT_HOOK_USER, eventOf, hookOutput, startsAfresh, unanswerable } from "../cli/hooks/agents.js";
 import * as memories from "../core/memories.js";
 import { findProject } from "../core/project.js";
-import { recallFor, type RecallApi } from "../core/recall.js";
+import { frequentlyRecalled, recallFor, type RecallApi } from "../core/recall.js";
 import { MmError } from "../errors.js";
 import { identifier, parseWith } from "../schemas/validate.js";
 import type { Route } from "./routes.js";
@@ -27,20 +27,26 @@ const HookQuery = z.strictObject({
 
 /**
  * What each agent session was shown, so a memory is injected once per session, as `mm hook` does
- * with its files: per account and session, the most recent SESSIONS_KEPT sessions, in memory (a
- * restart forgets them; a memory may then be shown again).
+ * with its files, and of that what its prompts were shown (`recalled`, for frequentlyRecalled):
+ * per account and session, the most recent SESSIONS_KEPT sessions, in memory (a restart forgets
+ * them; a memory may then be shown again).
  */
-const sessions = new Map<string, Set<string>>();
+const sessions = new Map<string, { seen: Set<string>; recalled: Set<string> }>();
 const SESSIONS_KEPT = 1000;
 
-function seenIn(key: string | undefined, fresh: boolean): Set<string> {
-  if (!key) return new Set();
-  let seen = sessions.get(key);
-  if (!seen || fresh) seen = new Set();
+function sessionIn(key: string | undefined, fresh: boolean): { seen: Set<string>; recalled: Set<string> } {
+  if (!key) return { seen: new Set(), recalled: new Set() };
+  let session = sessions.get(key) ?? { seen: new Set<string>(), recalled: new Set<string>() };
+  if (fresh) session = { seen: new Set(), recalled: session.recalled };
   sessions.delete(key);
-  sessions.set(key, seen);
+  sessions.set(key, session);
   while (sessions.size > SESSIONS_KEPT) sessions.delete(sessions.keys().next().value!);
-  return seen;
+  return session;
+}
+
+/** What the prompts of an account's kept sessions were shown, per session. */
+function recalledPerSession(accountId: string): Set<string>[] {
+  return [...sessions].filter(([key]) => key.startsWith(`${accountId}\u0000`)).map(([, s]) => s.recalled);
 }
 
 export const HOOK_ROUTE: Route = {
@@ -62,11 +68,12 @@ export const HOOK_ROUTE: Route = {
     const event = eventOf(agent, body as Record<string, unknown>);
     const cwd = (body as Record<string, unknown>).cwd;
     if (!event || unanswerable(event, cwd)) return {};
-    const seen = seenIn(event.session && `${ctx.accountId}\u0000${event.session}`, startsAfresh(event));
+    const session = sessionIn(event.session && `${ctx.accountId}\u0000${event.session}`, startsAfresh(event));
     const project = findProject(cwd as string)?.name;
-    const block = await recallFor(memories as unknown as RecallApi, ctx, event, { user: q.userId ?? DEFAULT_HOOK_USER, project, budget: q.budget ?? DEFAULT_BUDGET_TOKENS }, seen);
+    const frequent = event.kind === "session" ? frequentlyRecalled(recalledPerSession(ctx.accountId)) : undefined;
+    const block = await recallFor(memories as unknown as RecallApi, ctx, event, { user: q.userId ?? DEFAULT_HOOK_USER, project, budget: q.budget ?? DEFAULT_BUDGET_TOKENS, frequent, recalled: session.recalled }, session.seen);
     if (!block) return {};
-    for (const id of block.ids) seen.add(id);
+    for (const id of block.ids) session.seen.add(id);
     return hookOutput(event, block.text);
   },
 };

@@ -102,6 +102,39 @@ describe("mm hook claude-code", () => {
   }, 60_000);
 });
 
+describe("frequently recalled memories at a session's start", () => {
+  const shared = sharedDir();
+  const RECENT = [
+    "The CI pipeline runs on GitHub Actions with a self-hosted runner",
+    "Feature flags live in config/flags.yaml, reviewed weekly",
+    "The design system's tokens come from the figma-tokens package",
+    "Release notes are drafted in docs/changelog/next.md",
+    "Code owners for the payments module are Ana and Kofi",
+    "Integration tests need docker compose up before they run",
+    "The mobile app pins React Native 0.74 until the upgrade",
+    "Sentry alerts for the API go to the #api-oncall channel",
+  ];
+
+  it("puts a memory that prompts of two sessions recalled after the pinned ones and before the recent ones", async () => {
+    const e = await newEnv(shared);
+    await seed(e, [{ content: "The staging database is PostgreSQL 16, on port 5433", userId: "me" }]);
+    await seed(e, RECENT.map((content) => ({ content, userId: "me" })));
+    const start = async () => contextOf(await hook(e, sessionStart(e.project), ["--budget", "200"]), "SessionStart");
+    const recall = async () => expect(contextOf(await hook(e, promptSubmit(e.project, "which port is the staging database on?")), "UserPromptSubmit")).toContain("port 5433");
+    // The oldest memory doesn't fit the budget among the recent ones, nor after one session recalled it.
+    expect(await start()).not.toContain("port 5433");
+    await recall();
+    expect(await start()).not.toContain("port 5433");
+    // Recalled in a second session, it comes first, before the most recent memory.
+    await recall();
+    const context = await start();
+    expect(context).toMatch(/most often recalled/);
+    const lines = context.split("\n").filter((l) => l.startsWith("- "));
+    expect(lines[0]).toContain("port 5433");
+    expect(lines[1]).toContain(RECENT.at(-1));
+  }, 120_000);
+});
+
 describe("project scope", () => {
   it("recalls the project's memories and the global ones, never another project's, and captures into the project", async () => {
     const e = await newEnv(tempDir);

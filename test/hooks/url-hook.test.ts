@@ -69,6 +69,29 @@ describe("POST /hooks/claude-code on mm serve", () => {
     expect(await again.json()).toEqual({});
   });
 
+  it("starts a session with what prompts of two sessions recalled, after the pinned and before the recent", async () => {
+    // An account of its own: what the other tests' prompts recalled doesn't count here.
+    const ownKey = (await server.account("frequent")).key;
+    const own = client(server.url, ownKey);
+    const ask = async (body: unknown, query: string) => (await hook(body, query, ownKey)).json();
+    await own.post("/v1/memories", { body: { content: "The shop's staging database is Postgres 16 on port 5433", userId: "me", project: "shop" } });
+    const recent = ["The CI pipeline runs on GitHub Actions with a self-hosted runner", "Feature flags live in config/flags.yaml, reviewed weekly", "Release notes are drafted in docs/changelog/next.md", "Code owners for the payments module are Ana and Kofi", "Integration tests need docker compose up before they run", "Sentry alerts for the API go to the #api-oncall channel"];
+    for (const content of recent) await own.post("/v1/memories", { body: { content, userId: "me", project: "shop" } });
+    const start = async () => (await ask(sessionStart(project), "?userId=me&budget=200")).hookSpecificOutput.additionalContext as string;
+    const recall = async () => expect((await ask(promptSubmit(project, "connect to the staging database"), "?userId=me")).hookSpecificOutput.additionalContext).toContain("port 5433");
+    expect(await start()).not.toContain("port 5433");
+    await recall();
+    expect(await start()).not.toContain("port 5433");
+    await recall();
+    const lines = (await start()).split("\n").filter((l) => l.startsWith("- "));
+    expect(lines[0]).toContain("port 5433");
+    expect(lines[1]).toContain(recent.at(-1));
+    // Another project's memory, however often recalled there, never starts a session here.
+    await own.post("/v1/memories", { body: { content: "The blog's staging database is SQLite in data/blog.db", userId: "me", project: "blog" } });
+    for (let i = 0; i < 3; i++) expect((await ask(promptSubmit(elsewhere, "connect to the staging database"), "?userId=me")).hookSpecificOutput.additionalContext).toContain("SQLite");
+    expect(await start()).not.toContain("SQLite");
+  });
+
   it("stores what a prompt asks to remember, in the project", async () => {
     const res = await (await hook(promptSubmit(project, "remember that the shop's CI runs on Node 22"))).json();
     expect(res.hookSpecificOutput.additionalContext).toMatch(/stored the user's note .* in project shop/);

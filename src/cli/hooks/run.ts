@@ -38,33 +38,73 @@ const SESSION_KEPT_MS = 7 * 24 * 3600_000;
  * The memories already injected in an agent's session, so that a memory is shown once per
  * session, not on every prompt it bears on: the model still has it in its context. A session
  * that starts afresh (startup, clear, compact: the context is gone) starts an empty list; a
- * resumed one keeps it. Kept in `hook-sessions/` of the state directory; a list that can't be
- * read or written only means a memory may be shown again.
+ * resumed one keeps it. Kept in `hook-sessions/` of the state directory, with the ones shown for
+ * prompts apart (`recalled`: what frequentlyRecalled counts); a list that can't be read or written
+ * only means a memory may be shown again.
  */
-function sessionList(env: Env, event: HookEvent): { seen: Set<string>; add(ids: string[]): void } {
+function sessionList(env: Env, event: HookEvent): { seen: Set<string>; add(ids: string[], recalled: string[]): void } {
   if (!event.session) return { seen: new Set(), add: () => undefined };
-  const dir = join(stateDir(env), "hook-sessions");
+  const dir = sessionsDir(env);
   const file = join(dir, `${createHash("sha256").update(event.session).digest("hex").slice(0, 32)}.json`);
   const fresh = startsAfresh(event);
-  let seen = new Set<string>();
+  let kept: SessionFile = { ids: [], recalled: [] };
   try {
-    if (!fresh) seen = new Set((JSON.parse(readFileSync(file, "utf8")) as { ids: string[] }).ids);
+    kept = readSession(file);
   } catch {
     // No list yet.
   }
+  const seen = new Set(fresh ? [] : kept.ids);
   return {
     seen,
-    add(ids) {
-      if (!ids.length && !fresh) return;
+    add(ids, recalled) {
+      if (!ids.length && !fresh && recalled.every((id) => kept.recalled.includes(id))) return;
       try {
         mkdirSync(dir, { recursive: true });
-        writeFileSync(file, JSON.stringify({ ids: [...seen, ...ids] }));
+        // A session that starts afresh keeps what its prompts were shown before: that is how often a memory was recalled.
+        writeFileSync(file, JSON.stringify({ ids: [...seen, ...ids], recalled: [...new Set([...kept.recalled, ...recalled])] }));
         if (fresh) for (const f of readdirSync(dir)) if (Date.now() - statSync(join(dir, f)).mtimeMs > SESSION_KEPT_MS) rmSync(join(dir, f), { force: true });
       } catch {
         // See above: at worst a memory is shown again.
       }
     },
   };
+}
+
+/** A session's file: the ids shown in it, and of those the ones shown for its prompts. */
+interface SessionFile {
+  ids: string[];
+  recalled: string[];
+}
+
+function sessionsDir(env: Env): string {
+  return join(stateDir(env), "hook-sessions");
+}
+
+function readSession(file: string): SessionFile {
+  const parsed = JSON.parse(readFileSync(file, "utf8")) as Partial<SessionFile>;
+  const list = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+  return { ids: list(parsed.ids), recalled: list(parsed.recalled) };
+}
+
+/** The most session files read to count recalls: the week SESSION_KEPT_MS keeps is usually far fewer. */
+const MAX_SESSION_FILES = 2_000;
+
+/** What the prompts of the kept sessions were shown, per session (core/recall.ts frequentlyRecalled). */
+function recalledPerSession(env: Env): string[][] {
+  try {
+    const dir = sessionsDir(env);
+    return readdirSync(dir)
+      .slice(0, MAX_SESSION_FILES)
+      .flatMap((f) => {
+        try {
+          return [readSession(join(dir, f)).recalled];
+        } catch {
+          return [];
+        }
+      });
+  } catch {
+    return [];
+  }
 }
 
 /** One line in the hook log; the log is rotated at 1 MB (one old copy). A log that can't be written is let go. */
@@ -108,7 +148,7 @@ export async function runHook(app: CliApp, cmd: Command, agentId: string, option
     const result = await Promise.race([work, limit]);
     if (result === "timeout") return logReason(app.io.env, agentId, eventName, `no answer within --timeout ${options.timeout} s`);
     // Only what is printed counts as shown in the session.
-    result.session.add(result.block?.ids ?? []);
+    result.session.add(result.block?.ids ?? [], [...result.recalled]);
     if (result.block) app.io.stdout.write(hookAnswer(result.event, result.block.text) + "\n");
   } catch (err) {
     logReason(app.io.env, agentId, eventName, err instanceof Skip ? err.message : `failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -149,15 +189,19 @@ interface Answer {
   /** The context for the event, or undefined when there is nothing to say. */
   block: { text: string; ids: string[] } | undefined;
   session: ReturnType<typeof sessionList>;
+  /** The memories a prompt's search found relevant, shown now or earlier in the session. */
+  recalled: Set<string>;
 }
 
 async function answer(app: CliApp, cmd: Command, event: HookEvent, cwd: string, options: HookOptions): Promise<Answer> {
-  const { recallFor } = await import("../../core/recall.js");
+  const { frequentlyRecalled, recallFor } = await import("../../core/recall.js");
   const session = sessionList(app.io.env, event);
   const ctx = await openHookContext(app, cmd);
   try {
-    const block = await recallFor(await memories(), ctx, event, { user: options.user, project: projectOf(cwd), budget: options.budget }, session.seen);
-    return { event, block, session };
+    const frequent = event.kind === "session" ? frequentlyRecalled(recalledPerSession(app.io.env)) : undefined;
+    const recalled = new Set<string>();
+    const block = await recallFor(await memories(), ctx, event, { user: options.user, project: projectOf(cwd), budget: options.budget, frequent, recalled }, session.seen);
+    return { event, block, session, recalled };
   } finally {
     if ("close" in ctx) await ctx.close();
   }
