@@ -42,7 +42,7 @@ const dist = (p) => import(pathToFileURL(join(distDir, p)).href);
 const { createEmbedder, DEFAULT_EMBEDDER } = await dist("embedder/index.js");
 const { denseQuery, keywordQuery } = await dist("core/ranking.js");
 const { queryTerms } = await dist("core/keyword.js");
-const { asAskedByUser, keywordShare, stemsOfText, unit, wordWeight } = await dist("core/scorer.js");
+const { asAskedByUser, holdsEveryWord, keywordShare, stemsOfText, unit, wordWeight } = await dist("core/scorer.js");
 const args = process.argv.slice(2);
 const option = (name) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : undefined);
 const log = (...a) => console.error(...a);
@@ -165,6 +165,7 @@ const FEATURES = {
   keyword2: (s) => s.keyword * s.keyword,
   bridged2: (s) => (s.bridged ?? 0) ** 2,
   neighbour: (s) => s.neighbour,
+  every: (s) => holdsEveryWord(s.keyword),
 };
 
 function design(names) {
@@ -209,7 +210,7 @@ function fitTwo(questions, names, signs) {
 }
 const TURN_KEEP = 0.92;
 /** The signals of core/scorer.ts, as fitted. */
-const FINAL = ["cosine", "keyword", "keyword2"];
+const FINAL = ["cosine", "keyword", "keyword2", "every"];
 
 /**
  * Rows of the fit: every memory of each question's user that `which` takes (notes or turns). All of
@@ -370,7 +371,7 @@ if (args.includes("--ablate")) {
     return { lacksKind: kind && !m.conversation && !holdsKind(m.content, kind) ? 1 : 0, bridged: terms.length ? bridgedShare(terms, held) : 0 };
   };
   const data = await prepare(extras);
-  const base = ["cosine", "keyword", "keyword2"];
+  const base = FINAL;
   const variants = [
     ["fitted scorer", base],
     ["+ answer kinds (a note without the kind of value asked for)", [...base, "lacksKind"]],

@@ -5,12 +5,13 @@ import { FITTED } from "./scorer-params.js";
 /**
  * The hybrid score: one fitted function of two signals of the query and the note itself.
  *
- *   score = σ(bias + c·cosine + k·keyword + k2·keyword²)      (0..1)
+ *   score = σ(bias + c·cosine + k·keyword + k2·keyword² + a·[keyword = 1])      (0..1)
  *
  * - `cosine`: the query's and the note's embeddings, clamped to 0..1.
  * - `keyword`: the share of the query's word weight the note holds. A word's weight is how rare it
  *   is in everyday English (SUBTLEX-US counts, english-frequencies.ts), never in the store: a
- *   note's keyword signal is the same whatever else is stored.
+ *   note's keyword signal is the same whatever else is stored. A note that holds every word of the
+ *   query gets `a` more ("what's my passport number?" asks for a number as much as a passport).
  *
  * There are two sets of constants: one for notes, one for conversation turns (core/conversation.ts),
  * which are read beside the turns around them and answer less on their own. Each comes from a
@@ -32,6 +33,8 @@ export interface Weights {
   cosine: number;
   keyword: number;
   keyword2: number;
+  /** Added when the note holds every word of the query (keyword = 1). */
+  every: number;
 }
 
 export interface ScorerParams {
@@ -47,7 +50,7 @@ export interface ScorerParams {
  * models mm supports), and a note holding every word of the query passes with a cosine of 0.4.
  * Conservative: a paraphrase needs a close meaning. `npm run calibrate` fits a store's own model.
  */
-const CONSERVATIVE: Weights = { bias: -8, cosine: 10, keyword: 2, keyword2: 2 };
+const CONSERVATIVE: Weights = { bias: -8, cosine: 10, keyword: 2, keyword2: 2, every: 0 };
 export const FALLBACK: Readonly<ScorerParams> = { model: "fallback", notes: CONSERVATIVE, turns: CONSERVATIVE };
 
 /** The parameters fitted for an embedder (its id, `<provider>:<model>`), or FALLBACK. */
@@ -68,13 +71,18 @@ export interface Explanation {
 
 export function explain(s: Signals, p: ScorerParams): Explanation {
   const w = s.turn ? p.turns : p.notes;
-  const contributions = { bias: w.bias, cosine: w.cosine * s.cosine, keyword: w.keyword * s.keyword + w.keyword2 * s.keyword * s.keyword };
+  const contributions = { bias: w.bias, cosine: w.cosine * s.cosine, keyword: w.keyword * s.keyword + w.keyword2 * s.keyword * s.keyword + w.every * holdsEveryWord(s.keyword) };
   const logit = contributions.bias + contributions.cosine + contributions.keyword;
   return { score: unit(sigmoid(logit)), signals: s, contributions, model: p.model };
 }
 
 export function score(s: Signals, p: ScorerParams): number {
   return explain(s, p).score;
+}
+
+/** 1 when a keyword share is the whole query's (the note holds every word of it), else 0. */
+export function holdsEveryWord(keyword: number): number {
+  return keyword >= 1 - 1e-9 ? 1 : 0;
 }
 
 /** A value clamped to 0..1, 0 when it is no finite number: a cosine as a signal, and a score. */
