@@ -30,18 +30,22 @@ type Kind = "memory" | "entity" | "relation";
 
 /** A readable file name from a text: its first words, lower case, letters and digits joined by `-`. */
 function slug(text: string, fallback: string): string {
-  // ASCII is its own NFKD form and has no marks: most texts skip both passes.
-  const words = (/^[\x00-\x7f]*$/.test(text) ? text : text.normalize("NFKD").replace(/\p{M}/gu, ""))
-    .toLowerCase()
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter(Boolean);
+  const words = /^[\x00-\x7f]*$/.test(text) ? asciiWords(text) : text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().split(/[^\p{L}\p{N}]+/u);
   let out = "";
+  let first: string | undefined;
   for (const w of words) {
+    if (!w) continue;
+    first ??= w;
     const next = out ? `${out}-${w}` : w;
     if (next.length > 48) break;
     out = next;
   }
-  return out || words[0]?.slice(0, 48) || fallback;
+  return out || first?.slice(0, 48) || fallback;
+}
+
+/** ASCII (most texts) is its own NFKD form, has no marks and lowercases letter by letter: its words are read as slug() needs them, not the whole text split. */
+function* asciiWords(text: string): Generator<string> {
+  for (const m of text.matchAll(/[A-Za-z0-9]+/g)) yield m[0].toLowerCase();
 }
 
 /** The last 8 characters of an id (its random part): a name stays unique without the whole id, and stays put when the text changes. */
