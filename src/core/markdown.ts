@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, unlinkSync, writeFileSync, writeSync, type Dirent } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, unlinkSync, writeFileSync, type Dirent } from "node:fs";
 import { join } from "node:path";
 import { MmError, toMmError, validationError } from "../errors.js";
 import { parseCreateEntity } from "../schemas/entity.js";
@@ -133,8 +133,6 @@ function walk(root: string): FoundFile[] {
 
 /** Opens for reading without following a link (one put there since the listing is refused, ELOOP); 0 where the platform has no such flag. */
 const READ_NO_LINK = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0);
-/** Creates a file that isn't there: never over a file or through a link that appeared since the check. */
-const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
 
 /** A file's size, and its text when it is at most MAX_MARKDOWN_FILE_BYTES (a larger one is left unread): open, fstat, read, close. */
 function readSmall(abs: string): { size: number; text?: string } {
@@ -155,18 +153,18 @@ function readSmall(abs: string): { size: number; text?: string } {
   }
 }
 
-/** Writes a new file (CREATE_NEW); if the write fails, the file is removed, so a failed export leaves no half-written file. */
+/**
+ * Writes a new file in one call (Node opens, writes and closes it natively); if the
+ * write fails after the file was made, it is removed, so a failed export leaves no half-written file.
+ */
 function createFile(abs: string, text: string): void {
-  const fd = openSync(abs, CREATE_NEW, 0o666);
   try {
-    const buf = Buffer.from(text);
-    for (let n = 0; n < buf.length; ) n += writeSync(fd, buf, n, buf.length - n);
+    // "wx": O_CREAT|O_EXCL, which never opens through a link (nor over a file) that appeared since the check.
+    writeFileSync(abs, text, { flag: "wx" });
   } catch (err) {
-    closeSync(fd);
-    unlinkSync(abs);
+    if ((err as NodeJS.ErrnoException).syscall !== "open") unlinkSync(abs);
     throw err;
   }
-  closeSync(fd);
 }
 
 /** The folders in `rel` (none when it is missing). */
