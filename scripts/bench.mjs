@@ -697,7 +697,11 @@ async function benchSearch(store, from, size) {
  * a relation, and one memory in a hundred replaced, put in through `mm import` with vectors given
  * (pool vectors, as fillByImport). Each export writes from that store; each import goes into a fresh
  * store and embeds every memory (neither format carries vectors by default), so embedding is most
- * of both imports.
+ * of both imports. The exports run three times each, alternated, into new folders (medians), each
+ * Markdown export followed by its floor: a bare Node process writing the same files' bytes into a
+ * new folder, timed around the writes alone. That is what a file per memory costs on this disk at
+ * that moment whatever mm does, and it varies more than tenfold with the file system's state
+ * (docs/performance.md, "Import and export").
  */
 async function benchTransfer() {
   const section = "transfer";
@@ -735,17 +739,27 @@ async function benchTransfer() {
   const source = join(dir, "source-store");
   timeCmd(["import", join(dir, "source.jsonl"), "--batch-size", "1024", "--json"], source);
 
-  const jsonExport = timeCmd(["export", "-o", join(dir, "export.jsonl")], source);
-  const mdExport = timeCmd(["export", "--format", "markdown", join(dir, "markdown")], source);
-  const mdReexport = timeCmd(["export", "--format", "markdown", join(dir, "markdown")], source);
-  const jsonImport = timeCmd(["import", join(dir, "export.jsonl"), "--batch-size", "1000", "--json"], join(dir, "from-jsonl"));
-  const mdImport = timeCmd(["import", "--format", "markdown", join(dir, "markdown"), "--batch-size", "1000"], join(dir, "from-markdown"));
+  const [jsonRuns, mdRuns, filesRuns] = [[], [], []];
+  for (let i = 0; i < 3; i++) {
+    jsonRuns.push(timeCmd(["export", "-o", join(dir, `export-${i}.jsonl`)], source));
+    mdRuns.push(timeCmd(["export", "--format", "markdown", join(dir, `markdown-${i}`)], source));
+    filesRuns.push(writeFilesAgain(join(dir, `markdown-${i}`), join(dir, `files-${i}`)));
+  }
+  const [jsonExport, mdExport, files] = [median(jsonRuns), median(mdRuns), median(filesRuns)];
+  const mdReexport = timeCmd(["export", "--format", "markdown", join(dir, "markdown-0")], source);
+  const jsonImport = timeCmd(["import", join(dir, "export-0.jsonl"), "--batch-size", "1000", "--json"], join(dir, "from-jsonl"));
+  const mdImport = timeCmd(["import", "--format", "markdown", join(dir, "markdown-0"), "--batch-size", "1000"], join(dir, "from-markdown"));
   const ratio = (a, b) => Math.round((a / b) * 100) / 100;
   record(section, `JSON Lines export / import, ${label(n)} memories (whole process)`, `${round(jsonExport)} / ${round(jsonImport)}`, "ms");
   record(section, "Markdown export into an empty folder / import into an empty store", `${round(mdExport)} / ${round(mdImport)}`, "ms");
-  record(section, "  Markdown export over JSON Lines export", ratio(mdExport, jsonExport), "×", undefined, "≤ 1.5×", mdExport <= 1.5 * jsonExport);
+  record(section, "  the export's files written by a bare Node process (the writes alone)", round(files), "ms");
+  // The floor: JSON Lines export plus that, over JSON Lines export.
+  record(section, "  Markdown export over JSON Lines export", ratio(mdExport, jsonExport), "×", ratio(jsonExport + files, jsonExport), "≤ 1.5×", mdExport <= 1.5 * jsonExport);
   record(section, "  Markdown import over JSON Lines import", ratio(mdImport, jsonImport), "×", undefined, "≤ 1.5×", mdImport <= 1.5 * jsonImport);
   record(section, "Markdown export again into the same folder (no file changes)", round(mdReexport), "ms");
+  const runs = (xs) => xs.map((x) => Math.round(x)).join(", ");
+  record(section, "  each run: JSON Lines export; Markdown export; its files", `${runs(jsonRuns)}; ${runs(mdRuns)}; ${runs(filesRuns)}`, "ms");
+  record(section, "load average (1 min) at the end: wall times move with it", round(loadavg()[0]), "");
   rmSync(dir, { recursive: true, force: true });
 }
 
@@ -948,6 +962,24 @@ function modelScript(body) {
 function modelLoadMs() {
   const r = spawnSync(process.execPath, ["-e", `const t = performance.now(); ${modelScript("await e.embed(['x']); console.log(performance.now() - t)")}`], { encoding: "utf8" });
   return Number(r.stdout.trim());
+}
+
+/** Milliseconds a bare Node process takes to write every file of `from` again under `to` (folders made first, bytes read before the clock starts). */
+function writeFilesAgain(from, to) {
+  const code = `
+    import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+    import { join } from "node:path";
+    const [from, to] = process.argv.slice(1);
+    const files = [];
+    const walk = (rel) => { for (const d of readdirSync(join(from, rel), { withFileTypes: true })) d.isDirectory() ? walk(join(rel, d.name)) : files.push([join(rel, d.name), readFileSync(join(from, rel, d.name))]); };
+    walk("");
+    const t = performance.now();
+    for (const folder of new Set(files.map(([p]) => join(to, p, "..")))) mkdirSync(folder, { recursive: true });
+    for (const [p, bytes] of files) writeFileSync(join(to, p), bytes, { flag: "wx" });
+    process.stdout.write(String(performance.now() - t));`;
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", code, from, to], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`writing the files again failed: ${r.stderr}`);
+  return Number(r.stdout);
 }
 
 function timeCmd(argv, store) {

@@ -19,26 +19,33 @@ const PLAIN = /^[A-Za-z_][A-Za-z0-9_.\-/]*$/;
 const RESERVED = /^(true|false|null|yes|no|on|off|y|n|~)$/i;
 const KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+const YAML_LINE_BREAKS = /[\u0085\u2028\u2029]/;
+
 /** JSON, with the characters YAML 1.1 readers take for line breaks (NEL, LS, PS) escaped too. */
 function scalar(value: unknown): string {
   if (typeof value === "string" && PLAIN.test(value) && !RESERVED.test(value)) return value;
-  return JSON.stringify(value).replace(/[\u0085\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  const json = JSON.stringify(value);
+  return YAML_LINE_BREAKS.test(json) ? json.replace(/[\u0085\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`) : json;
 }
 
 /**
- * The front matter block (`---` lines included) of `fields`, in their order; undefined fields are
- * left out. Arrays of strings or objects become block lists, one item a line, so that a diff shows
- * the item that changed.
+ * One field's lines of front matter ("" when the value is undefined). Arrays of strings or
+ * objects become block lists, one item a line, so that a diff shows the item that changed.
  */
+export function frontMatterField(key: string, value: unknown): string {
+  if (value === undefined) return "";
+  if (Array.isArray(value) && value.length) {
+    let out = `${key}:\n`;
+    for (const item of value) out += `  - ${scalar(item)}\n`;
+    return out;
+  }
+  return `${key}: ${scalar(value)}\n`;
+}
+
+/** The front matter block (`---` lines included) of `fields`, in their order; undefined fields are left out. */
 export function emitFrontMatter(fields: Record<string, unknown>): string {
   let out = "---\n";
-  for (const [key, value] of Object.entries(fields)) {
-    if (value === undefined) continue;
-    if (Array.isArray(value) && value.length) {
-      out += `${key}:\n`;
-      for (const item of value) out += `  - ${scalar(item)}\n`;
-    } else out += `${key}: ${scalar(value)}\n`;
-  }
+  for (const [key, value] of Object.entries(fields)) out += frontMatterField(key, value);
   return out + "---\n";
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, unlinkSync, writeFileSync, type Dirent } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, realpathSync, unlinkSync, writeFileSync, type Dirent } from "node:fs";
 import { join } from "node:path";
 import { MmError, toMmError, validationError } from "../errors.js";
 import { parseCreateEntity } from "../schemas/entity.js";
@@ -7,7 +7,7 @@ import { parseCreateMemory } from "../schemas/memory.js";
 import { parseCreateRelation } from "../schemas/relation.js";
 import { replaceFileSync } from "../storage/atomic-file.js";
 import type { Context } from "./context.js";
-import { emitFrontMatter, parseMarkdownFile, type FrontValue } from "./front-matter.js";
+import { emitFrontMatter, frontMatterField, parseMarkdownFile, type FrontValue } from "./front-matter.js";
 import { exportRecords, ID, importExport, timestamps, type ExportRecord, type InputRecord, type TransferCounts } from "./transfer.js";
 
 /**
@@ -30,19 +30,22 @@ type Kind = "memory" | "entity" | "relation";
 
 /** A readable file name from a text: its first words, lower case, letters and digits joined by `-`. */
 function slug(text: string, fallback: string): string {
-  const words = text
-    .normalize("NFKD")
-    .replace(/\p{M}/gu, "")
-    .toLowerCase()
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter(Boolean);
+  const words = /^[\x00-\x7f]*$/.test(text) ? asciiWords(text) : text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().split(/[^\p{L}\p{N}]+/u);
   let out = "";
+  let first: string | undefined;
   for (const w of words) {
+    if (!w) continue;
+    first ??= w;
     const next = out ? `${out}-${w}` : w;
     if (next.length > 48) break;
     out = next;
   }
-  return out || words[0]?.slice(0, 48) || fallback;
+  return out || first?.slice(0, 48) || fallback;
+}
+
+/** ASCII (most texts) is its own NFKD form, has no marks and lowercases letter by letter: its words are read as slug() needs them, not the whole text split. */
+function* asciiWords(text: string): Generator<string> {
+  for (const m of text.matchAll(/[A-Za-z0-9]+/g)) yield m[0].toLowerCase();
 }
 
 /** The last 8 characters of an id (its random part): a name stays unique without the whole id, and stays put when the text changes. */
@@ -78,9 +81,9 @@ const ENTITY_FIELDS = ["id", "name", "type", "description", "metadata", "created
  * draws memories into the graph) are written for readers, worked out from other fields, and not read back.
  */
 function memoryText(m: Rec, supersedes: string[] | undefined, link?: (id: string) => string): string {
-  const derived: Rec = { supersedes, links: link && (m.entityIds as string[] | undefined)?.map(link) };
-  const fields = Object.fromEntries(MEMORY_FIELDS.map((k) => [k, k in derived ? derived[k] : m[k]]));
-  return emitFrontMatter(fields) + String(m.content) + "\n";
+  let out = "---\n";
+  for (const k of MEMORY_FIELDS) out += frontMatterField(k, k === "supersedes" ? supersedes : k === "links" ? link && (m.entityIds as string[] | undefined)?.map(link) : m[k]);
+  return `${out}---\n${String(m.content)}\n`;
 }
 
 function entityText(e: Rec, relations: Rec[], link: (id: string) => string): string {
@@ -97,14 +100,13 @@ function entityText(e: Rec, relations: Rec[], link: (id: string) => string): str
 interface FoundFile {
   /** Relative to the folder, with `/`. */
   path: string;
-  size: number;
   symlink: boolean;
 }
 
 /**
  * The `.md` files under `memories/` and `entities/` (hidden names skipped: `.git`, `.obsidian`,
  * editors' swap files), without following any symbolic link: a link is listed as one, for the
- * caller to refuse.
+ * caller to refuse. The listing's file types are enough: no stat per file.
  */
 function walk(root: string): FoundFile[] {
   const out: FoundFile[] = [];
@@ -119,14 +121,50 @@ function walk(root: string): FoundFile[] {
     for (const d of entries) {
       if (d.name.startsWith(".")) continue;
       const path = `${rel}/${d.name}`;
-      if (d.isSymbolicLink()) out.push({ path, size: 0, symlink: true });
+      if (d.isSymbolicLink()) out.push({ path, symlink: true });
       else if (d.isDirectory() && depth > 0) visit(path, depth - 1);
-      else if (d.isFile() && d.name.endsWith(".md")) out.push({ path, size: lstatSync(join(root, path)).size, symlink: false });
+      else if (d.isFile() && d.name.endsWith(".md")) out.push({ path, symlink: false });
     }
   };
   visit("memories", 2);
   visit("entities", 0);
   return out;
+}
+
+/** Opens for reading without following a link (one put there since the listing is refused, ELOOP); 0 where the platform has no such flag. */
+const READ_NO_LINK = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0);
+
+/** A file's size, and its text when it is at most MAX_MARKDOWN_FILE_BYTES (a larger one is left unread): open, fstat, read, close. */
+function readSmall(abs: string): { size: number; text?: string } {
+  const fd = openSync(abs, READ_NO_LINK);
+  try {
+    const size = fstatSync(fd).size;
+    if (size > MAX_MARKDOWN_FILE_BYTES) return { size };
+    const buf = Buffer.allocUnsafe(size);
+    let n = 0;
+    while (n < size) {
+      const got = readSync(fd, buf, n, size - n, null);
+      if (got === 0) break;
+      n += got;
+    }
+    return { size, text: buf.toString("utf8", 0, n) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Writes a new file in one call (Node opens, writes and closes it natively); if the
+ * write fails after the file was made, it is removed, so a failed export leaves no half-written file.
+ */
+function createFile(abs: string, text: string): void {
+  try {
+    // "wx": O_CREAT|O_EXCL, which never opens through a link (nor over a file) that appeared since the check.
+    writeFileSync(abs, text, { flag: "wx" });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).syscall !== "open") unlinkSync(abs);
+    throw err;
+  }
 }
 
 /** The folders in `rel` (none when it is missing). */
@@ -200,7 +238,7 @@ export async function exportMarkdown(ctx: Context, dir: string, options: Markdow
   const occupied = new Map<string, string | null>(); // path → its mm id, or null
   const links = new Set(found.filter((f) => f.symlink).map((f) => f.path));
   for (const f of found.filter((f) => !f.symlink)) {
-    const text = f.size <= MAX_MARKDOWN_FILE_BYTES ? readFileSync(join(root, f.path), "utf8") : "";
+    const text = readSmall(join(root, f.path)).text ?? "";
     const id = /^---\r?\nid: ((?:mem|ent)_[0-9A-Z]{24})\r?\n/.exec(text)?.[1] ?? null;
     occupied.set(f.path, id);
     if (id) existing.set(id, { path: f.path, text });
@@ -236,6 +274,7 @@ export async function exportMarkdown(ctx: Context, dir: string, options: Markdow
   const gone = [...occupied].filter(([path, id]) => id !== null && !wanted.has(path) && inScope(path)).map(([path]) => path);
 
   const checked = new Set<string>();
+  const folders = new Set<string>(); // each checked once, not once per file
   const writes: [string, string][] = [];
   let unchanged = 0;
   for (const [path, text] of wanted) {
@@ -245,7 +284,9 @@ export async function exportMarkdown(ctx: Context, dir: string, options: Markdow
       unchanged++;
       continue;
     }
-    assertNoLinks(root, path.slice(0, path.lastIndexOf("/")), checked);
+    const folder = path.slice(0, path.lastIndexOf("/"));
+    if (!folders.has(folder)) assertNoLinks(root, folder, checked);
+    folders.add(folder);
     writes.push([path, text]);
   }
   const made = new Set<string>();
@@ -258,8 +299,7 @@ export async function exportMarkdown(ctx: Context, dir: string, options: Markdow
       const folder = path.slice(0, path.lastIndexOf("/"));
       if (!made.has(folder)) mkdirSync(join(root, folder), { recursive: true });
       made.add(folder);
-      // "wx": never through a link (nor over a file) that appeared since the check.
-      writeFileSync(abs, text, { flag: "wx" });
+      createFile(abs, text);
     }
   }
   for (const path of gone) unlinkSync(join(root, path));
@@ -381,10 +421,10 @@ function readFolder(root: string): FileRecord[] {
   for (const f of walk(root)) {
     if (f.symlink) throw linkError(f.path);
     if (f.path.includes("..")) throw validationError(f.path, "has `..` in its name; rename it");
-    if (f.size > MAX_MARKDOWN_FILE_BYTES) {
-      throw new MmError("VALIDATION_ERROR", `${f.path} is ${(f.size / 1048576).toFixed(1)} MiB; a memory's or an entity's file is at most ${MAX_MARKDOWN_FILE_BYTES / 1048576} MiB.`, { details: [{ field: f.path, message: "too large" }] });
+    const { size, text } = readSmall(join(root, f.path));
+    if (text === undefined) {
+      throw new MmError("VALIDATION_ERROR", `${f.path} is ${(size / 1048576).toFixed(1)} MiB; a memory's or an entity's file is at most ${MAX_MARKDOWN_FILE_BYTES / 1048576} MiB.`, { details: [{ field: f.path, message: "too large" }] });
     }
-    const text = readFileSync(join(root, f.path), "utf8");
     try {
       const { fields, body } = parseMarkdownFile(text, f.path);
       const depth = f.path.split("/").length;
