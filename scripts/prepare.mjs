@@ -7,26 +7,17 @@
 //
 //   node scripts/prepare.mjs [--root dir]   (--root: the tree to build; tests use a tree of their own)
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { builtSince } from "./build-stamp.mjs";
 
 const args = process.argv.slice(2);
 const root = args.includes("--root") ? resolve(args[args.indexOf("--root") + 1]) : resolve(dirname(fileURLToPath(import.meta.url)), "..");
 if (!existsSync(join(root, "src"))) process.exit(0);
 
-/** What the build reads: its sources, its scripts and its configuration. */
-const INPUTS = ["src", "scripts", "package.json", "package-lock.json", "tsconfig.json", "tsconfig.client.json"];
-/** The newest modification time among `path` and everything under it. */
-function newest(path) {
-  if (!existsSync(path)) return 0;
-  const s = statSync(path);
-  if (!s.isDirectory()) return s.mtimeMs;
-  return Math.max(s.mtimeMs, ...readdirSync(path).map((name) => newest(join(path, name))));
-}
-
 const stamp = join(root, "dist", ".built");
-if (existsSync(stamp) && statSync(stamp).mtimeMs >= Math.max(...INPUTS.map((p) => newest(join(root, p))))) {
+if (builtSince(root, stamp)) {
   console.log("mm: dist/ is up to date with src/: not rebuilt");
   process.exit(0);
 }

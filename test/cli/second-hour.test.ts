@@ -120,8 +120,11 @@ describe("tables in a real terminal, 80 and 120 columns", () => {
     const { store, ids } = await seeded();
     const commands = [["memories", "list"], ["memories", "search", "Lisbon tram", "--user", "alice", "--threshold", "0"], ["relations", "list"], ["keys", "list"], ["entities", "list"], ["graph", "neighbors", "Ada Lovelace"]];
     for (const cols of [80, 120]) {
+      // Each command's screen at this width, in order, for the checks after the loop (they read an unchanged store).
+      const screens: string[] = [];
       for (const args of commands) {
         const r = await runInTerminal([...args, "--no-color"], { store, cols });
+        screens.push(r.screen.join("\n"));
         const what = `${args.join(" ")} at ${cols}: \n${r.screen.join("\n")}`;
         expect(r.code, what + r.raw).toBe(0);
         for (const line of r.screen) expect(line.length, what).toBeLessThanOrEqual(cols);
@@ -131,8 +134,7 @@ describe("tables in a real terminal, 80 and 120 columns", () => {
         const leftOut = /left out to fit; --wide or --format json shows/.test(shown);
         if (!leftOut) for (const id of shown.match(ID) ?? []) expect(id.length, what).toBeGreaterThanOrEqual(12);
       }
-      const list = (await runInTerminal(["memories", "list", "--no-color"], { store, cols })).screen.join("\n");
-      const search = (await runInTerminal(["memories", "search", "Lisbon tram", "--user", "alice", "--threshold", "0", "--no-color"], { store, cols })).screen.join("\n");
+      const [list, search, relations] = screens;
       // More of the content than of anything else: at least 40 characters of it at 80 columns.
       expect(list).toContain(LONG.slice(0, 40));
       expect(search).toContain(LONG.slice(0, 50));
@@ -142,7 +144,7 @@ describe("tables in a real terminal, 80 and 120 columns", () => {
       }
       if (cols === 120) {
         expect(list).toContain(ids.mem);
-        expect((await runInTerminal(["relations", "list", "--no-color"], { store, cols })).screen.join("\n")).toContain(ids.rel);
+        expect(relations).toContain(ids.rel);
       }
     }
     const wide = (await runInTerminal(["relations", "list", "--wide", "--no-color"], { store, cols: 80 })).screen.join("\n");

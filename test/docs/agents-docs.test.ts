@@ -2,36 +2,14 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { TOOLS } from "../../src/mcp/tools.js";
-import { codeBlocks, ROOT, runShell, shellBlocks } from "../helpers/doc-examples.js";
+import { codeBlocks, ROOT } from "../helpers/doc-examples.js";
 import { ok, stdioClient } from "../helpers/mcp-client.js";
 import { runMm } from "../helpers/spawn-mm.js";
 import { useTempDirs } from "../helpers/temp.js";
 
 const tempDir = useTempDirs();
 
-/** Every ```sh block of the agents and import/export pages runs exactly as printed, in a fresh store, and prints what the page says. */
-const EXPECTED: Record<string, (RegExp | string)[]> = {
-  "docs/agents.md": [new RegExp(`^${TOOLS.length}$`, "m"), /^Alice switched from coffee to green tea$/m],
-  "docs/import-export.md": ["identical but for the header's exportedAt", /^John_Smith: Speaks fluent Spanish$/m, /^2024-07-20T17:15:30\.123Z Prefers vegetarian food$/m],
-};
-
-describe.each(Object.keys(EXPECTED))("%s", (file) => {
-  it("runs each shell example as printed", async () => {
-    const blocks = await shellBlocks(file);
-    expect(blocks.length).toBeGreaterThan(0);
-    let stdout = "";
-    for (const block of blocks) {
-      const r = await runShell(block.code, await tempDir());
-      expect(r.code, `${file}:${block.line} (${block.heading})\n${r.stderr}`).toBe(0);
-      stdout += r.stdout;
-    }
-    for (const want of EXPECTED[file]) {
-      if (typeof want === "string") expect(stdout).toContain(want);
-      else expect(stdout).toMatch(want);
-    }
-  });
-});
-
+/** The pages' ```sh examples run, and their output is checked, in test/docs/examples.test.ts with every other page's. */
 describe("docs/agents.md's client configurations", () => {
   it("count the tools the server lists", async () => {
     const page = await readFile(join(ROOT, "docs/agents.md"), "utf8");

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { TOOLS } from "../../src/mcp/tools.js";
 import { documentedFiles, runShell, shellBlocks, showsOutput, type ShellBlock } from "../helpers/doc-examples.js";
 import { useTempDirs } from "../helpers/temp.js";
 
@@ -12,6 +13,31 @@ const tempDir = useTempDirs();
  */
 const files = await documentedFiles();
 const blocks: ShellBlock[] = (await Promise.all(files.map(shellBlocks))).flat();
+/** What each example printed, by block: the pages below are checked against it, rather than run a second time. */
+const printed = new Map<ShellBlock, string>();
+
+/**
+ * What these pages' examples print, beyond exiting 0 and showing their ```output blocks: `outputs`
+ * is each block's stdout, in the page's order.
+ */
+const PAGES_SAY: Record<string, (outputs: string[]) => void> = {
+  "docs/agents.md": (outputs) => {
+    expect(outputs.join("")).toMatch(new RegExp(`^${TOOLS.length}$`, "m"));
+    expect(outputs.join("")).toMatch(/^Alice switched from coffee to green tea$/m);
+  },
+  "docs/import-export.md": (outputs) => {
+    expect(outputs.join("")).toContain("identical but for the header's exportedAt");
+    expect(outputs.join("")).toMatch(/^John_Smith: Speaks fluent Spanish$/m);
+    expect(outputs.join("")).toMatch(/^2024-07-20T17:15:30\.123Z Prefers vegetarian food$/m);
+  },
+  "docs/safety.md": (outputs) => {
+    expect(outputs).toHaveLength(3);
+    const [modes, billing, depth] = outputs;
+    expect(modes.trim().split("\n")).toEqual([expect.stringMatching(/^700 .*\/store$/), expect.stringMatching(/^600 .*config\.json$/), expect.stringMatching(/^700 .*ledger$/), "0"]);
+    expect(JSON.parse(billing.trim().split("\n").pop()!)).toMatchObject({ name: "docs-demo", used: 2, limit: 1000 });
+    expect(depth.trim()).toBe("refused, exit 2");
+  },
+};
 
 describe("documented shell examples", () => {
   it("exist, and only the README's set-up commands are not run here (CI runs those)", () => {
@@ -25,11 +51,22 @@ describe("documented shell examples", () => {
   it.each(runnable.map((b) => [`${b.file}:${b.line} (${b.heading})`, b] as const))("%s", async (_name, block) => {
     const r = await runShell(block.code, await tempDir());
     expect(r.code, `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`).toBe(0);
+    printed.set(block, r.stdout);
     if (block.output !== undefined) {
       // runShell serves on a free port in place of 8080; what the reader sees says 8080.
       const shown = showsOutput(r.stdout.replace(/127\.0\.0\.1:\d+/g, "127.0.0.1:8080"), block.output);
       expect(shown.ok, `missing line: ${shown.missing}\n--- stdout\n${r.stdout}`).toBe(true);
     }
+  });
+});
+
+describe.each(Object.keys(PAGES_SAY))("%s", (file) => {
+  it("its examples print what the page says", () => {
+    const mine = blocks.filter((b) => b.file === file);
+    expect(mine.length).toBeGreaterThan(0);
+    const missing = mine.filter((b) => !printed.has(b)).map((b) => `${b.file}:${b.line}`);
+    expect(missing, "examples that did not run, or failed, above").toEqual([]);
+    PAGES_SAY[file](mine.map((b) => printed.get(b)!));
   });
 });
 
