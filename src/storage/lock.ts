@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { mkdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { MmError } from "../errors.js";
 
 interface Owner {
@@ -73,13 +73,9 @@ async function acquire(lockDir: string, options: LockOptions): Promise<{ release
   let wait = 5;
   for (;;) {
     try {
-      await mkdir(lockDir, { mode: 0o700 });
-      await writeFile(ownerFile, JSON.stringify(owner), { mode: 0o600 });
-      break;
+      if (await placeLock(lockDir, owner, staleMs)) break;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") {
-        throw new MmError("STORE_ERROR", `Cannot take the store's write lock at ${lockDir}: ${(err as Error).message}`, {}, { cause: err });
-      }
+      throw new MmError("STORE_ERROR", `Cannot take the store's write lock at ${lockDir}: ${(err as Error).message}`, {}, { cause: err });
     }
     if (await isStale(lockDir, staleMs)) {
       await breakLock(lockDir);
@@ -109,6 +105,50 @@ async function acquire(lockDir: string, options: LockOptions): Promise<{ release
   };
 }
 
+/**
+ * Puts the lock in place with its owner already in it, or answers false when it is held: the
+ * owner file is written in a folder of its own beside the lock, which is then renamed to the
+ * lock's name. A lock made by `mkdir` and then filled had no owner for a moment, and a process
+ * killed in that moment left a lock nobody could check, taken over only after DEFAULT_STALE_MS.
+ * A folder left by a process killed before its rename is removed by the next one to take the lock.
+ */
+async function placeLock(lockDir: string, owner: Owner, staleMs: number): Promise<boolean> {
+  const staged = `${lockDir}${STAGED}${owner.token}`;
+  await mkdir(staged, { mode: 0o700 });
+  try {
+    await writeFile(join(staged, "owner.json"), JSON.stringify(owner), { mode: 0o600 });
+    // A folder is renamed over an empty one; the held lock always has its owner file, so it is never empty.
+    await rename(staged, lockDir);
+  } catch (err) {
+    await rm(staged, { recursive: true, force: true });
+    if (HELD.includes((err as NodeJS.ErrnoException).code ?? "")) return false;
+    throw err;
+  }
+  await removeLeftovers(lockDir, staleMs);
+  return true;
+}
+
+/** The name a lock is staged under before it is renamed into place: `<lock>.staged-<token>`. */
+const STAGED = ".staged-";
+/** What renaming a folder over a held lock fails with (Windows refuses any folder in the way). */
+const HELD = process.platform === "win32" ? ["EEXIST", "ENOTEMPTY", "EPERM"] : ["EEXIST", "ENOTEMPTY"];
+
+/** Staged folders of processes killed before their rename: older than a stale lock, so none is still being made. */
+async function removeLeftovers(lockDir: string, staleMs: number): Promise<void> {
+  const parent = dirname(lockDir);
+  const prefix = `${basename(lockDir)}${STAGED}`;
+  try {
+    for (const name of await readdir(parent)) {
+      if (!name.startsWith(prefix)) continue;
+      const path = join(parent, name);
+      const { mtimeMs } = await stat(path);
+      if (Date.now() - mtimeMs > staleMs) await rm(path, { recursive: true, force: true });
+    }
+  } catch {
+    // Leftovers are a few bytes each; the lock is held all the same.
+  }
+}
+
 async function readOwner(lockDir: string): Promise<Owner | undefined> {
   try {
     return JSON.parse(await readFile(join(lockDir, "owner.json"), "utf8")) as Owner;
@@ -120,7 +160,7 @@ async function readOwner(lockDir: string): Promise<Owner | undefined> {
 async function isStale(lockDir: string, staleMs: number): Promise<boolean> {
   const owner = await readOwner(lockDir);
   if (owner && owner.host === hostname() && !isAlive(owner.pid)) return true;
-  // Without an owner file the holder may be between mkdir and writeFile; judge by age only.
+  // Without an owner file (a lock of an mm before placeLock, between its mkdir and writeFile), judge by age only.
   const path = owner ? join(lockDir, "owner.json") : lockDir;
   try {
     const { mtimeMs } = await stat(path);

@@ -194,6 +194,21 @@ describe("write lock", () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
+  it("never leaves a lock without its owner: one killed while taking it stalls nobody, and its leftover goes", async () => {
+    const dir = await tempDir();
+    // What a writer killed between staging its lock and renaming it into place leaves: a staged folder, no lock.
+    const staged = join(dir, ".write-lock.staged-killed");
+    await mkdir(staged);
+    await writeFile(join(staged, "owner.json"), JSON.stringify({ pid: 1, host: "gone", token: "killed", at: 0 }));
+    const started = Date.now();
+    expect(await withWriteLock(dir, async () => (await readdir(dir)).filter((n) => n.startsWith(".write-lock")).sort(), { timeoutMs: 5_000 })).toEqual([".write-lock", ".write-lock.staged-killed"]);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    // Once it is older than a stale lock, the next writer removes it; the lock itself is gone after each write.
+    await utimes(staged, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    await withWriteLock(dir, async () => undefined);
+    expect((await readdir(dir)).filter((n) => n.startsWith(".write-lock"))).toEqual([]);
+  });
+
   it("waits for a live holder and times out with a clear error", async () => {
     const dir = await tempDir();
     await mkdir(join(dir, ".write-lock"));
