@@ -100,7 +100,9 @@ async function acquire(lockDir: string, options: LockOptions): Promise<{ release
     async release() {
       clearInterval(heartbeat);
       const current = await readOwner(lockDir);
-      if (current?.token === owner.token) await rm(lockDir, { recursive: true, force: true });
+      // Renamed aside first, then removed: removed in place, the lock would be an empty folder for a
+      // moment, and a waiter's staged lock could be renamed over it and then removed with it.
+      if (current?.token === owner.token) await breakLock(lockDir);
     },
   };
 }
