@@ -62,7 +62,7 @@ export const VALUE_KEY = "value:";
  * out again the keys of memories an older mm stored (Store refreshMatchKeys), and a newer memory
  * finds them by what the rules read now. Never looked up.
  */
-export const KEYS_MARK = "keys:10";
+export const KEYS_MARK = "keys:11";
 
 /** A key that says what a memory states (a fact's attribute or value), not its whole text or KEYS_MARK. */
 export function isFactKey(key: string): boolean {
