@@ -135,8 +135,15 @@ function walk(root: string): FoundFile[] {
 const READ_NO_LINK = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0);
 
 /** A file's size, and its text when it is at most MAX_MARKDOWN_FILE_BYTES (a larger one is left unread): open, fstat, read, close. */
-function readSmall(abs: string): { size: number; text?: string } {
-  const fd = openSync(abs, READ_NO_LINK);
+function readSmall(root: string, path: string): { size: number; text?: string } {
+  let fd: number;
+  try {
+    fd = openSync(join(root, path), READ_NO_LINK);
+  } catch (err) {
+    // A link put in the file's place since the folder was listed.
+    if ((err as NodeJS.ErrnoException).code === "ELOOP") throw linkError(path);
+    throw err;
+  }
   try {
     const size = fstatSync(fd).size;
     if (size > MAX_MARKDOWN_FILE_BYTES) return { size };
@@ -238,7 +245,7 @@ export async function exportMarkdown(ctx: Context, dir: string, options: Markdow
   const occupied = new Map<string, string | null>(); // path → its mm id, or null
   const links = new Set(found.filter((f) => f.symlink).map((f) => f.path));
   for (const f of found.filter((f) => !f.symlink)) {
-    const text = readSmall(join(root, f.path)).text ?? "";
+    const text = readSmall(root, f.path).text ?? "";
     const id = /^---\r?\nid: ((?:mem|ent)_[0-9A-Z]{24})\r?\n/.exec(text)?.[1] ?? null;
     occupied.set(f.path, id);
     if (id) existing.set(id, { path: f.path, text });
@@ -421,7 +428,7 @@ function readFolder(root: string): FileRecord[] {
   for (const f of walk(root)) {
     if (f.symlink) throw linkError(f.path);
     if (f.path.includes("..")) throw validationError(f.path, "has `..` in its name; rename it");
-    const { size, text } = readSmall(join(root, f.path));
+    const { size, text } = readSmall(root, f.path);
     if (text === undefined) {
       throw new MmError("VALIDATION_ERROR", `${f.path} is ${(size / 1048576).toFixed(1)} MiB; a memory's or an entity's file is at most ${MAX_MARKDOWN_FILE_BYTES / 1048576} MiB.`, { details: [{ field: f.path, message: "too large" }] });
     }
