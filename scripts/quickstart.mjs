@@ -27,7 +27,7 @@ console.log(`Store: ${store.store}${store.created ? " (created now)" : ""}`);
 const existing = JSON.parse(mm(["memories", "list", "--user", "quickstart", "--json"]));
 if (existing.pagination.total === 0) {
   for (const text of [
-    "I switched from coffee to green tea in the mornings",
+    "I drink green tea in the mornings now, not coffee",
     "My sister Maya moved to Lisbon last spring",
     "The car needs new winter tyres before December",
   ]) {

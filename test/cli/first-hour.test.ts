@@ -363,6 +363,10 @@ describe("the walkthroughs", () => {
     const out = execFileSync(process.execPath, [join(root, "scripts", "quickstart.mjs")], { env: { ...process.env, MM_STORE: store, LANCEDB_LOG: "error" }, encoding: "utf8" });
     const commands = out.split("\n").filter((l) => l.startsWith("$ mm "));
     expect(commands.length).toBeGreaterThanOrEqual(3);
+    // The first search finds its note at the default threshold: a newcomer's first search isn't a miss.
+    const firstSearch = out.slice(out.indexOf("$ mm memories search")).split("\n$ ")[0];
+    expect(firstSearch).toMatch(/\n0\.\d{3}\s+I drink green tea in the mornings/);
+    expect(firstSearch).not.toContain("No memory scored");
     const bin = join(await tempDir(), "bin");
     await mkdir(bin);
     await writeFile(join(bin, "mm"), `#!/bin/sh\nexec "${process.execPath}" "${join(root, "bin", "mm.js")}" "$@"\n`, { mode: 0o755 });
