@@ -95,7 +95,8 @@ export function createApp(deps: AppDeps): Hono<Env> {
       // The details stay here; the log sink masks secrets (see startServer).
       deps.log?.({ time: new Date().toISOString(), level: "error", method: c.req.method, path: c.req.path, code: mm.code, error: errorDetail(failure) });
     }
-    if (mm.code === "RATE_LIMIT_EXCEEDED" || mm.code === "STORE_UNAVAILABLE") c.header("Retry-After", String(mm.extra.retryAfter));
+    // A rate limit, an object store or Redis out of reach: when to try again.
+    if (typeof mm.extra.retryAfter === "number") c.header("Retry-After", String(mm.extra.retryAfter));
     return c.json(answer.toBody(), answer.status as 400);
   });
 

@@ -246,6 +246,7 @@ describe.each(KINDS)("mm serve replicas on $name and one Redis (spawned, real mo
       const body = await res.json();
       expect(res.status).toBe(503);
       expect(body.error.code).toBe("SERVICE_UNAVAILABLE");
+      expect([res.headers.get("retry-after"), body.error.retryAfter]).toEqual(["2", 2]);
       expect(JSON.stringify(body)).not.toMatch(/redis|127\.0\.0\.1|ECONNREFUSED/i);
       expect(Date.now() - started).toBeLessThan(3_000);
     }

@@ -4,6 +4,9 @@ import { MmError } from "../../errors.js";
 import { maskSecrets } from "../../secrets.js";
 import type { Lease, LockOptions, Shared } from "./types.js";
 
+/** Seconds a client is told to wait (`Retry-After`) when Redis can't be reached: a restarted Redis is back within a few. */
+const REDIS_RETRY_AFTER_S = 2;
+
 export interface RedisConnectionOptions {
   /** `redis://[user:password@]host[:port][/db]` or `rediss://…` (TLS). */
   url: string;
@@ -187,7 +190,7 @@ export class RedisConnection {
   private unavailable(err: unknown, context: string): MmError {
     if (err instanceof MmError) return err;
     const reason = maskSecrets(err instanceof Error ? err.message : String(err), [this.password]);
-    return new MmError("SERVICE_UNAVAILABLE", `${context}: ${reason}.`, {}, { cause: err });
+    return new MmError("SERVICE_UNAVAILABLE", `${context}: ${reason}.`, { retryAfter: REDIS_RETRY_AFTER_S }, { cause: err });
   }
 
   private lost(err?: Error): void {
