@@ -366,7 +366,7 @@ export interface components {
                 };
             };
         };
-        /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+        /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
         E503: {
             headers: {
                 [name: string]: unknown;
@@ -454,7 +454,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -533,7 +533,7 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -626,7 +626,7 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -688,7 +688,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -725,7 +725,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -803,7 +803,7 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -880,7 +880,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -950,7 +950,7 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1012,7 +1012,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1067,7 +1067,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1126,7 +1126,7 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1173,7 +1173,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1212,7 +1212,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1273,7 +1273,7 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1340,7 +1340,7 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1401,7 +1401,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1466,7 +1466,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1521,7 +1521,7 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1577,7 +1577,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1614,7 +1614,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1681,7 +1681,7 @@ export interface operations {
             413: components["responses"]["E413"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1743,7 +1743,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1809,7 +1809,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };
@@ -1861,7 +1861,7 @@ export interface operations {
             404: components["responses"]["E404"];
             /** @description Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After */
             429: components["responses"]["E429"];
-            /** @description The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE) */
+            /** @description The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE) */
             503: components["responses"]["E503"];
         };
     };

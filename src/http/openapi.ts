@@ -12,7 +12,7 @@ const ERRORS: Record<string, string> = {
   "404": "Unknown id, or another account's (…_NOT_FOUND)",
   "413": "Body larger than the server's limit (PAYLOAD_TOO_LARGE)",
   "429": "Rate limit exceeded (RATE_LIMIT_EXCEEDED); see Retry-After",
-  "503": "The object store holding the data is unavailable (STORE_UNAVAILABLE; see Retry-After), or Redis or the embedding service is (SERVICE_UNAVAILABLE, EMBEDDER_UNAVAILABLE)",
+  "503": "The object store holding the data or Redis is unavailable (STORE_UNAVAILABLE, SERVICE_UNAVAILABLE; see Retry-After), or the embedding service is (EMBEDDER_UNAVAILABLE)",
 };
 
 /**
