@@ -192,19 +192,6 @@ function fitTwo(questions, names, signs) {
   ranked.sort((a, b) => a - b);
   const shift = ranked.length ? -ranked[Math.floor((1 - TURN_KEEP) * ranked.length)] : 0;
   turns.bias += Math.max(0, shift);
-  if (args.includes("--turn-slope") && shift > 0) {
-    // The slope of the shifted logit that fits the turns best with 0.5 held where the shift put it.
-    const rows = rowsOf(questions, names, (s) => s.turn);
-    const loss = (a) => rows.reduce((acc, r) => {
-      const z = a * (turns.bias + r.x.reduce((t, v, j) => t + v * turns.weights[j], 0));
-      return acc + r.w * (r.y ? Math.log1p(Math.exp(-z)) : Math.log1p(Math.exp(z)));
-    }, 0);
-    let best = 1;
-    for (let a = 0.2; a <= 1.5001; a += 0.05) if (loss(a) < loss(best)) best = a;
-    log(`turn slope ${best.toFixed(2)}`);
-    turns.bias *= best;
-    turns.weights = turns.weights.map((w) => w * best);
-  }
   const score = (s) => 1 / (1 + Math.exp(-logit(s.turn ? turns : notes, s)));
   return { notes, turns, score };
 }
