@@ -112,7 +112,8 @@ async function acquire(lockDir: string, options: LockOptions): Promise<{ release
  * owner file is written in a folder of its own beside the lock, which is then renamed to the
  * lock's name. A lock made by `mkdir` and then filled had no owner for a moment, and a process
  * killed in that moment left a lock nobody could check, taken over only after DEFAULT_STALE_MS.
- * A folder left by a process killed before its rename is removed by the next one to take the lock.
+ * A folder left by a process killed before its rename is removed by the next process to take the
+ * lock (the first time it does).
  */
 async function placeLock(lockDir: string, owner: Owner, staleMs: number): Promise<boolean> {
   const staged = `${lockDir}${STAGED}${owner.token}`;
@@ -126,9 +127,15 @@ async function placeLock(lockDir: string, owner: Owner, staleMs: number): Promis
     if (HELD.includes((err as NodeJS.ErrnoException).code ?? "")) return false;
     throw err;
   }
-  await removeLeftovers(lockDir, staleMs);
+  if (!swept.has(lockDir)) {
+    swept.add(lockDir);
+    await removeLeftovers(lockDir, staleMs);
+  }
   return true;
 }
+
+/** The locks this process has looked beside for leftovers: once each, not on every write or billed request. */
+const swept = new Set<string>();
 
 /** The name a lock is staged under before it is renamed into place: `<lock>.staged-<token>`. */
 const STAGED = ".staged-";

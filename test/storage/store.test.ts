@@ -203,10 +203,15 @@ describe("write lock", () => {
     const started = Date.now();
     expect(await withWriteLock(dir, async () => (await readdir(dir)).filter((n) => n.startsWith(".write-lock")).sort(), { timeoutMs: 5_000 })).toEqual([".write-lock", ".write-lock.staged-killed"]);
     expect(Date.now() - started).toBeLessThan(2_000);
-    // Once it is older than a stale lock, the next writer removes it; the lock itself is gone after each write.
-    await utimes(staged, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
-    await withWriteLock(dir, async () => undefined);
-    expect((await readdir(dir)).filter((n) => n.startsWith(".write-lock"))).toEqual([]);
+    // Once it is older than a stale lock, the next process to write removes it (this process looks once per lock:
+    // another store here); the lock itself is gone after each write.
+    const later = await tempDir();
+    const old = join(later, ".write-lock.staged-killed");
+    await mkdir(old);
+    await utimes(old, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    await withWriteLock(later, async () => undefined);
+    expect((await readdir(later)).filter((n) => n.startsWith(".write-lock"))).toEqual([]);
+    expect((await readdir(dir)).filter((n) => n.startsWith(".write-lock"))).toEqual([".write-lock.staged-killed"]);
   });
 
   it("waits for a live holder and times out with a clear error", async () => {
