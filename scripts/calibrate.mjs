@@ -42,7 +42,7 @@ const dist = (p) => import(pathToFileURL(join(distDir, p)).href);
 const { createEmbedder, DEFAULT_EMBEDDER } = await dist("embedder/index.js");
 const { denseQuery, keywordQuery } = await dist("core/ranking.js");
 const { queryTerms } = await dist("core/keyword.js");
-const { asAskedByUser, holdsEveryWord, keywordShare, stemsOfText, unit, wordWeight } = await dist("core/scorer.js");
+const { asAskedByUser, holdsEveryWord, keywordShare, stemsOfText, turnEvidence, unit, wordWeight } = await dist("core/scorer.js");
 const args = process.argv.slice(2);
 const option = (name) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : undefined);
 const log = (...a) => console.error(...a);
@@ -99,7 +99,9 @@ function signalsFor(question, vector, memories, extras, more = {}) {
     const before = memories[i - 1];
     const after = memories[i + 1];
     const nb = m.conversation ? Math.max(before?.conversation === m.conversation ? kw[i - 1] : 0, after?.conversation === m.conversation ? kw[i + 1] : 0) : 0;
-    const s = { cosine: unit(dot(vector, m.vector)), keyword: kw[i], neighbour: nb, turn: m.conversation ? 1 : 0 };
+    // A turn: query words naming its speaker count as `speaker`, not as keyword evidence (core/scorer.ts).
+    const turn = m.conversation ? turnEvidence(terms, (j) => m.stems.has(terms[j].stem), m.content) : undefined;
+    const s = { cosine: unit(dot(vector, m.vector)), keyword: turn ? turn.keyword : kw[i], neighbour: nb, turn: m.conversation ? 1 : 0, speaker: turn ? turn.speaker : 0 };
     for (const [k, v] of Object.entries(more)) s[k] = unit(dot(v, m.vector));
     if (extras) Object.assign(s, extras(question, m, terms));
     return s;
@@ -166,6 +168,7 @@ const FEATURES = {
   bridged2: (s) => (s.bridged ?? 0) ** 2,
   neighbour: (s) => s.neighbour,
   every: (s) => holdsEveryWord(s.keyword),
+  speaker: (s) => s.speaker,
 };
 
 function design(names) {
@@ -197,7 +200,7 @@ function fitTwo(questions, names, signs) {
 }
 const TURN_KEEP = 0.92;
 /** The signals of core/scorer.ts, as fitted. */
-const FINAL = ["cosine", "keyword", "keyword2", "every"];
+const FINAL = ["cosine", "keyword", "keyword2", "every", "speaker"];
 
 /**
  * Rows of the fit: every memory of each question's user that `which` takes (notes or turns). All of
@@ -308,7 +311,7 @@ function locomoFigures(os) {
 }
 
 // ---------------------------------------------------------------------------------------------
-const SIGNS = { cosine: 1, keyword: 1, keyword2: 1, neighbour: 1, turn: 0, lacksKind: -1, bridged: 1, bridged2: 1 };
+const SIGNS = { cosine: 1, keyword: 1, keyword2: 1, neighbour: 1, speaker: 1, turn: 0, lacksKind: -1, bridged: 1, bridged2: 1 };
 
 export async function prepare(extras) {
   const everyday = [...(await everydayQuestions(extras)), ...(args.includes("--no-small") ? [] : await smallStoreQuestions(extras))];

@@ -38,3 +38,15 @@ export function conversationOf(metadata: string | null | undefined, tags: readon
   for (const tag of tags ?? []) if (TAG.test(tag)) return `tag=${tag.toLowerCase()}`;
   return null;
 }
+
+/**
+ * The speaker a conversation turn opens with, as chat logs and LoCoMo store turns ("Caroline: I went
+ * to…" → "Caroline"): one to four words of letters before a colon. Null when the turn names none.
+ * Search counts a query's words that name the turn's speaker as a signal of their own (core/scorer.ts
+ * turnEvidence): every turn of a speaker holds the name, so it says who spoke, not what was said.
+ */
+export function speakerOf(content: string): string | null {
+  const m = SPEAKER.exec(content);
+  return m ? m[1] : null;
+}
+const SPEAKER = /^(\p{L}[\p{L}\p{M}'’.-]*(?: \p{L}[\p{L}\p{M}'’.-]*){0,3}):\s/u;

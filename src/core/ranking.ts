@@ -26,6 +26,8 @@ export interface Candidate {
   coverage?: number;
   /** Whether the memory is a turn of a conversation (core/conversation.ts). */
   turn?: boolean;
+  /** Turns: 1 when the query names the turn's speaker (core/scorer.ts turnEvidence). */
+  speaker?: number;
 }
 
 export interface Ranked {

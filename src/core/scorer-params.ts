@@ -5,7 +5,7 @@ import type { ScorerParams } from "./scorer.js";
 
 export const FITTED: Record<string, Omit<ScorerParams, "model">> = {
   "use-lite:universal-sentence-encoder-lite": {
-    notes: { bias: -6.9593, cosine: 12.1589, keyword: 0.0000, keyword2: 2.8050, every: 1.4720 },
-    turns: { bias: -4.1952, cosine: 6.5130, keyword: 2.1355, keyword2: 3.3988, every: 0.0000 },
+    notes: { bias: -6.9593, cosine: 12.1589, keyword: 0.0000, keyword2: 2.8050, every: 1.4720, speaker: 0.0000 },
+    turns: { bias: -5.2282, cosine: 5.7240, keyword: 4.0021, keyword2: 0.8963, every: 0.0000, speaker: 2.0401 },
   },
 };

@@ -1,3 +1,4 @@
+import { speakerOf } from "./conversation.js";
 import { englishCount, stemWord, type Term } from "./keyword.js";
 import { sigmoid, wordsOf } from "./ranking.js";
 import { FITTED } from "./scorer-params.js";
@@ -5,7 +6,7 @@ import { FITTED } from "./scorer-params.js";
 /**
  * The hybrid score: one fitted function of two signals of the query and the note itself.
  *
- *   score = σ(bias + c·cosine + k·keyword + k2·keyword² + a·[keyword = 1])      (0..1)
+ *   score = σ(bias + c·cosine + k·keyword + k2·keyword² + a·[keyword = 1] + s·speaker)      (0..1)
  *
  * - `cosine`: the query's and the note's embeddings, clamped to 0..1.
  * - `keyword`: the share of the query's word weight the note holds. A word's weight is how rare it
@@ -14,7 +15,10 @@ import { FITTED } from "./scorer-params.js";
  *   query gets `a` more ("what's my passport number?" asks for a number as much as a passport).
  *
  * There are two sets of constants: one for notes, one for conversation turns (core/conversation.ts),
- * which are read beside the turns around them and answer less on their own. Each comes from a
+ * which answer less on their own. A turn opens with its speaker's name ("Caroline: I went…"), so
+ * every turn of that speaker holds it: a query word naming the speaker says who spoke, not what was
+ * said. For a turn it counts as `speaker` (1 when the query names the speaker), not as keyword
+ * evidence (turnEvidence). Each comes from a
  * logistic regression (scripts/calibrate.mjs, `npm run calibrate`), one per embedding model, every
  * weight at least 0 so that more evidence never lowers a score. A note's score then reads as the
  * probability that it answers the query; a turn's is set so that the default threshold keeps most
@@ -26,6 +30,8 @@ export interface Signals {
   keyword: number;
   /** 1 for a conversation turn, 0 for a note: which set of constants applies. */
   turn: number;
+  /** Turns only: 1 when the query names the turn's speaker (those words are then not in `keyword`). */
+  speaker?: number;
 }
 
 export interface Weights {
@@ -35,6 +41,8 @@ export interface Weights {
   keyword2: number;
   /** Added when the note holds every word of the query (keyword = 1). */
   every: number;
+  /** Added when the query names a turn's speaker (0 for notes, which have none). */
+  speaker: number;
 }
 
 export interface ScorerParams {
@@ -50,7 +58,7 @@ export interface ScorerParams {
  * models mm supports), and a note holding every word of the query passes with a cosine of 0.4.
  * Conservative: a paraphrase needs a close meaning. `npm run calibrate` fits a store's own model.
  */
-const CONSERVATIVE: Weights = { bias: -8, cosine: 10, keyword: 2, keyword2: 2, every: 0 };
+const CONSERVATIVE: Weights = { bias: -8, cosine: 10, keyword: 2, keyword2: 2, every: 0, speaker: 0 };
 export const FALLBACK: Readonly<ScorerParams> = { model: "fallback", notes: CONSERVATIVE, turns: CONSERVATIVE };
 
 /** The parameters fitted for an embedder (its id, `<provider>:<model>`), or FALLBACK. */
@@ -64,15 +72,16 @@ export interface Explanation {
   score: number;
   signals: Signals;
   /** What each term added to the logit (before σ); their sum is the logit. */
-  contributions: { bias: number; cosine: number; keyword: number };
+  contributions: { bias: number; cosine: number; keyword: number; speaker?: number };
   /** The embedder the constants were fitted for, or "fallback". */
   model: string;
 }
 
 export function explain(s: Signals, p: ScorerParams): Explanation {
   const w = s.turn ? p.turns : p.notes;
-  const contributions = { bias: w.bias, cosine: w.cosine * s.cosine, keyword: w.keyword * s.keyword + w.keyword2 * s.keyword * s.keyword + w.every * holdsEveryWord(s.keyword) };
-  const logit = contributions.bias + contributions.cosine + contributions.keyword;
+  const contributions: Explanation["contributions"] = { bias: w.bias, cosine: w.cosine * s.cosine, keyword: w.keyword * s.keyword + w.keyword2 * s.keyword * s.keyword + w.every * holdsEveryWord(s.keyword) };
+  if (s.turn && s.speaker !== undefined) contributions.speaker = w.speaker * s.speaker;
+  const logit = contributions.bias + contributions.cosine + contributions.keyword + (contributions.speaker ?? 0);
   return { score: unit(sigmoid(logit)), signals: s, contributions, model: p.model };
 }
 
@@ -109,6 +118,26 @@ export function keywordShare(terms: Term[], holds: (i: number) => boolean): numb
     if (holds(i)) have += w;
   });
   return all > 0 ? have / all : 0;
+}
+
+/**
+ * A conversation turn's keyword evidence: `speaker` is 1 when a query word the turn holds names its
+ * speaker (speakerOf), and `keyword` is the share of the other query words' weight it holds. Only
+ * held words are set aside, so a turn's keyword share is never above its plain share (search bounds
+ * the score of a candidate it hasn't read by that plain share).
+ */
+export function turnEvidence(terms: Term[], holds: (i: number) => boolean, content: string): { keyword: number; speaker: number } {
+  const name = speakerOf(content);
+  const named = name ? stemsOfText(name) : undefined;
+  const rest: Term[] = [];
+  let speaker = 0;
+  terms.forEach((t, i) => {
+    if (named?.has(t.stem) && holds(i)) speaker = 1;
+    else rest.push(t);
+  });
+  if (!speaker) return { keyword: keywordShare(terms, holds), speaker };
+  const held = new Set(terms.filter((t, i) => !named!.has(t.stem) && holds(i)));
+  return { keyword: keywordShare(rest, (j) => held.has(rest[j])), speaker };
 }
 
 /** A text's words as the keyword side sees them (wordsOf, then Porter2-stemmed), every word kept. */

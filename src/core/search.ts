@@ -4,7 +4,7 @@ import { embedQuery, type Context } from "./context.js";
 import { conversationOf } from "./conversation.js";
 import { queryTerms, type Term } from "./keyword.js";
 import { CANDIDATES, KEYWORD_POOL, keywordQuery, keywordScore, semanticScore, type Candidate, type Ranked } from "./ranking.js";
-import { asAskedByUser, explain, keywordShare, paramsFor, type Explanation, type ScorerParams, type Signals, unit } from "./scorer.js";
+import { asAskedByUser, explain, keywordShare, paramsFor, turnEvidence, type Explanation, type ScorerParams, type Signals, unit } from "./scorer.js";
 import { replacedAfterReplacing, validityFilter } from "./validity.js";
 
 /** A search hit (spec §2.1): no metadata, no updatedAt; agentId and tags only when set. */
@@ -86,7 +86,7 @@ export function scoreOf(mode: SearchMemoriesInput["mode"], c: Candidate, params:
 
 /** A candidate's hybrid signals. */
 export function signalsOf(c: Candidate): Signals {
-  return { cosine: unit(c.cosine ?? 0), keyword: c.coverage ?? 0, turn: c.turn ? 1 : 0 };
+  return c.turn ? { cosine: unit(c.cosine ?? 0), keyword: c.coverage ?? 0, turn: 1, speaker: c.speaker ?? 0 } : { cosine: unit(c.cosine ?? 0), keyword: c.coverage ?? 0, turn: 0 };
 }
 
 /**
@@ -164,7 +164,8 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   const byId = new Map<string, Candidate>();
   const add = (record: MemoryRecord, distance: number) => {
     const turn = conversationOf(record.metadata, record.tags) !== null;
-    byId.set(record.id, { record, cosine: 1 - distance, turn, ...(matches?.evidenceOf(record) ?? { coverage: 0 }) });
+    const evidence = turn ? turnEvidence(terms, (i) => matches?.holds(record.id, i) ?? false, record.content) : { keyword: matches?.evidenceOf(record).coverage ?? 0, speaker: 0 };
+    byId.set(record.id, { record, cosine: 1 - distance, turn, coverage: evidence.keyword, ...(turn ? { speaker: evidence.speaker } : {}) });
   };
   for (const h of vectorHits) add(h.record, h.distance);
   // Fewer vector hits than asked for means the scope has no other memory: every keyword match is
@@ -178,7 +179,8 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   const pool = matches.pool().filter((p) => !byId.has(p.id));
   const boundOf = (p: PoolEntry) =>
     Math.max(
-      ...[0, 1].map((turn) => explain({ cosine: unit(farthest), keyword: p.coverage, turn }, params).score),
+      // A turn's keyword share is at most its plain share (scorer.ts turnEvidence), and the query may name its speaker.
+      ...[0, 1].map((turn) => explain({ cosine: unit(farthest), keyword: p.coverage, turn, speaker: turn }, params).score),
     );
   const bounds = new Map(pool.map((p) => [p, boundOf(p)]));
   const bound = (p: PoolEntry) => bounds.get(p)!;
@@ -228,6 +230,8 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter)
   return {
     /** A memory's keyword evidence. */
     evidenceOf: (r: MemoryRecord) => ({ coverage: coverage.get(r.id) ?? 0 }),
+    /** Whether the memory holds query term `i`. */
+    holds: (id: string, i: number) => matched.get(id)?.terms.has(i) ?? false,
     /** Every matched memory. */
     pool: (): PoolEntry[] => [...matched.values()].map((m) => ({ id: m.id, seq: m.seq, coverage: coverage.get(m.id)! })),
   };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { conversationOf } from "../../src/core/conversation.js";
+import { conversationOf, speakerOf } from "../../src/core/conversation.js";
 
 describe("conversationOf", () => {
   it.each([
@@ -26,5 +26,27 @@ describe("conversationOf", () => {
     [null, ["session"]],
   ])("%s with tags %j is no conversation", (metadata, tags) => {
     expect(conversationOf(metadata, tags)).toBeNull();
+  });
+});
+
+describe("speakerOf", () => {
+  it.each([
+    ["Caroline: I went to a support group yesterday", "Caroline"],
+    ["Mary Ann O'Neil: see you Friday", "Mary Ann O'Neil"],
+    ["Zoë: merci!", "Zoë"],
+    ["Dr. Okafor: take two a day", "Dr. Okafor"],
+  ])("%j is spoken by %j", (content, speaker) => {
+    expect(speakerOf(content)).toBe(speaker);
+  });
+
+  it.each([
+    ["I went to a support group yesterday"],
+    ["Things to buy this weekend: milk, eggs"], // five words before the colon: not a name
+    ["[10:32] Bob: hi"],
+    ["Meeting at 10:30 with Sam"],
+    [": nothing before the colon"],
+    ["Caroline:no space after the colon"],
+  ])("%j names no speaker", (content) => {
+    expect(speakerOf(content)).toBeNull();
   });
 });

@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { addMemoriesFromLines, searchCandidates, searchMemories } from "../../src/core/memories.js";
 import { queryTerms } from "../../src/core/keyword.js";
 import { keywordQuery } from "../../src/core/ranking.js";
-import { FALLBACK, asAskedByUser, explain, paramsFor, score, stemsOfText, type Signals } from "../../src/core/scorer.js";
+import { FALLBACK, asAskedByUser, explain, keywordShare, paramsFor, score, stemsOfText, turnEvidence, type Signals } from "../../src/core/scorer.js";
 import { embedderId, scoreOf, signalsOf } from "../../src/core/search.js";
 import { useModelStore } from "../helpers/model-store.js";
 // @ts-expect-error: a script's module, without types
@@ -43,17 +43,18 @@ describe("the scorer", () => {
   });
 
   it("never lowers a score for more evidence: every weight is at least 0", () => {
-    for (const w of [p.notes, p.turns, FALLBACK.notes]) for (const k of ["cosine", "keyword", "keyword2"] as const) expect(w[k]).toBeGreaterThanOrEqual(0);
+    for (const w of [p.notes, p.turns, FALLBACK.notes]) for (const k of ["cosine", "keyword", "keyword2", "every", "speaker"] as const) expect(w[k]).toBeGreaterThanOrEqual(0);
   });
 
   it("explains a score: the contributions add up to the logit the score is σ of", () => {
     for (const s of [
       { cosine: 0.71, keyword: 1, turn: 0 },
       { cosine: 0.2, keyword: 0.4, turn: 1 },
+      { cosine: 0.3, keyword: 0.5, turn: 1, speaker: 1 },
       { cosine: 0, keyword: 0, turn: 0 },
     ] satisfies Signals[]) {
       const e = explain(s, p);
-      const logit = e.contributions.bias + e.contributions.cosine + e.contributions.keyword;
+      const logit = e.contributions.bias + e.contributions.cosine + e.contributions.keyword + (e.contributions.speaker ?? 0);
       expect(e.score).toBeCloseTo(1 / (1 + Math.exp(-logit)), 12);
       expect(e.signals).toEqual(s);
     }
@@ -77,6 +78,25 @@ describe("the scorer", () => {
     ["where do I live?", "where do I live?"],
   ])("reads an agent's %j as the user's own %j", (agent, person) => {
     expect(asAskedByUser(agent)).toBe(person);
+  });
+
+  it("reads a turn's speaker as who spoke, not as what was said", () => {
+    const terms = queryTerms(keywordQuery("what did Caroline research?"));
+    const holdsIn = (content: string) => (i: number) => stemsOfText(content).has(terms[i].stem);
+    // Every turn of Caroline's holds her name: it no longer counts as half the query's words.
+    const chat = "Caroline: hey! how was your weekend?";
+    expect(keywordShare(terms, holdsIn(chat))).toBeGreaterThan(0.3);
+    expect(turnEvidence(terms, holdsIn(chat), chat)).toEqual({ keyword: 0, speaker: 1 });
+    const answer = "Caroline: I've been researching adoption agencies all week";
+    expect(turnEvidence(terms, holdsIn(answer), answer)).toEqual({ keyword: 1, speaker: 1 });
+    // Another speaker who mentions her: her name is what was said, so it stays keyword evidence.
+    const other = "Melanie: Caroline told me about it";
+    expect(turnEvidence(terms, holdsIn(other), other)).toEqual({ keyword: keywordShare(terms, holdsIn(other)), speaker: 0 });
+    // Never above the plain share: search bounds an unread candidate's score by it.
+    for (const c of [chat, answer, other]) expect(turnEvidence(terms, holdsIn(c), c).keyword).toBeLessThanOrEqual(keywordShare(terms, holdsIn(c)) + 1e-12);
+    // The speaker's name counts for the turn, fitted: a turn of the named speaker scores higher.
+    const base = { cosine: 0.4, keyword: 0.5, turn: 1 };
+    expect(score({ ...base, speaker: 1 }, p)).toBeGreaterThan(score({ ...base, speaker: 0 }, p));
   });
 
   it("weighs a word by English alone: the same in every store", () => {
@@ -189,6 +209,30 @@ describe("search properties on generated stores (real model)", () => {
     expect(plain.results.every((h) => h.explanation === undefined)).toBe(true);
     const semantic = await searchMemories(ctx(), { query: "passport", userId: "newcomer", threshold: 0, mode: "semantic", explain: true });
     expect(semantic.results[0].explanation).toEqual({ mode: "semantic", score: semantic.results[0].score, signals: { cosine: semantic.results[0].score } });
+  });
+
+  it("a chat's speaker: her turns are hers, and the one that answers comes first", async () => {
+    const turns = [
+      "Caroline: hey! how was your weekend?",
+      "Melanie: busy, painted the fence with the kids",
+      "Caroline: I've been researching adoption agencies all week",
+      "Melanie: that's huge, how are you feeling?",
+      "Caroline: nervous but excited, honestly",
+      "Melanie: Caroline told me about the agencies, so proud of her",
+    ];
+    await addMemoriesFromLines(ctx(), turns.map((content) => JSON.stringify({ content, userId: "chat", metadata: { sessionId: "s1" } })));
+    const { results } = await searchMemories(ctx(), { query: "what did Caroline research?", userId: "chat", threshold: 0, explain: true });
+    expect(results[0].content).toBe(turns[2]);
+    const byContent = new Map(results.map((h) => [h.content, h]));
+    const signals = (c: string) => byContent.get(c)!.explanation!.signals as Record<string, number>;
+    // Her name says who spoke: in her turns it is the speaker signal, not a keyword.
+    expect(signals(turns[0])).toMatchObject({ turn: 1, speaker: 1, keyword: 0 });
+    expect(signals(turns[2])).toMatchObject({ turn: 1, speaker: 1, keyword: 1 });
+    // Named by someone else, it is what was said: a keyword of Melanie's turn.
+    expect(signals(turns[5]).speaker).toBe(0);
+    expect(signals(turns[5]).keyword).toBeGreaterThan(0);
+    // Her small talk doesn't pass the default threshold on her name alone.
+    expect(byContent.get(turns[0])!.score).toBeLessThan(0.5);
   });
 
   it.each([["emoji only", "🙂🎉"], ["another script", "где мой паспорт?"], ["10,000 characters", "passport ".repeat(1111).slice(0, 10_000)], ["punctuation", "?!…"]])(

@@ -539,7 +539,8 @@ function renderExplanations(t: TableKit, hits: MemorySearchHit[]): string {
     if (e.mode !== "hybrid") return `${i + 1}  ${h.score.toFixed(3)}  ${Object.entries(e.signals).map(([k, v]) => `${k} ${n(v)}`).join("  ")} (${e.mode} mode: the score is this signal${e.mode === "keyword" ? ", calibrated" : ""})`;
     const c = e.contributions;
     const parts = [`cosine ${n(e.signals.cosine)} (${signed(c.cosine)})`, `keyword ${n(e.signals.keyword)} (${signed(c.keyword)})`];
-    const logit = c.bias + c.cosine + c.keyword;
+    if (c.speaker) parts.push(`speaker named (${signed(c.speaker)})`);
+    const logit = c.bias + c.cosine + c.keyword + (c.speaker ?? 0);
     return `${i + 1}  ${h.score.toFixed(3)}  ${parts.join("  ")}  bias ${signed(c.bias)}${e.signals.turn ? " (a conversation turn)" : ""}  → logit ${logit.toFixed(2)}`;
   });
   return `${t.dim("why: each signal, and what it added to the logit; score = 1/(1+e^-logit)")}\n${lines.join("\n")}`;
