@@ -42,7 +42,7 @@ const dist = (p) => import(pathToFileURL(join(distDir, p)).href);
 const { createEmbedder, DEFAULT_EMBEDDER } = await dist("embedder/index.js");
 const { denseQuery, keywordQuery } = await dist("core/ranking.js");
 const { queryTerms } = await dist("core/keyword.js");
-const { asAskedByUser, holdsEveryWord, keywordShare, stemsOfText, turnEvidence, unit, wordWeight } = await dist("core/scorer.js");
+const { asAskedByUser, holdsEveryWord, keywordShare, stemsOfText, turnEvidence, turnLength, unit, wordWeight } = await dist("core/scorer.js");
 const args = process.argv.slice(2);
 const option = (name) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : undefined);
 const log = (...a) => console.error(...a);
@@ -101,7 +101,7 @@ function signalsFor(question, vector, memories, extras, more = {}) {
     const nb = m.conversation ? Math.max(before?.conversation === m.conversation ? kw[i - 1] : 0, after?.conversation === m.conversation ? kw[i + 1] : 0) : 0;
     // A turn: query words naming its speaker count as `speaker`, not as keyword evidence (core/scorer.ts).
     const turn = m.conversation ? turnEvidence(terms, (j) => m.stems.has(terms[j].stem), m.content) : undefined;
-    const s = { cosine: unit(dot(vector, m.vector)), keyword: turn ? turn.keyword : kw[i], neighbour: nb, turn: m.conversation ? 1 : 0, speaker: turn ? turn.speaker : 0 };
+    const s = { cosine: unit(dot(vector, m.vector)), keyword: turn ? turn.keyword : kw[i], neighbour: nb, turn: m.conversation ? 1 : 0, speaker: turn ? turn.speaker : 0, length: turn ? turnLength(m.content) : 0 };
     for (const [k, v] of Object.entries(more)) s[k] = unit(dot(v, m.vector));
     if (extras) Object.assign(s, extras(question, m, terms));
     return s;
@@ -169,6 +169,7 @@ const FEATURES = {
   neighbour: (s) => s.neighbour,
   every: (s) => holdsEveryWord(s.keyword),
   speaker: (s) => s.speaker,
+  length: (s) => s.length,
 };
 
 function design(names) {
@@ -200,7 +201,7 @@ function fitTwo(questions, names, signs) {
 }
 const TURN_KEEP = 0.92;
 /** The signals of core/scorer.ts, as fitted. */
-const FINAL = ["cosine", "keyword", "keyword2", "every", "speaker"];
+const FINAL = ["cosine", "keyword", "keyword2", "every", "speaker", "length"];
 
 /**
  * Rows of the fit: every memory of each question's user that `which` takes (notes or turns). All of
@@ -311,7 +312,7 @@ function locomoFigures(os) {
 }
 
 // ---------------------------------------------------------------------------------------------
-const SIGNS = { cosine: 1, keyword: 1, keyword2: 1, neighbour: 1, speaker: 1, turn: 0, lacksKind: -1, bridged: 1, bridged2: 1 };
+const SIGNS = { cosine: 1, keyword: 1, keyword2: 1, neighbour: 1, speaker: 1, length: 1, turn: 0, lacksKind: -1, bridged: 1, bridged2: 1 };
 
 export async function prepare(extras) {
   const everyday = [...(await everydayQuestions(extras)), ...(args.includes("--no-small") ? [] : await smallStoreQuestions(extras))];

@@ -599,7 +599,7 @@ export interface operations {
                                 /** @enum {string} */
                                 mode: "hybrid" | "semantic" | "keyword";
                                 score: number;
-                                /** @description the signals of the query and this memory: cosine, keyword (share of the query's word weight held), turn (1 for a conversation turn, whose constants differ) and, for a turn, speaker (1 when the query names the turn's speaker; those words are then not in keyword) */
+                                /** @description the signals of the query and this memory: cosine, keyword (share of the query's word weight held), turn (1 for a conversation turn, whose constants differ) and, for a turn, speaker (1 when the query names the turn's speaker; those words are then not in keyword) and length (0..1, ln(1 + words) / ln(81)) */
                                 signals: {
                                     [key: string]: number;
                                 };

@@ -28,6 +28,8 @@ export interface Candidate {
   turn?: boolean;
   /** Turns: 1 when the query names the turn's speaker (core/scorer.ts turnEvidence). */
   speaker?: number;
+  /** Turns: how long the turn is, 0..1 (core/scorer.ts turnLength). */
+  length?: number;
 }
 
 export interface Ranked {

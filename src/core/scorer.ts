@@ -6,7 +6,7 @@ import { FITTED } from "./scorer-params.js";
 /**
  * The hybrid score: one fitted function of two signals of the query and the note itself.
  *
- *   score = σ(bias + c·cosine + k·keyword + k2·keyword² + a·[keyword = 1] + s·speaker)      (0..1)
+ *   score = σ(bias + c·cosine + k·keyword + k2·keyword² + a·[keyword = 1] + s·speaker + l·length)      (0..1)
  *
  * - `cosine`: the query's and the note's embeddings, clamped to 0..1.
  * - `keyword`: the share of the query's word weight the note holds. A word's weight is how rare it
@@ -18,7 +18,8 @@ import { FITTED } from "./scorer-params.js";
  * which answer less on their own. A turn opens with its speaker's name ("Caroline: I went…"), so
  * every turn of that speaker holds it: a query word naming the speaker says who spoke, not what was
  * said. For a turn it counts as `speaker` (1 when the query names the speaker), not as keyword
- * evidence (turnEvidence). Each comes from a
+ * evidence (turnEvidence). And a turn's `length` counts: "thanks!" or "wait, really??" rarely holds
+ * an answer, a turn of thirty words often does (turnLength). Each comes from a
  * logistic regression (scripts/calibrate.mjs, `npm run calibrate`), one per embedding model, every
  * weight at least 0 so that more evidence never lowers a score. A note's score then reads as the
  * probability that it answers the query; a turn's is set so that the default threshold keeps most
@@ -32,6 +33,8 @@ export interface Signals {
   turn: number;
   /** Turns only: 1 when the query names the turn's speaker (those words are then not in `keyword`). */
   speaker?: number;
+  /** Turns only: how long the turn is, 0..1 (turnLength). */
+  length?: number;
 }
 
 export interface Weights {
@@ -43,6 +46,8 @@ export interface Weights {
   every: number;
   /** Added when the query names a turn's speaker (0 for notes, which have none). */
   speaker: number;
+  /** Times a turn's length (0 for notes: a note's length was measured to say nothing). */
+  length: number;
 }
 
 export interface ScorerParams {
@@ -58,7 +63,7 @@ export interface ScorerParams {
  * models mm supports), and a note holding every word of the query passes with a cosine of 0.4.
  * Conservative: a paraphrase needs a close meaning. `npm run calibrate` fits a store's own model.
  */
-const CONSERVATIVE: Weights = { bias: -8, cosine: 10, keyword: 2, keyword2: 2, every: 0, speaker: 0 };
+const CONSERVATIVE: Weights = { bias: -8, cosine: 10, keyword: 2, keyword2: 2, every: 0, speaker: 0, length: 0 };
 export const FALLBACK: Readonly<ScorerParams> = { model: "fallback", notes: CONSERVATIVE, turns: CONSERVATIVE };
 
 /** The parameters fitted for an embedder (its id, `<provider>:<model>`), or FALLBACK. */
@@ -72,7 +77,7 @@ export interface Explanation {
   score: number;
   signals: Signals;
   /** What each term added to the logit (before σ); their sum is the logit. */
-  contributions: { bias: number; cosine: number; keyword: number; speaker?: number };
+  contributions: { bias: number; cosine: number; keyword: number; speaker?: number; length?: number };
   /** The embedder the constants were fitted for, or "fallback". */
   model: string;
 }
@@ -81,7 +86,8 @@ export function explain(s: Signals, p: ScorerParams): Explanation {
   const w = s.turn ? p.turns : p.notes;
   const contributions: Explanation["contributions"] = { bias: w.bias, cosine: w.cosine * s.cosine, keyword: w.keyword * s.keyword + w.keyword2 * s.keyword * s.keyword + w.every * holdsEveryWord(s.keyword) };
   if (s.turn && s.speaker !== undefined) contributions.speaker = w.speaker * s.speaker;
-  const logit = contributions.bias + contributions.cosine + contributions.keyword + (contributions.speaker ?? 0);
+  if (s.turn && s.length !== undefined) contributions.length = w.length * s.length;
+  const logit = contributions.bias + contributions.cosine + contributions.keyword + (contributions.speaker ?? 0) + (contributions.length ?? 0);
   return { score: unit(sigmoid(logit)), signals: s, contributions, model: p.model };
 }
 
@@ -138,6 +144,14 @@ export function turnEvidence(terms: Term[], holds: (i: number) => boolean, conte
   if (!speaker) return { keyword: keywordShare(terms, holds), speaker };
   const held = new Set(terms.filter((t, i) => !named!.has(t.stem) && holds(i)));
   return { keyword: keywordShare(rest, (j) => held.has(rest[j])), speaker };
+}
+
+/**
+ * A conversation turn's length signal: ln(1 + words) / ln(81), so 0 for an empty turn, 0.5 at 8
+ * words and 1 from 80 words on (words as the keyword side counts them, wordsOf).
+ */
+export function turnLength(content: string): number {
+  return Math.min(1, Math.log1p(wordsOf(content).length) / Math.log(81));
 }
 
 /** A text's words as the keyword side sees them (wordsOf, then Porter2-stemmed), every word kept. */

@@ -4,7 +4,7 @@ import { embedQuery, type Context } from "./context.js";
 import { conversationOf } from "./conversation.js";
 import { queryTerms, type Term } from "./keyword.js";
 import { CANDIDATES, KEYWORD_POOL, keywordQuery, keywordScore, semanticScore, type Candidate, type Ranked } from "./ranking.js";
-import { asAskedByUser, explain, keywordShare, paramsFor, turnEvidence, type Explanation, type ScorerParams, type Signals, unit } from "./scorer.js";
+import { asAskedByUser, explain, keywordShare, paramsFor, turnEvidence, turnLength, type Explanation, type ScorerParams, type Signals, unit } from "./scorer.js";
 import { replacedAfterReplacing, validityFilter } from "./validity.js";
 
 /** A search hit (spec §2.1): no metadata, no updatedAt; agentId and tags only when set. */
@@ -85,8 +85,8 @@ export function scoreOf(mode: SearchMemoriesInput["mode"], c: Candidate, params:
 }
 
 /** A candidate's hybrid signals. */
-export function signalsOf(c: Candidate): Signals {
-  return c.turn ? { cosine: unit(c.cosine ?? 0), keyword: c.coverage ?? 0, turn: 1, speaker: c.speaker ?? 0 } : { cosine: unit(c.cosine ?? 0), keyword: c.coverage ?? 0, turn: 0 };
+export function signalsOf(c: Omit<Candidate, "record">): Signals {
+  return c.turn ? { cosine: unit(c.cosine ?? 0), keyword: c.coverage ?? 0, turn: 1, speaker: c.speaker ?? 0, length: c.length ?? 0 } : { cosine: unit(c.cosine ?? 0), keyword: c.coverage ?? 0, turn: 0 };
 }
 
 /**
@@ -164,8 +164,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   const byId = new Map<string, Candidate>();
   const add = (record: MemoryRecord, distance: number) => {
     const turn = conversationOf(record.metadata, record.tags) !== null;
-    const evidence = turn ? turnEvidence(terms, (i) => matches?.holds(record.id, i) ?? false, record.content) : { keyword: matches?.evidenceOf(record).coverage ?? 0, speaker: 0 };
-    byId.set(record.id, { record, cosine: 1 - distance, turn, coverage: evidence.keyword, ...(turn ? { speaker: evidence.speaker } : {}) });
+    byId.set(record.id, { record, cosine: 1 - distance, turn, ...wordSignals(terms, matches, record.id, record.content, turn) });
   };
   for (const h of vectorHits) add(h.record, h.distance);
   // Fewer vector hits than asked for means the scope has no other memory: every keyword match is
@@ -177,11 +176,8 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   // remaining keyword candidate can't beat the `limit`-th score so far, none of the rest can.
   const farthest = Math.min(...vectorHits.map((h) => 1 - h.distance));
   const pool = matches.pool().filter((p) => !byId.has(p.id));
-  const boundOf = (p: PoolEntry) =>
-    Math.max(
-      // A turn's keyword share is at most its plain share (scorer.ts turnEvidence), and the query may name its speaker.
-      ...[0, 1].map((turn) => explain({ cosine: unit(farthest), keyword: p.coverage, turn, speaker: turn }, params).score),
-    );
+  // A keyword candidate's bound: its score at that cosine (its other signals are known from the lookups).
+  const boundOf = (p: PoolEntry) => explain(signalsOf({ cosine: farthest, turn: p.turn, ...wordSignals(terms, matches, p.id, p.content, p.turn) }), params).score;
   const bounds = new Map(pool.map((p) => [p, boundOf(p)]));
   const bound = (p: PoolEntry) => bounds.get(p)!;
   pool.sort((a, b) => bound(b) - bound(a) || cmp(b.id, a.id));
@@ -201,6 +197,18 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
   return [...byId.values()];
 }
 
+type KeywordMatches = Awaited<ReturnType<typeof keywordMatches>>;
+
+/**
+ * A candidate's signals besides its cosine, from its words: its keyword share, and for a turn
+ * whether the query names its speaker (scorer.ts turnEvidence) and its length.
+ */
+function wordSignals(terms: Term[], matches: KeywordMatches | undefined, id: string, content: string, turn: boolean): Pick<Candidate, "coverage" | "speaker" | "length"> {
+  if (!turn) return { coverage: matches?.coverageOf(id) ?? 0 };
+  const e = turnEvidence(terms, (i) => matches?.holds(id, i) ?? false, content);
+  return { coverage: e.keyword, speaker: e.speaker, length: turnLength(content) };
+}
+
 /** Most memories a query word is looked up in: beyond it, the word counts as occurring in this many. */
 const WORD_LOOKUP_MAX = 5_000;
 
@@ -209,6 +217,10 @@ interface PoolEntry {
   id: string;
   seq: number;
   coverage: number;
+  /** A conversation turn (core/conversation.ts), scored with the turns' constants. */
+  turn: boolean;
+  /** What a turn's speaker and length are read from. */
+  content: string;
 }
 
 /**
@@ -230,10 +242,12 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter)
   return {
     /** A memory's keyword evidence. */
     evidenceOf: (r: MemoryRecord) => ({ coverage: coverage.get(r.id) ?? 0 }),
+    /** A memory's keyword share (0 when it holds no query word). */
+    coverageOf: (id: string) => coverage.get(id) ?? 0,
     /** Whether the memory holds query term `i`. */
     holds: (id: string, i: number) => matched.get(id)?.terms.has(i) ?? false,
     /** Every matched memory. */
-    pool: (): PoolEntry[] => [...matched.values()].map((m) => ({ id: m.id, seq: m.seq, coverage: coverage.get(m.id)! })),
+    pool: (): PoolEntry[] => [...matched.values()].map((m) => ({ id: m.id, seq: m.seq, coverage: coverage.get(m.id)!, turn: conversationOf(m.metadata, m.tags) !== null, content: m.content })),
   };
 }
 

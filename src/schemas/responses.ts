@@ -61,7 +61,7 @@ export const SearchHit = z.strictObject({
       .strictObject({
         mode: z.enum(["hybrid", "semantic", "keyword"]),
         score: z.number(),
-        signals: z.record(z.string(), z.number()).check(z.describe("the signals of the query and this memory: cosine, keyword (share of the query's word weight held), turn (1 for a conversation turn, whose constants differ) and, for a turn, speaker (1 when the query names the turn's speaker; those words are then not in keyword)")),
+        signals: z.record(z.string(), z.number()).check(z.describe("the signals of the query and this memory: cosine, keyword (share of the query's word weight held), turn (1 for a conversation turn, whose constants differ) and, for a turn, speaker (1 when the query names the turn's speaker; those words are then not in keyword) and length (0..1, ln(1 + words) / ln(81))")),
         contributions: z.optional(z.record(z.string(), z.number()).check(z.describe("hybrid: what each signal added to the logit; score = 1 / (1 + e^-(sum))"))),
         model: z.optional(z.string().check(z.describe("hybrid: the embedder the scorer's constants were fitted for, or fallback"))),
       })

@@ -92,6 +92,7 @@ export interface MemoryPosition {
 export interface MemoryWordHit extends MemoryPosition {
   metadata: string | null;
   tags: string[];
+  content: string;
 }
 
 export interface MemoryFilter {
@@ -487,7 +488,7 @@ export abstract class MemoryReads {
     const where = memoryWhere(filter);
     const parts = await this.eachSegment((s) =>
       this.atVersion(s, `word\u0000${max}\u0000${word}\u0000${where}`, async () =>
-        wordHits(await s.table.query().fullTextSearch(word, { columns: ["content"] }).where(where).select(["id", "userId", "seq", "metadata", "tags"]).limit(max).toArrow()),
+        wordHits(await s.table.query().fullTextSearch(word, { columns: ["content"] }).where(where).select(["id", "userId", "seq", "metadata", "tags", "content"]).limit(max).toArrow()),
       ),
     );
     return parts.flat().slice(0, max);
@@ -1007,9 +1008,9 @@ export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, wit
  */
 function wordHits(table: unknown): MemoryWordHit[] {
   const t = table as ArrowTable;
-  const [id, userId, seq, metadata] = ["id", "userId", "seq", "metadata"].map((name) => columnValues(t, name));
+  const [id, userId, seq, metadata, content] = ["id", "userId", "seq", "metadata", "content"].map((name) => columnValues(t, name));
   const tags = stringLists(t.getChild("tags"), t.numRows);
-  return id.map((_, i) => ({ id: String(id[i]), userId: String(userId[i]), seq: Number(seq[i]), metadata: metadata[i] == null ? null : String(metadata[i]), tags: tags[i] }));
+  return id.map((_, i) => ({ id: String(id[i]), userId: String(userId[i]), seq: Number(seq[i]), metadata: metadata[i] == null ? null : String(metadata[i]), tags: tags[i], content: String(content[i]) }));
 }
 
 /** What readMemoryRows and wordHits read of a query's Arrow table. */

@@ -55,12 +55,15 @@ describe("hybrid search's pruning", () => {
   it("returns exactly what ranking every keyword candidate would, in a store larger than the vector candidates", async () => {
     const ctx = await openContext({ storeDir: await tempDir(), embedder: createTestEmbedder() });
     const topics = ["garden", "tea", "dentist", "marathon", "cello", "lisbon", "budget", "kitten", "plumber", "novel"];
-    const lines = Array.from({ length: 400 }, (_, i) =>
-      // Some are turns of short conversations, scored with the turns' constants; the rest are notes.
-      JSON.stringify({ content: `note ${i}: ${topics[i % 10]} and ${topics[(i * 3) % 10]} ${i % 7 ? "again" : "with the family"}`, userId: i % 3 ? "u" : "v", ...(i % 5 < 2 ? { metadata: { session: Math.floor(i / 5) } } : {}) }),
-    );
+    const lines = Array.from({ length: 400 }, (_, i) => {
+      const text = `${topics[i % 10]} and ${topics[(i * 3) % 10]} ${i % 7 ? "again" : "with the family"}${i % 4 ? "" : " and then some more words about the day, the weather and the trip home"}`;
+      // Some are turns of short conversations, scored with the turns' constants (Ana's and Ben's:
+      // a query naming one reads it as the speaker); the rest are notes.
+      const turn = i % 5 < 2;
+      return JSON.stringify({ content: turn ? `${i % 2 ? "Ana" : "Ben"}: ${text}` : `note ${i}: ${text}`, userId: i % 3 ? "u" : "v", ...(turn ? { metadata: { session: Math.floor(i / 5) } } : {}) });
+    });
     await addMemoriesFromLines(ctx, lines, { batchSize: 100 });
-    for (const query of ["garden tea", "when is the dentist?", "family marathon cello", "kitten", "budget lisbon novel plumber", "again"]) {
+    for (const query of ["garden tea", "when is the dentist?", "family marathon cello", "kitten", "budget lisbon novel plumber", "again", "what did Ana say about the garden?", "Ben kitten weather"]) {
       for (const userId of ["u", undefined]) {
         for (const limit of [1, 10, 40]) {
           const got = await searchMemories(ctx, { query, userId, limit, threshold: 0 });

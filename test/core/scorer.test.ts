@@ -12,7 +12,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { addMemoriesFromLines, searchCandidates, searchMemories } from "../../src/core/memories.js";
 import { queryTerms } from "../../src/core/keyword.js";
 import { keywordQuery } from "../../src/core/ranking.js";
-import { FALLBACK, asAskedByUser, explain, keywordShare, paramsFor, score, stemsOfText, turnEvidence, type Signals } from "../../src/core/scorer.js";
+import { FALLBACK, asAskedByUser, explain, keywordShare, paramsFor, score, stemsOfText, turnEvidence, turnLength, type Signals } from "../../src/core/scorer.js";
 import { embedderId, scoreOf, signalsOf } from "../../src/core/search.js";
 import { useModelStore } from "../helpers/model-store.js";
 // @ts-expect-error: a script's module, without types
@@ -43,18 +43,18 @@ describe("the scorer", () => {
   });
 
   it("never lowers a score for more evidence: every weight is at least 0", () => {
-    for (const w of [p.notes, p.turns, FALLBACK.notes]) for (const k of ["cosine", "keyword", "keyword2", "every", "speaker"] as const) expect(w[k]).toBeGreaterThanOrEqual(0);
+    for (const w of [p.notes, p.turns, FALLBACK.notes]) for (const k of ["cosine", "keyword", "keyword2", "every", "speaker", "length"] as const) expect(w[k]).toBeGreaterThanOrEqual(0);
   });
 
   it("explains a score: the contributions add up to the logit the score is σ of", () => {
     for (const s of [
       { cosine: 0.71, keyword: 1, turn: 0 },
       { cosine: 0.2, keyword: 0.4, turn: 1 },
-      { cosine: 0.3, keyword: 0.5, turn: 1, speaker: 1 },
+      { cosine: 0.3, keyword: 0.5, turn: 1, speaker: 1, length: 0.6 },
       { cosine: 0, keyword: 0, turn: 0 },
     ] satisfies Signals[]) {
       const e = explain(s, p);
-      const logit = e.contributions.bias + e.contributions.cosine + e.contributions.keyword + (e.contributions.speaker ?? 0);
+      const logit = e.contributions.bias + e.contributions.cosine + e.contributions.keyword + (e.contributions.speaker ?? 0) + (e.contributions.length ?? 0);
       expect(e.score).toBeCloseTo(1 / (1 + Math.exp(-logit)), 12);
       expect(e.signals).toEqual(s);
     }
@@ -97,6 +97,17 @@ describe("the scorer", () => {
     // The speaker's name counts for the turn, fitted: a turn of the named speaker scores higher.
     const base = { cosine: 0.4, keyword: 0.5, turn: 1 };
     expect(score({ ...base, speaker: 1 }, p)).toBeGreaterThan(score({ ...base, speaker: 0 }, p));
+  });
+
+  it("reads a turn's length: ln(1 + words) / ln(81), 1 from 80 words on, and a longer turn scores higher", () => {
+    expect(turnLength("")).toBe(0);
+    expect(turnLength("Leo: no way!! what's next?")).toBeCloseTo(Math.log(7) / Math.log(81), 12); // leo no way what s next
+    expect(turnLength("word ".repeat(80))).toBe(1);
+    expect(turnLength("word ".repeat(5000))).toBe(1);
+    const base = { cosine: 0.4, keyword: 0.5, turn: 1, speaker: 0 };
+    expect(score({ ...base, length: 0.8 }, p)).toBeGreaterThan(score({ ...base, length: 0.3 }, p));
+    // A note's length is no signal: its score is the same with or without one.
+    expect(score({ cosine: 0.4, keyword: 0.5, turn: 0, length: 1 }, p)).toBe(score({ cosine: 0.4, keyword: 0.5, turn: 0 }, p));
   });
 
   it("weighs a word by English alone: the same in every store", () => {
@@ -233,6 +244,8 @@ describe("search properties on generated stores (real model)", () => {
     expect(signals(turns[5]).keyword).toBeGreaterThan(0);
     // Her small talk doesn't pass the default threshold on her name alone.
     expect(byContent.get(turns[0])!.score).toBeLessThan(0.5);
+    // Each turn's length is its own: the explanation shows it, and the score is the explained one.
+    for (const t of turns) expect(signals(t).length).toBe(turnLength(t));
   });
 
   it.each([["emoji only", "🙂🎉"], ["another script", "где мой паспорт?"], ["10,000 characters", "passport ".repeat(1111).slice(0, 10_000)], ["punctuation", "?!…"]])(

@@ -540,7 +540,8 @@ function renderExplanations(t: TableKit, hits: MemorySearchHit[]): string {
     const c = e.contributions;
     const parts = [`cosine ${n(e.signals.cosine)} (${signed(c.cosine)})`, `keyword ${n(e.signals.keyword)} (${signed(c.keyword)})`];
     if (c.speaker) parts.push(`speaker named (${signed(c.speaker)})`);
-    const logit = c.bias + c.cosine + c.keyword + (c.speaker ?? 0);
+    if (e.signals.length !== undefined) parts.push(`length ${n(e.signals.length)} (${signed(c.length ?? 0)})`);
+    const logit = c.bias + c.cosine + c.keyword + (c.speaker ?? 0) + (c.length ?? 0);
     return `${i + 1}  ${h.score.toFixed(3)}  ${parts.join("  ")}  bias ${signed(c.bias)}${e.signals.turn ? " (a conversation turn)" : ""}  → logit ${logit.toFixed(2)}`;
   });
   return `${t.dim("why: each signal, and what it added to the logit; score = 1/(1+e^-logit)")}\n${lines.join("\n")}`;
