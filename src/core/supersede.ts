@@ -33,6 +33,7 @@
 
 import { fold, frameChange, framesOf, GENERIC_WORD, PHONE_OWNERS, REPORT, stem, twoNumbers, unitOf, VERBISH, WORD_CHANGE, type Frame } from "./frames.js";
 import { englishCount, stemWord } from "./keyword.js";
+import { asAskedByUser } from "./scorer.js";
 
 /** One fact a memory states. */
 export interface Fact {
@@ -62,7 +63,7 @@ export const VALUE_KEY = "value:";
  * out again the keys of memories an older mm stored (Store refreshMatchKeys), and a newer memory
  * finds them by what the rules read now. Never looked up.
  */
-export const KEYS_MARK = "keys:11";
+export const KEYS_MARK = "keys:12";
 
 /** A key that says what a memory states (a fact's attribute or value), not its whole text or KEYS_MARK. */
 export function isFactKey(key: string): boolean {
@@ -465,7 +466,9 @@ function readFacts(content: string): Fact[] {
   const facts: Fact[] = [];
   // A transcript line ("Caroline: I moved to Boston"): "I" is the speaker, not the user.
   const speaker = speakerOf(content);
-  const body = speaker ? content.slice(speaker[0].length) : content;
+  // What an agent writes about "the user" ("User's dentist is Dr. Lee", "User switched carriers…")
+  // is read as the user's own words ("my dentist…", "I switched…"), as search reads its questions.
+  const body = asAskedByUser(speaker ? content.slice(speaker[0].length) : content);
   let previous = "";
   for (const { text } of clauses(body)) {
     const before = previous;

@@ -183,6 +183,27 @@ describe("labelled values: one label, one value", () => {
   });
 });
 
+describe("an agent's notes about the user", () => {
+  it.each([
+    ["User's mother lives in Hobart and visits at Christmas", "My mother lives in Hobart and visits at Christmas"],
+    ["User shoots on a Sony A7 IV", "I shoot on a Sony A7 IV"],
+    ["The user's wifi password is otter-42", "My wifi password is otter-42"],
+    ["User collects Zippo lighters", "I collect Zippo lighters"],
+  ])("reads %j as the user's own %j", (agent, own) => {
+    // The same facts (the text key, for duplicates, keeps the words as written).
+    const facts = (content: string) => matchKeysOf(content).filter((k) => !k.startsWith("text:"));
+    expect(facts(agent)).toEqual(facts(own));
+  });
+
+  it.each([
+    ["User collects Zippo lighters", "User stopped collecting Zippo lighters"],
+    ["User edits in Lightroom Classic", "User switched from Lightroom Classic to Capture One"],
+    ["User's mother lives in Hobart and visits at Christmas", "User's mother moved to Perth last month"],
+  ])("finds %j replaced by %j, as it would in the first person", (older, newer) => {
+    expect(replaces(older, newer)).toBe(true);
+  });
+});
+
 describe("twin notes with another number", () => {
   it.each([
     ["a dose", "User takes sertraline 50 mg each morning", "User takes sertraline 100 mg each morning"],
