@@ -113,6 +113,12 @@ export const NEAR_CANDIDATES = 5;
  * (Store.memoriesAtMost).
  */
 export const NEAR_SCAN = 2000;
+/**
+ * Up to how many current memories (per account, in one group commit) of users none of whose new
+ * memories says something changed detection reads whole, to keep them (planIncoming): their
+ * vectors are read too, which only the nearest need, so fewer than NEAR_SCAN.
+ */
+export const KEEP_SCAN = 500;
 
 /**
  * Decides, under the write lock and before the commit, what each incoming memory duplicates and
@@ -178,6 +184,17 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // and writes (storage/current-rows.ts) is asked nothing: all come from those.
   const kept = await store.keptCurrentRows([...groups.values()].map((indexes) => items[indexes[0]].row));
   const scanning = await scannedUsers(store, items, nearGroups);
+  // On a local store, the other users with few current memories are read whole as well, and
+  // kept: their candidates come from the rows the process keeps until another commit moves the
+  // table (storage/current-rows.ts), instead of a query in every commit. Conversation turns say
+  // nothing changed, so their users were never kept, and each group commit of HTTP creates asked
+  // the table for their twins: most of LanceDB's work in a commit (docs/performance.md,
+  // "8 December"). Not on an object store, whose reads are rounds of requests planned to run side
+  // by side (the last sequence numbers beside the candidates), nor where detection reads through
+  // the process's recent writes (StoreTuning.recentWrites).
+  if (store.place.kind === "local" && !store.tuning.recentWrites) {
+    for (const [key, most] of await fewMemories(store, items, groups, (key) => scanning.has(key) || kept.has(key))) scanning.set(key, most);
+  }
   const scans = (key: string) => scanning.has(key);
   const candidates = new Map<string, MemoryRecord[]>();
   /** Whole rows read (Plan.read). */
@@ -193,7 +210,7 @@ export async function planIncoming(store: Store, items: Incoming[]): Promise<Pla
   // The insert numbers each new row after the user's last one: asked here, beside detection's reads,
   // for users this process doesn't know, instead of in a round of its own after them.
   const numbering = items.filter((_, i) => !settled[i].error).map((it) => it.row);
-  const [{ near, scanned }] = await Promise.all([nearestOlder(store, items, nearGroups, scanning, keyed, kept), ask((key) => !scans(key) && !kept.has(key)), store.learnLastSeqs(numbering)]);
+  const [{ near, scanned }] = await Promise.all([nearestOlder(store, items, groups, nearGroups, scanning, keyed, kept), ask((key) => !scans(key) && !kept.has(key)), store.learnLastSeqs(numbering)]);
   for (const rows of [...scanned.values(), ...kept.values()]) for (const r of rows) read.set(r.id, r);
   for (const [accountId, keysByUser] of keysByAccount) {
     for (const [userId, userKeys] of keysByUser) {
@@ -402,16 +419,37 @@ async function scannedUsers(store: Store, items: Incoming[], groups: Map<string,
     if (indexes.length > 1) scanning.set(key, undefined);
     else single.set(accountId, [...(single.get(accountId) ?? []), userId]);
   }
-  for (const [accountId, userIds] of single) {
-    // The known users' one query reads NEAR_SCAN rows at most, as for one user of a batch.
+  // The known users' one query reads NEAR_SCAN rows at most, as for one user of a batch.
+  for (const [key, most] of await fewOf(store, single, NEAR_SCAN)) scanning.set(key, most);
+  return scanning;
+}
+
+/**
+ * Users of `groups` not `skip`ped whose current memories are KEEP_SCAN at most, per account
+ * together, with how many they may have (Store.memoriesAtMost): those detection reads whole.
+ */
+async function fewMemories(store: Store, items: Incoming[], groups: Map<string, number[]>, skip: (key: string) => boolean): Promise<Map<string, number>> {
+  const byAccount = new Map<string, string[]>();
+  for (const [key, indexes] of groups) {
+    if (skip(key)) continue;
+    const { accountId, userId } = items[indexes[0]].row;
+    byAccount.set(accountId, [...(byAccount.get(accountId) ?? []), userId]);
+  }
+  return fewOf(store, byAccount, KEEP_SCAN);
+}
+
+/** Of each account's `userIds`, those who have `cap` current memories at most together, first come first, with how many each may have (Store.memoriesAtMost). */
+async function fewOf(store: Store, byAccount: Map<string, string[]>, cap: number): Promise<Map<string, number>> {
+  const few = new Map<string, number>();
+  for (const [accountId, userIds] of byAccount) {
     let reading = 0;
     for (const [userId, most] of await store.memoriesAtMost(accountId, userIds)) {
-      if (reading + most > NEAR_SCAN) continue;
-      scanning.set(userKey({ accountId, userId }), most);
+      if (reading + most > cap) continue;
+      few.set(userKey({ accountId, userId }), most);
       reading += most;
     }
   }
-  return scanning;
+  return few;
 }
 
 /**
@@ -425,13 +463,14 @@ async function scannedUsers(store: Store, items: Incoming[], groups: Map<string,
 async function nearestOlder(
   store: Store,
   items: Incoming[],
+  users: Map<string, number[]>,
   groups: Map<string, number[]>,
   scanning: Map<string, number | undefined>,
   keyed: (i: number, matchKeys: string[]) => boolean,
   kept: Map<string, MemoryRow[]>,
 ): Promise<{ near: { record: MemoryRecord; cosine: number }[][]; scanned: Map<string, MemoryRow[]> }> {
   const near = items.map(() => [] as { record: MemoryRecord; cosine: number }[]);
-  const who = (key: string) => items[groups.get(key)![0]].row;
+  const who = (key: string) => items[users.get(key)![0]].row;
   const scanned = new Map<string, MemoryRow[]>();
   for (const key of scanning.keys()) if (kept.has(key)) scanned.set(key, kept.get(key)!);
   const known = new Map<string, { userIds: string[]; most: number }>();

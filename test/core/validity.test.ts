@@ -14,7 +14,7 @@ import {
   updateMemory,
   type BatchLineResult,
 } from "../../src/core/memories.js";
-import { DETECT_CANDIDATES } from "../../src/core/validity.js";
+import { DETECT_CANDIDATES, KEEP_SCAN } from "../../src/core/validity.js";
 import { factsOf, lookupKeysOf, TEXT_KEY } from "../../src/core/supersede.js";
 import { loadLance } from "../../src/storage/lance.js";
 import { ASKED_BEYOND } from "../../src/storage/memories.js";
@@ -259,6 +259,28 @@ describe("duplicates", () => {
     expect((await createMemory(ctx, { content: "My passport number ends in 4471.", userId: "u", metadata: { turn: 7 } })).deduplicated).toBeUndefined();
     expect((await createMemory(ctx, { content: "my passport number ends in 4471!", userId: "u", metadata: { turn: 7 } })).deduplicated).toBe(true);
     expect((await listMemories(ctx, { userId: "u" })).pagination.total).toBe(7); // first, forced, two "Thanks!", "ok", tagged, with metadata
+  });
+
+  it("reads once the memories of a user whose notes say nothing changed, and finds the next duplicates among the rows the process keeps; a user with more than KEEP_SCAN is asked each time", async () => {
+    const dir = await tempDir();
+    const ctx = await open(dir);
+    const asked = vi.spyOn(ctx.store, "currentMemoriesMatching");
+    const turn = "Melanie: That sounds great, how did the pottery class go last week?";
+    const first = await createMemory(ctx, { content: turn, userId: "u" });
+    await createMemory(ctx, { content: "Caroline: It was lovely, we made little bowls and laughed a lot.", userId: "u" });
+    expect(await createMemory(ctx, { content: turn.toLowerCase(), userId: "u" })).toMatchObject({ id: first.id, deduplicated: true });
+    expect(asked).not.toHaveBeenCalled();
+    // More than KEEP_SCAN: not read whole, asked (in a process that keeps nothing of them yet).
+    const many = Array.from({ length: KEEP_SCAN + 1 }, (_, i) => JSON.stringify({ content: `Caroline: note number ${i} about the garden.`, userId: "big" }));
+    await addMemoriesFromLines(ctx, many, { batchSize: 256, onResult: () => undefined });
+    const other = await open(dir);
+    const askedThere = vi.spyOn(other.store, "currentMemoriesMatching");
+    expect(await createMemory(other, { content: "caroline: note number 7 about the garden", userId: "big" })).toMatchObject({ deduplicated: true });
+    expect(askedThere).toHaveBeenCalledTimes(1);
+    // A small user in that process is read whole at its first create, and asked nothing after.
+    expect(await createMemory(other, { content: turn, userId: "u" })).toMatchObject({ id: first.id, deduplicated: true });
+    expect(await createMemory(other, { content: "Melanie: Bowls! Send me a picture of the blue one.", userId: "u" })).not.toHaveProperty("deduplicated");
+    expect(askedThere).toHaveBeenCalledTimes(1);
   });
 });
 
