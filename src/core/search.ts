@@ -1,5 +1,5 @@
 import { parseSearchMemories, type SearchMemoriesInput } from "../schemas/memory.js";
-import type { MemoryFilter, MemoryRecord, MemoryWordHit } from "../storage/store.js";
+import type { MemoryFilter, MemoryPosition, MemoryRecord } from "../storage/store.js";
 import { embedQuery, type Context } from "./context.js";
 import { conversationOf } from "./conversation.js";
 import { queryTerms, type Term } from "./keyword.js";
@@ -210,13 +210,13 @@ interface PoolEntry {
 }
 
 /**
- * Which of the scope's memories contain which query words (from the full-text index, one lookup per
- * word), and so each memory's keyword share (scorer.ts keywordShare: English word weights, the same
- * in every store).
+ * Which of the scope's memories contain which query words (from the full-text index: one query for
+ * all of them where it can, storage/memories.ts memoriesWithWords), and so each memory's keyword
+ * share (scorer.ts keywordShare: English word weights, the same in every store).
  */
 async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter) {
-  const perTerm = await Promise.all(terms.map((t) => ctx.store.memoriesWithWord(t.word, filter, WORD_LOOKUP_MAX)));
-  const matched = new Map<string, MemoryWordHit & { terms: Set<number> }>();
+  const perTerm = await ctx.store.memoriesWithWords(terms.map((t) => t.word), filter, WORD_LOOKUP_MAX);
+  const matched = new Map<string, MemoryPosition & { terms: Set<number> }>();
   perTerm.forEach((rows, i) => {
     for (const r of rows) {
       const m = matched.get(r.id) ?? { ...r, terms: new Set<number>() };

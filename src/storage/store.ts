@@ -25,7 +25,7 @@ import { DEFAULT_TUNING, OBJECT_STORE_TUNING, type OptimizeResult, type SegmentS
 
 export * from "./store-types.js";
 export type { EntityRecord, RelationFilter, RelationRecord } from "./graph.js";
-export type { MemoryFilter, MemoryPosition, MemoryRecord, MemoryRow, MemoryWordHit, Seq, VectorHit } from "./memories.js";
+export type { MemoryFilter, MemoryPosition, MemoryRecord, MemoryRow, Seq, VectorHit } from "./memories.js";
 
 type Env = Record<string, string | undefined>;
 
