@@ -66,16 +66,16 @@ const STEP_3: [string, string][] = [
 const STEP_4 = ["ement", "ance", "ence", "able", "ible", "ment", "ant", "ent", "ism", "ate", "iti", "ous", "ive", "ize", "ion", "al", "er", "ic"];
 
 /** The longest of `suffixes` that `w` ends with (Snowball's `among`: the longest match decides). */
-function longest(w: string, suffixes: string[]): string | undefined {
+function longest(w: string, suffixes: readonly string[]): string | undefined {
   let best: string | undefined;
-  for (const s of suffixes) if (w.endsWith(s) && (!best || s.length > best.length)) best = s;
+  for (const s of suffixes) if ((!best || s.length > best.length) && w.endsWith(s)) best = s;
   return best;
 }
 
-function pairFor(w: string, table: [string, string][]): [string, string] | undefined {
-  const s = longest(w, table.map(([suffix]) => suffix));
-  return s === undefined ? undefined : table.find(([suffix]) => suffix === s);
-}
+const STEP_2_SUFFIXES = STEP_2.map(([suffix]) => suffix);
+const STEP_3_SUFFIXES = STEP_3.map(([suffix]) => suffix);
+const STEP_2_MAP = new Map(STEP_2);
+const STEP_3_MAP = new Map(STEP_3);
 
 const isVowel = (c: string | undefined) => c !== undefined && VOWELS.has(c);
 
@@ -150,20 +150,20 @@ export function porter2(word: string): string {
   if ((w.endsWith("y") || w.endsWith("Y")) && w.length > 2 && !isVowel(w[w.length - 2])) w = w.slice(0, -1) + "i";
 
   // Step 2.
-  const s2 = pairFor(w, STEP_2);
-  if (s2 && inR1(w.length - s2[0].length)) {
-    const stem = w.slice(0, -s2[0].length);
-    if (s2[0] === "ogi") {
+  const s2 = longest(w, STEP_2_SUFFIXES);
+  if (s2 && inR1(w.length - s2.length)) {
+    const stem = w.slice(0, -s2.length);
+    if (s2 === "ogi") {
       if (stem.endsWith("l")) w = stem + "og";
-    } else if (s2[0] === "li") {
+    } else if (s2 === "li") {
       if (LI_ENDINGS.has(stem[stem.length - 1] ?? "")) w = stem;
-    } else w = stem + s2[1];
+    } else w = stem + STEP_2_MAP.get(s2)!;
   }
 
   // Step 3.
-  const s3 = pairFor(w, STEP_3);
-  if (s3 && inR1(w.length - s3[0].length)) {
-    if (s3[0] !== "ative" || inR2(w.length - s3[0].length)) w = w.slice(0, -s3[0].length) + s3[1];
+  const s3 = longest(w, STEP_3_SUFFIXES);
+  if (s3 && inR1(w.length - s3.length)) {
+    if (s3 !== "ative" || inR2(w.length - s3.length)) w = w.slice(0, -s3.length) + STEP_3_MAP.get(s3)!;
   }
 
   // Step 4.
@@ -205,11 +205,20 @@ export const STOP_STEMS: ReadonlySet<string> = new Set(
 /** Tokens of this many bytes or more are left out of the index (LanceDB's default max token length). */
 const MAX_TOKEN_BYTES = 40;
 
+/** Most tokens, and most texts, whose terms are remembered (each table is emptied when full). */
+const REMEMBERED = 20_000;
+const tokenTerms = new Map<string, string | null>();
+
 /** The index's term for a plain token (ASCII letters and digits), or null when the index drops it. */
 function termOf(token: string): string | null {
-  if (token.length >= MAX_TOKEN_BYTES) return null;
-  const stem = porter2(token.toLowerCase());
-  return STOP_STEMS.has(stem) ? null : stem;
+  let term = tokenTerms.get(token);
+  if (term === undefined) {
+    const stem = token.length >= MAX_TOKEN_BYTES ? null : porter2(token.toLowerCase());
+    term = stem === null || STOP_STEMS.has(stem) ? null : stem;
+    if (tokenTerms.size >= REMEMBERED) tokenTerms.clear();
+    tokenTerms.set(token, term);
+  }
+  return term;
 }
 
 /**
@@ -237,12 +246,35 @@ function separates(c: string): boolean {
  * The index terms a text holds that can be read here: those of its plain tokens (ASCII letters
  * and digits between separators). `complete` is false when the text has other characters (an
  * accented letter, another script): then the index may hold terms of them that aren't listed, and
- * a plain-looking run beside such a character isn't a token of its own.
+ * a plain-looking run beside such a character isn't a token of its own. Remembered by text: a
+ * search reads the same memories' content again and again.
  */
 export function contentTerms(text: string): { terms: Set<string>; complete: boolean } {
+  let known = textTerms.get(text);
+  if (!known) {
+    known = /^[\x00-\x7F]*$/.test(text) ? asciiTerms(text) : mixedTerms(text);
+    if (textTerms.size >= REMEMBERED) textTerms.clear();
+    textTerms.set(text, known);
+  }
+  return known;
+}
+
+const textTerms = new Map<string, { terms: Set<string>; complete: boolean }>();
+
+/** An ASCII text's terms: every run of letters and digits is a token. */
+function asciiTerms(text: string): { terms: Set<string>; complete: boolean } {
+  const terms = new Set<string>();
+  for (const [token] of text.matchAll(/[A-Za-z0-9]+/g)) {
+    const term = termOf(token);
+    if (term !== null) terms.add(term);
+  }
+  return { terms, complete: true };
+}
+
+function mixedTerms(text: string): { terms: Set<string>; complete: boolean } {
   const terms = new Set<string>();
   let complete = true;
-  // Runs of ASCII letters and digits, with the characters around them.
+  // Runs of ASCII letters and digits, and the other characters one by one.
   for (const m of text.matchAll(/[A-Za-z0-9]+|[^\x00-\x7F]/gu)) {
     const run = m[0];
     if (run.codePointAt(0)! > 0x7f) {
