@@ -1028,7 +1028,12 @@ async function segmentWordHits(table: Table, words: string[], where: string, max
   );
 }
 
-/** Ids and sequence positions of a query's rows, a column at a time (as readMemoryRows). */
+/**
+ * Ids and sequence positions of a query's rows, a column at a time like readMemoryRows: a common
+ * word of a big scope matches thousands of memories, and Arrow's row proxies (`toArray()`)
+ * allocated about 30 MB per account-wide search on a store of 3,000 (docs/safety.md, "Memory
+ * under load").
+ */
 function positions(table: unknown): MemoryPosition[] {
   const t = table as ArrowTable;
   const [id, userId, seq] = ["id", "userId", "seq"].map((name) => columnValues(t, name));
