@@ -499,15 +499,15 @@ async function benchRemote() {
 }
 
 /**
- * The bare LanceDB queries of one hybrid search (core/search.ts): the scope's size and one
- * full-text lookup per query word, beside the vector search's nearest 50; then one exact-cosine
- * fetch of the 50 keyword matches outside them. `vector` may be a promise (still embedding).
+ * The bare LanceDB queries of one hybrid search (core/search.ts): the scope's size and the
+ * full-text lookup of the query's words (one query where it can be), beside the vector search's
+ * nearest 50; then one exact-cosine fetch of the 50 keyword matches outside them. `vector` may be a promise (still embedding).
  */
 async function hybridQueries(s, vector, q, filter) {
   const words = keywordQuery(q).split(" ").filter(Boolean);
   const [, perWord, nearest, v] = await Promise.all([
     s.countMemories(filter),
-    Promise.all(words.map((w) => s.memoriesWithWord(w, filter, 5000))),
+    s.memoriesWithWords(words, filter, 5000),
     s.searchMemories(vector, filter, 50),
     vector,
   ]);

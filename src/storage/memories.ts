@@ -2,6 +2,7 @@ import { cosine } from "../embedder/types.js";
 import { MmError } from "../errors.js";
 import { userKey, type CurrentRows } from "./current-rows.js";
 import type { RecentView, RecentWrites } from "./recent-writes.js";
+import { contentTerms, indexTerm } from "./fts-terms.js";
 import { MAX_VECTOR_PARTITIONS, vectorIndexOf, type VectorIndexInfo } from "./indexes.js";
 import { isVersionGone, loadLance, sqlString, sqlStringList, type Table, type VectorQuery } from "./lance.js";
 import { cmp, newestFirstPage, NEWEST_FIRST, OLDEST_FIRST, type PageWindow } from "./pages.js";
@@ -88,13 +89,16 @@ export interface MemoryPosition {
   seq: Seq;
 }
 
-/** A memory that contains a searched word: its position, and what says which conversation it belongs to. */
+/**
+ * A memory that contains a searched word: its position, and what a search reads its signals from
+ * besides the word (whether it is a conversation turn, core/conversation.ts; a turn's speaker and
+ * length, core/scorer.ts), so a keyword candidate's score is known before its cosine is fetched.
+ */
 export interface MemoryWordHit extends MemoryPosition {
   metadata: string | null;
   tags: string[];
   content: string;
 }
-
 export interface MemoryFilter {
   accountId: string;
   userId?: string;
@@ -304,7 +308,7 @@ export abstract class MemoryReads {
    * count and its memories with a word. (A table dropped and made again restarts its versions:
    * only resetEmbedder does that, and it returns a new Store, with a new cache.)
    */
-  private async atVersion<T>(segment: Segment, key: string, read: () => Promise<T>): Promise<T> {
+  private async atVersion<T>(segment: Segment, key: string, read: () => Promise<T>, rows: (value: T) => number = (v) => (Array.isArray(v) ? v.length : 0)): Promise<T> {
     const cache = this.routing.atVersion;
     if (!cache) return read();
     const version = await segment.table.version();
@@ -317,7 +321,7 @@ export abstract class MemoryReads {
     }
     const value = await read();
     // A large result stays out: the cache's memory stays bounded by entries × VERSION_CACHE_ROWS.
-    if ((Array.isArray(value) && value.length > VERSION_CACHE_ROWS) || (await segment.table.version()) !== version) return value;
+    if (rows(value) > VERSION_CACHE_ROWS || (await segment.table.version()) !== version) return value;
     cache.set(full, value);
     if (cache.size > this.tuning.versionCacheEntries) cache.delete(cache.keys().next().value!);
     return value;
@@ -479,19 +483,28 @@ export abstract class MemoryReads {
   }
 
   /**
-   * The scope's memories whose content contains `word` as the full-text index analyses it
-   * (stemmed, accents folded), at most `max` of them: which memories a query word touches, and how
-   * many, for keyword coverage (core/keyword.ts). Ids, positions, metadata and tags (which say
-   * whether neighbours are turns of one conversation: core/conversation.ts); no content.
+   * For each of `words`, the scope's memories whose content contains it as the full-text index
+   * analyses it (stemmed, accents folded), at most `max` of them: which memories a query's words
+   * touch, for keyword coverage (core/search.ts). The same memories as asking the index once per
+   * word (`perWord`, the reference the tests hold this to), in one query when it can be:
+   *
+   * One full-text query for all the words returns the memories that hold any of them, with their
+   * content; which word each holds is then read from the content with the index's own analysis
+   * (storage/fts-terms.ts). Where that analysis can't be done here, the index is asked after all,
+   * per word: a word that isn't plain ASCII, and, for a memory whose content has other characters
+   * (an accented letter, another script), each word not found among its plain words, asked of
+   * those memories alone. When the one query returns ONE_QUERY_ROWS rows, there may be more, and
+   * every word is asked on its own, as before. A hybrid search of a 15-word prompt made 15 queries
+   * of about 1.5 ms each on 2 cores; now it makes one (docs/performance.md, 8 December). Each hit
+   * carries its metadata, tags and content: search scores a keyword candidate from them before
+   * fetching its cosine (a turn's speaker and length).
    */
-  async memoriesWithWord(word: string, filter: MemoryFilter, max: number): Promise<MemoryWordHit[]> {
+  async memoriesWithWords(words: string[], filter: MemoryFilter, max: number, options: { perWord?: boolean } = {}): Promise<MemoryWordHit[][]> {
+    if (!words.length) return [];
     const where = memoryWhere(filter);
-    const parts = await this.eachSegment((s) =>
-      this.atVersion(s, `word\u0000${max}\u0000${word}\u0000${where}`, async () =>
-        wordHits(await s.table.query().fullTextSearch(word, { columns: ["content"] }).where(where).select(["id", "userId", "seq", "metadata", "tags", "content"]).limit(max).toArrow()),
-      ),
-    );
-    return parts.flat().slice(0, max);
+    const key = `words\u0000${max}\u0000${options.perWord ? "each" : "one"}\u0000${words.join(" ")}\u0000${where}`;
+    const parts = await this.eachSegment((s) => this.atVersion(s, key, () => segmentWordHits(s.table, words, where, max, options.perWord === true), (v) => sum(v.map((hits) => hits.length))));
+    return words.map((_, i) => parts.flatMap((p) => p[i]).slice(0, max));
   }
 
   /**
@@ -1001,16 +1014,45 @@ export async function readMemoryRows(query: { toArrow(): Promise<unknown> }, wit
   return out;
 }
 
+/** Rows the one full-text query of memoriesWithWords reads; a query that returns this many may have more, and each word is asked on its own. */
+const ONE_QUERY_ROWS = 1000;
+
+/** What a word hit reads of each row (MemoryWordHit). */
+const WORD_HIT_COLUMNS = ["id", "userId", "seq", "metadata", "tags", "content"];
+
+/** One segment's part of memoriesWithWords: for each word, its memories there (at most `max`). */
+async function segmentWordHits(table: Table, words: string[], where: string, max: number, perWord: boolean): Promise<MemoryWordHit[][]> {
+  const ask = async (word: string, among?: string[]) =>
+    wordHits(await table.query().fullTextSearch(word, { columns: ["content"] }).where(among ? `${where} AND id IN (${among.map(sqlString).join(", ")})` : where).select(WORD_HIT_COLUMNS).limit(max).toArrow());
+  if (perWord) return Promise.all(words.map((w) => ask(w)));
+  const limit = Math.min(max, ONE_QUERY_ROWS);
+  const any = await table.query().fullTextSearch(words.join(" "), { columns: ["content"] }).where(where).select(WORD_HIT_COLUMNS).limit(limit).toArrow();
+  const rows = wordHits(any);
+  // As many rows as asked for: there may be more, and which would come is the index's choice.
+  if (rows.length >= limit) return Promise.all(words.map((w) => ask(w)));
+  const contents = rows.map((r) => contentTerms(r.content));
+  return Promise.all(
+    words.map(async (word) => {
+      const term = indexTerm(word);
+      if (term === undefined) return ask(word); // not plain ASCII: only the index knows; its matches are among `rows`
+      if (term === null) return []; // a stop word: the index matches nothing
+      const held = rows.filter((_, i) => contents[i].terms.has(term));
+      const unsure = rows.filter((_, i) => !contents[i].complete && !contents[i].terms.has(term));
+      return unsure.length ? [...held, ...(await ask(word, unsure.map((r) => r.id)))] : held;
+    }),
+  );
+}
+
 /**
- * memoriesWithWord's rows, read a column at a time like readMemoryRows: a common word of a big
- * scope matches thousands of memories, and Arrow's row proxies (`toArray()`) allocated about 30
- * MB per account-wide search on a store of 3,000 (docs/safety.md, "Memory under load").
+ * Word hits, read a column at a time like readMemoryRows: a common word of a big scope matches
+ * thousands of memories, and Arrow's row proxies (`toArray()`) allocated about 30 MB per
+ * account-wide search on a store of 3,000 (docs/safety.md, "Memory under load").
  */
 function wordHits(table: unknown): MemoryWordHit[] {
   const t = table as ArrowTable;
   const [id, userId, seq, metadata, content] = ["id", "userId", "seq", "metadata", "content"].map((name) => columnValues(t, name));
   const tags = stringLists(t.getChild("tags"), t.numRows);
-  return id.map((_, i) => ({ id: String(id[i]), userId: String(userId[i]), seq: Number(seq[i]), metadata: metadata[i] == null ? null : String(metadata[i]), tags: tags[i], content: String(content[i]) }));
+  return id.map((_, i) => ({ id: String(id[i]), userId: String(userId[i]), seq: Number(seq[i]), metadata: metadata[i] == null ? null : String(metadata[i]), tags: tags[i], content: String(content[i] ?? "") }));
 }
 
 /** What readMemoryRows and wordHits read of a query's Arrow table. */

@@ -74,4 +74,25 @@ describe("hybrid search's pruning", () => {
     }
     await ctx.close();
   });
+
+  it("fetches the cosines of every keyword match that could reach the results in one query, not in batches of 50 one after another", async () => {
+    const ctx = await openContext({ storeDir: await tempDir(), embedder: createTestEmbedder() });
+    // 60 memories near the query by their words (the vector search's nearest 50 are among them),
+    // and 300 that hold the query's rarer word, each beside words of its own.
+    const lines = [
+      ...Array.from({ length: 60 }, (_, i) => JSON.stringify({ content: `crossing crossing crossing n${i}`, userId: "u" })),
+      ...Array.from({ length: 300 }, (_, i) => JSON.stringify({ content: `zebra w${i} x${i} y${i}`, userId: "u" })),
+    ];
+    await addMemoriesFromLines(ctx, lines, { batchSize: 100 });
+    const fetches: number[] = [];
+    const nearestAmong = ctx.store.nearestAmong.bind(ctx.store);
+    ctx.store.nearestAmong = async (vector, filter, among) => (fetches.push(among.ids.length), nearestAmong(vector, filter, among));
+    const input = { query: "zebra crossing", userId: "u", limit: 10, threshold: 0.01 };
+    const got = await searchMemories(ctx, input);
+    expect(fetches.length, `${fetches}`).toBe(1);
+    expect(fetches[0]).toBeGreaterThan(50);
+    const all = rankHits(parseSearchMemories(input), await searchCandidates(ctx, input), paramsFor(ctx.store.config.embedder.provider + ":" + ctx.store.config.embedder.model));
+    expect(got.results.map((r) => [r.id, r.score])).toEqual(all.map((r) => [r.record.id, r.score]));
+    await ctx.close();
+  });
 });

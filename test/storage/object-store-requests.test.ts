@@ -62,7 +62,7 @@ describe("object-store requests of the store's hot paths (real Azurite)", () => 
     const [a, b] = await twoProcesses("reads");
     for (const content of ["the boat is in Cascais", "the boat needs paint", "lunch with Ana"]) await createMemory(a, { content, userId: "bo" });
     const scope = { accountId: "acct_default", userId: "bo" };
-    const read = async () => ({ count: await a.store.countMemories(scope), boat: (await a.store.memoriesWithWord("boat", scope, 100)).length });
+    const read = async () => ({ count: await a.store.countMemories(scope), boat: (await a.store.memoriesWithWords(["boat"], scope, 100))[0].length });
     const dataReads = (lines: string[]) => lines.filter((l) => l.includes(".lance") && !l.includes("comp=list"));
     const first = await requestsOf(async () => expect(await read()).toEqual({ count: 3, boat: 2 }));
     expect(dataReads(first).length).toBeGreaterThan(0);
