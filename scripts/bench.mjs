@@ -181,8 +181,10 @@ function checks() {
     { name: "cold mm memories list / node -e 0", ceiling: 3.2, target: 2.2, measure: checkColdList },
     { name: "HTTP hybrid search p50 / its query's embedding p50", ceiling: 6, measure: checkHybridSearch },
     // The URL hook searches at a threshold of 0.05 with explain, so more candidates are scored than
-    // at the default 0.5: 6.2 on a quiet machine (82.5 / 13.2 ms), where the search measured 4.2.
-    { name: "URL hook (POST /hooks/claude-code) p50 / its prompt's embedding p50", ceiling: 9, measure: checkHookRecall },
+    // at the default 0.5. With one keyword query per search it measured 3.4 to 4.4 (load 2 to 9);
+    // with one query per word of the prompt, as before 8 December, 6.2 to 8.1: the ceiling sits
+    // between, so it fails that regression (docs/performance.md, "The performance guard").
+    { name: "URL hook (POST /hooks/claude-code) p50 / its prompt's embedding p50", ceiling: 6, measure: checkHookRecall },
   ];
 }
 
