@@ -218,7 +218,7 @@ function wordSignals(terms: Term[], matches: KeywordMatches | undefined, id: str
   return { coverage: e.keyword, speaker: e.speaker, length: turnLength(content) };
 }
 
-/** Most memories a query word is looked up in: beyond it, the word counts as occurring in this many. */
+/** Most memories a query word's lookup returns: a word held by more is keyword evidence for these alone (the vector search still finds the rest by meaning). */
 const WORD_LOOKUP_MAX = 5_000;
 
 /** A keyword candidate: a memory that holds some of the query's words. */
