@@ -135,15 +135,10 @@ export function keywordShare(terms: Term[], holds: (i: number) => boolean): numb
 export function turnEvidence(terms: Term[], holds: (i: number) => boolean, content: string): { keyword: number; speaker: number } {
   const name = speakerOf(content);
   const named = name ? stemsOfText(name) : undefined;
-  const rest: Term[] = [];
-  let speaker = 0;
-  terms.forEach((t, i) => {
-    if (named?.has(t.stem) && holds(i)) speaker = 1;
-    else rest.push(t);
-  });
-  if (!speaker) return { keyword: keywordShare(terms, holds), speaker };
-  const held = new Set(terms.filter((t, i) => !named!.has(t.stem) && holds(i)));
-  return { keyword: keywordShare(rest, (j) => held.has(rest[j])), speaker };
+  // The query's words that stay keyword evidence, by their index: all but the held ones naming the speaker.
+  const kept = terms.flatMap((t, i) => (named?.has(t.stem) && holds(i) ? [] : [i]));
+  if (kept.length === terms.length) return { keyword: keywordShare(terms, holds), speaker: 0 };
+  return { keyword: keywordShare(kept.map((i) => terms[i]), (j) => holds(kept[j])), speaker: 1 };
 }
 
 /**

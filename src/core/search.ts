@@ -154,7 +154,7 @@ async function gatherCandidates(ctx: Context, input: SearchMemoriesInput, filter
     const top = matches.pool().filter((p) => p.coverage > 0);
     top.sort((a, b) => b.coverage - a.coverage || cmp(b.id, a.id));
     const records = await ctx.store.memoriesByIds(filter, top.slice(0, options.prune ? input.limit : KEYWORD_POOL).map((p) => p.id));
-    return records.map((record) => ({ record, coverage: matches.evidenceOf(record).coverage }));
+    return records.map((record) => ({ record, coverage: matches.coverageOf(record.id) }));
   }
 
   // The keyword lookups run while the query embeds; the vector search starts as soon as the
@@ -249,8 +249,6 @@ async function keywordMatches(ctx: Context, terms: Term[], filter: MemoryFilter)
   });
   const coverage = new Map([...matched.values()].map((m) => [m.id, keywordShare(terms, (i) => m.terms.has(i))]));
   return {
-    /** A memory's keyword evidence. */
-    evidenceOf: (r: MemoryRecord) => ({ coverage: coverage.get(r.id) ?? 0 }),
     /** A memory's keyword share (0 when it holds no query word). */
     coverageOf: (id: string) => coverage.get(id) ?? 0,
     /** Whether the memory holds query term `i`. */

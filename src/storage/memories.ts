@@ -99,6 +99,7 @@ export interface MemoryWordHit extends MemoryPosition {
   tags: string[];
   content: string;
 }
+
 export interface MemoryFilter {
   accountId: string;
   userId?: string;
