@@ -134,12 +134,30 @@ export function keywordShare(terms: Term[], holds: (i: number) => boolean): numb
  */
 export function turnEvidence(terms: Term[], holds: (i: number) => boolean, content: string): { keyword: number; speaker: number } {
   const name = speakerOf(content);
-  const named = name ? stemsOfText(name) : undefined;
+  const named = name ? speakerStems(name) : undefined;
   // The query's words that stay keyword evidence, by their index: all but the held ones naming the speaker.
   const kept = terms.flatMap((t, i) => (named?.has(t.stem) && holds(i) ? [] : [i]));
   if (kept.length === terms.length) return { keyword: keywordShare(terms, holds), speaker: 0 };
   return { keyword: keywordShare(kept.map((i) => terms[i]), (j) => holds(kept[j])), speaker: 1 };
 }
+
+/**
+ * A speaker's name as keyword stems, remembered: a conversation has a few speakers and thousands of
+ * turns, and search reads a turn's speaker for every keyword candidate it bounds (stemming the name
+ * was three quarters of turnEvidence's time: 2.7 of 3.7 µs a turn on LoCoMo). At most
+ * SPEAKERS_KEPT names; when full, it starts again.
+ */
+function speakerStems(name: string): Set<string> {
+  let stems = SPEAKERS.get(name);
+  if (!stems) {
+    if (SPEAKERS.size >= SPEAKERS_KEPT) SPEAKERS.clear();
+    stems = stemsOfText(name);
+    SPEAKERS.set(name, stems);
+  }
+  return stems;
+}
+const SPEAKERS = new Map<string, Set<string>>();
+const SPEAKERS_KEPT = 1024;
 
 /**
  * A conversation turn's length signal: ln(1 + words) / ln(81), so 0 for an empty turn, 0.5 at 8
